@@ -1,0 +1,72 @@
+"""The ``toolsel`` command line.
+
+Each command group lives beside the code it drives and adds itself through a ``register(subparsers)``
+function listed in ``COMMAND_GROUPS``; a handler returns an exit code. Expected failures (bad input, unknown
+names, missing model files) are ``ToolSelectionError``s and print one clear message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+
+from tool_selection.errors import ToolSelectionError
+
+__all__ = ["main"]
+
+COMMAND_GROUPS = (
+    "tool_selection.cli_tools",
+    "tool_selection.lm.cli",
+    "evals.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolsel",
+        description="Study how language models choose tools: inspect tools, run models, evaluate selectors.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_GROUPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name and module_name.startswith(error.name):
+                continue  # that command group is not part of this installation
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def _version() -> str:
+    from tool_selection import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(args.handler(args) or 0)
+    except ToolSelectionError as error:
+        print(f"toolsel: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("toolsel: interrupted", file=sys.stderr)
+        return 130
+
+
+def print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""``toolsel tools list|show|schema``: inspect the registered tools and export their schemas."""
+
+from __future__ import annotations
+
+import argparse
+
+from tool_selection import interop
+from tool_selection.errors import ToolSelectionError
+from tool_selection.registry import default_registry
+from tool_selection.tool import BaseTool
+from tool_selection.toolset import available_tool_sets, load_tool_set
+
+SCHEMA_FORMATS = ("openai", "openai-strict", "anthropic", "mcp", "bfcl", "json-schema")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    tools = subparsers.add_parser("tools", help="List tools, show one, or export its schema.",
+                                  description="List tools, show one, or export its schema.")
+    sub = tools.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
+    tools.set_defaults(handler=lambda args: tools.print_help() or 0)
+
+    list_parser = sub.add_parser("list", help="Every registered tool, grouped by tool set.",
+                                 description="Every registered tool, grouped by tool set.")
+    list_parser.add_argument("--set", dest="tool_set", help="Only this tool set.")
+    list_parser.set_defaults(handler=_list)
+
+    show = sub.add_parser("show", help="A tool's description and arguments.",
+                          description="A tool's description and arguments.")
+    show.add_argument("name", help="Tool name, as listed by 'toolsel tools list'.")
+    show.set_defaults(handler=_show)
+
+    schema = sub.add_parser("schema", help="A tool's schema as JSON, in an ecosystem format.",
+                            description="A tool's schema as JSON, in an ecosystem format.")
+    schema.add_argument("name", help="Tool name, as listed by 'toolsel tools list'.")
+    schema.add_argument("--format", choices=SCHEMA_FORMATS, default="openai", help="Schema format (default: openai).")
+    schema.set_defaults(handler=_schema)
+
+
+def _load_all_sets() -> dict[str, list[type[BaseTool]]]:
+    return {name: list(load_tool_set(name).tools) for name in available_tool_sets()}
+
+
+def _list(args: argparse.Namespace) -> int:
+    sets = _load_all_sets()
+    if args.tool_set:
+        if args.tool_set not in sets:
+            raise ToolSelectionError(f"Unknown tool set {args.tool_set!r}. Available: {', '.join(sets)}")
+        sets = {args.tool_set: sets[args.tool_set]}
+    width = max((len(t.NAME) for tools in sets.values() for t in tools), default=10)
+    for set_name, tools in sets.items():
+        print(f"{set_name} ({len(tools)} tools)")
+        for tool in tools:
+            summary = tool.description.split(". ")[0].rstrip(".")
+            print(f"  {tool.NAME:<{width}}  {summary}")
+        print()
+    grouped = {t for tools in sets.values() for t in tools}
+    others = [t for t in default_registry().tools() if t not in grouped]
+    if others and not args.tool_set:
+        print(f"(registered outside any tool set: {', '.join(t.NAME for t in others)})")
+    return 0
+
+
+def _find(name: str) -> type[BaseTool]:
+    _load_all_sets()
+    return default_registry().get(name)
+
+
+def _show(args: argparse.Namespace) -> int:
+    tool = _find(args.name)
+    print(interop.to_text(tool))
+    print(f"\ncategory: {tool.category}\nmodule:   {tool.MODULE}\nclass:    {tool.__qualname__}")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from tool_selection.cli import print_json
+
+    tool = _find(args.name)
+    exporters = {
+        "openai": lambda t: interop.to_openai(t),
+        "openai-strict": lambda t: interop.to_openai(t, strict=True),
+        "anthropic": interop.to_anthropic,
+        "mcp": lambda t: interop.to_mcp(t).model_dump(by_alias=True, exclude_none=True, mode="json"),
+        "bfcl": interop.to_bfcl,
+        "json-schema": lambda t: t.input_schema(),
+    }
+    print_json(exporters[args.format](tool))
+    return 0
