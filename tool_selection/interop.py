@@ -195,7 +195,7 @@ class SchemaOnlyTool(BaseTool, abstract=True):
             elif not field and error.validator == "additionalProperties":
                 field = ",".join(sorted(set(arguments) - set(cls.input_schema()["properties"]))) or "(arguments)"
             problems.append(ArgumentProblem(field or "(arguments)", error.message, error.instance))
-        return problems
+        return sorted(problems, key=lambda p: p.field)
 
     @classmethod
     def parse_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:

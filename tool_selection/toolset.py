@@ -8,10 +8,11 @@ more through the ``tool_selection.tool_sets`` entry-point group.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from tool_selection.errors import DuplicateToolError, ToolSelectionError, UnknownToolError
 from tool_selection.registry import ToolRegistry
@@ -22,31 +23,32 @@ __all__ = ["ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"]
 BUILTIN_TOOL_SETS = ("treasure_hunt", "events", "ecommerce", "finance", "language")
 
 
-class ToolSet(BaseModel):
+@dataclass(frozen=True)
+class ToolSet:
     """An ordered group of tool classes with unique names."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     name: str
     tools: tuple[type[BaseTool], ...]
     description: str = ""
 
-    @field_validator("tools")
-    @classmethod
-    def _unique_tool_classes(cls, tools: tuple[type[BaseTool], ...], info) -> tuple[type[BaseTool], ...]:
+    def __post_init__(self) -> None:
         seen: dict[str, type[BaseTool]] = {}
-        for tool in tools:
+        for tool in self.tools:
+            if isinstance(tool, str):
+                raise TypeError(
+                    f"ToolSet {self.name!r} got the name string {tool!r}; tool sets hold tool classes. "
+                    "Import the class and pass it, or look it up with default_registry().get(name)."
+                )
             if not (isinstance(tool, type) and issubclass(tool, BaseTool)):
                 raise TypeError(f"ToolSet members must be BaseTool subclasses, got {tool!r}")
             other = seen.get(tool.NAME)
             if other is not None and other is not tool:
-                set_name = info.data.get("name", "?")
                 raise DuplicateToolError(
                     tool.NAME, f"{other.__module__}.{other.__qualname__}",
-                    f"{tool.__module__}.{tool.__qualname__}", where=f"tool set {set_name!r}",
+                    f"{tool.__module__}.{tool.__qualname__}", where=f"tool set {self.name!r}",
                 )
             seen[tool.NAME] = tool
-        return tuple(dict.fromkeys(tools))
+        object.__setattr__(self, "tools", tuple(dict.fromkeys(self.tools)))
 
     # ----------------------------------------------------------------- views
     def names(self) -> list[str]:
@@ -65,7 +67,7 @@ class ToolSet(BaseModel):
     def __len__(self) -> int:
         return len(self.tools)
 
-    def __iter__(self):  # type: ignore[override]
+    def __iter__(self):
         return iter(self.tools)
 
     def __contains__(self, item: object) -> bool:

@@ -1,0 +1,160 @@
+"""``toolsel eval`` (run a suite), ``toolsel eval compare`` (two runs side by side) and ``toolsel suites``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evals.metrics import HEADLINE_METRICS, METRICS, summarize
+from evals.runner import load_results
+from tool_selection.errors import ToolSelectionError
+
+DEFAULT_SUITE = "treasure_hunt"
+DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser(
+        "eval", help="Evaluate a selector on a suite (or compare two runs).",
+        description="Evaluate a tool selector on an evaluation suite. Per-case results go to the run directory "
+                    "(resumable) and to MLflow. 'toolsel eval compare A B' compares two runs.",
+    )
+    run.add_argument("--suite", default=DEFAULT_SUITE,
+                     help=f"Suite name, bfcl:CATEGORY[+CATEGORY], or path to a .jsonl file (default: {DEFAULT_SUITE}).")
+    run.add_argument("--model", default=DEFAULT_MODEL, help=f"Model spec (default: {DEFAULT_MODEL}).")
+    run.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
+    run.add_argument("--limit", type=int, help="Only the first N cases of the split.")
+    run.add_argument("--threads", type=int, default=1, help="Cases evaluated in parallel (default: 1).")
+    run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
+    run.add_argument("--adapter", choices=["json", "chat"], default="json",
+                     help="json: constrained JSON answers (default); chat: DSPy's field markers, unconstrained.")
+    run.add_argument("--max-tokens", type=int, default=512, help="Generation limit per decision (default: 512).")
+    run.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
+    run.add_argument("--run-dir", help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
+    run.add_argument("--fresh", action="store_true", help="Discard results already in the run directory.")
+    run.add_argument("--no-mlflow", action="store_true", help="Do not log the run to MLflow.")
+    run.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+    run.set_defaults(handler=_eval)
+
+    sub = run.add_subparsers(dest="eval_command", metavar="compare")
+    compare = sub.add_parser("compare", help="Two runs' metrics side by side, with confidence intervals.",
+                             description="Compare two evaluation runs (run directories or MLflow run ids): "
+                                         "each metric with its 95% CI, and the paired difference B - A.")
+    compare.add_argument("run_a", help="Run directory or MLflow run id.")
+    compare.add_argument("run_b", help="Run directory or MLflow run id.")
+    compare.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
+    compare.set_defaults(handler=_compare)
+
+    suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
+                                   description="List the available suites with case, tag and split counts.")
+    suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
+    suites.set_defaults(handler=_suites)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from evals.evaluate import evaluate
+
+    if args.limit is not None and args.limit < 1:
+        raise ToolSelectionError("--limit must be a positive number of cases")
+    result = evaluate(
+        args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
+        threads=args.threads, program=args.program, adapter=args.adapter, max_tokens=args.max_tokens,
+        cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
+        tracking_uri=args.tracking_uri,
+    )
+    print()
+    print(f"suite {result.params['suite']} ({result.params['split']}, {len(result.results)} cases), "
+          f"model {result.params['model']}, program {result.params['program']}")
+    print(format_summary(result.summary))
+    print()
+    print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"\nper-case results: {result.run_dir / 'results.parquet'}")
+    if result.mlflow_run_id:
+        print(f"MLflow run: {result.mlflow_run_id}")
+    return 0
+
+
+def _fmt(value: float, percent: bool = True) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{100 * value:.1f}%" if percent else f"{value:.2f}"
+
+
+def format_summary(summary: dict[str, float]) -> str:
+    lines = []
+    for name, (_, description) in METRICS.items():
+        if name not in summary:
+            continue
+        percent = name not in ("latency_s", "input_tokens", "output_tokens")
+        value = _fmt(summary[name], percent)
+        if f"{name}_ci_low" in summary and not math.isnan(summary[f"{name}_ci_low"]):
+            value += f"  [{_fmt(summary[f'{name}_ci_low'])}, {_fmt(summary[f'{name}_ci_high'])}]"
+        lines.append(f"  {name:<22} {value:<26} {description}")
+    return "\n".join(lines)
+
+
+def _load(ref: str, uri: str | None) -> pd.DataFrame:
+    if Path(ref).is_dir():
+        return load_results(ref)
+    from evals.tracking import results_from_mlflow
+
+    try:
+        return results_from_mlflow(ref, uri)[0]
+    except Exception as error:  # noqa: BLE001 - MLflow raises several types for a bad id
+        raise ToolSelectionError(f"{ref!r} is neither a run directory nor a readable MLflow run id ({error}).") from None
+
+
+def compare_runs(a: pd.DataFrame, b: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Per metric: each run's mean and 95% CI, and the paired bootstrap CI of B - A over shared cases."""
+    shared = sorted(set(a["id"]) & set(b["id"]))
+    a_idx, b_idx = a.set_index("id").loc[shared], b.set_index("id").loc[shared]
+    rng = np.random.default_rng(seed)
+    rows = []
+    sa, sb = summarize(a), summarize(b)
+    for name, (column, _) in METRICS.items():
+        if column not in a or column not in b:
+            continue
+        row = {"metric": name, "A": sa.get(name), "B": sb.get(name)}
+        if name in HEADLINE_METRICS:
+            row["A_ci"] = f"[{_fmt(sa[name + '_ci_low'])}, {_fmt(sa[name + '_ci_high'])}]"
+            row["B_ci"] = f"[{_fmt(sb[name + '_ci_low'])}, {_fmt(sb[name + '_ci_high'])}]"
+            diff = (pd.to_numeric(b_idx[column]) - pd.to_numeric(a_idx[column])).to_numpy(dtype=float)
+            diff = diff[~np.isnan(diff)]
+            if diff.size:
+                means = diff[rng.integers(0, diff.size, (2000, diff.size))].mean(axis=1)
+                row["B-A"] = float(diff.mean())
+                row["B-A_ci"] = f"[{100 * np.quantile(means, 0.025):+.1f}, {100 * np.quantile(means, 0.975):+.1f}]"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    a, b = _load(args.run_a, args.tracking_uri), _load(args.run_b, args.tracking_uri)
+    table = compare_runs(a, b)
+    print(f"A: {args.run_a} ({len(a)} cases)\nB: {args.run_b} ({len(b)} cases)\n")
+    print(table.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}"))
+    return 0
+
+
+def _suites(args: argparse.Namespace) -> int:
+    from evals.suite import available_suites, load_suite
+
+    names = [args.name] if args.name else available_suites()
+    for name in names:
+        try:
+            suite = load_suite(name)
+        except ToolSelectionError as error:
+            if args.name:
+                raise
+            print(f"{name:<28} (unavailable: {str(error).splitlines()[0]})")
+            continue
+        splits = ", ".join(f"{k} {v}" for k, v in sorted(suite.split_counts().items()))
+        print(f"{name:<28} {len(suite):>4} cases  ({splits})")
+        if args.name:
+            for tag, count in suite.tag_counts().most_common():
+                print(f"  {tag:<20} {count}")
+    return 0

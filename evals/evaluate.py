@@ -1,0 +1,123 @@
+"""``evaluate()``: the main job in one call (also what ``toolsel eval`` runs).
+
+    from evals import evaluate
+    result = evaluate("treasure_hunt", "local:qwen2.5-coder-0.5b", split="test")
+    result.summary["accuracy"], result.by_tag
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import dspy
+
+from evals.runner import TABLE_FILE, EvalResult, Evaluator
+from evals.suite import Suite, load_suite
+from evals.tracking import git_commit, log_run, write_json
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+
+__all__ = ["build_adapter", "default_run_dir", "evaluate", "load_program"]
+
+RUNS_DIR = Path("runs")
+
+
+def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
+    """``json``: JSON answers with the per-call constrained schema (``ToolSelectionAdapter``); ``chat``: DSPy's
+    field-marker format with no constraint."""
+    if kind == "json":
+        return ToolSelectionAdapter()
+    if kind == "chat":
+        return dspy.ChatAdapter()
+    raise ValueError(f"Unknown adapter {kind!r}: use 'json' or 'chat'")
+
+
+def load_program(path: str | Path | None) -> MultiToolSelector:
+    """A fresh selector, or a compiled one from ``path`` (a program directory or DSPy state JSON)."""
+    selector = MultiToolSelector()
+    if path is not None:
+        path = Path(path)
+        selector.load(str(path / "program.json" if path.is_dir() else path))
+    return selector
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60]
+
+
+def default_run_dir(params: dict[str, Any]) -> Path:
+    """A directory named for what determines the results, so that the same evaluation resumes."""
+    key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "git_commit")}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
+    return RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
+
+
+def evaluate(
+    suite: str | Suite,
+    model: str | dspy.BaseLM,
+    *,
+    split: str | None = "test",
+    limit: int | None = None,
+    threads: int = 1,
+    program: str | Path | MultiToolSelector | None = None,
+    adapter: Literal["json", "chat"] = "json",
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    cache: bool = True,
+    run_dir: str | Path | None = None,
+    fresh: bool = False,
+    mlflow: bool = True,
+    tracking_uri: str | None = None,
+    progress: bool = True,
+) -> EvalResult:
+    """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow."""
+    suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+    cases = suite_obj.split(split).limit(limit)
+    if not len(cases):
+        raise ValueError(f"Suite {suite_obj.name!r} has no cases in split {split!r}.")
+    selector = program if isinstance(program, MultiToolSelector) else load_program(program)
+    if isinstance(model, str):
+        from tool_selection.lm import get_lm
+
+        lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache,
+                    constrained=adapter == "json")
+        model_name = model
+    else:
+        lm, model_name = model, getattr(model, "model", type(model).__name__)
+    params = {
+        "kind": "eval",
+        "suite": suite_obj.name,
+        "suite_fingerprint": suite_obj.fingerprint,
+        "split": split or "all",
+        "limit": limit,
+        "model": model_name,
+        "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
+        "adapter": adapter,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "cases": len(cases),
+        "threads": threads,
+        "dspy_version": dspy.__version__,
+        "git_commit": git_commit(),
+    }
+    run_path = Path(run_dir) if run_dir else default_run_dir(params)
+    if fresh and run_path.exists():
+        for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
+            (run_path / name).unlink(missing_ok=True)
+    result = Evaluator(suite=cases, threads=threads, progress=progress)(
+        selector, lm=lm, adapter=build_adapter(adapter), run_dir=run_path
+    )
+    result.params = params
+    result.results.to_parquet(run_path / TABLE_FILE, index=False)
+    result.by_tag.to_csv(run_path / "by_tag.csv", index=False)
+    write_json(run_path / "summary.json", {"params": params, "summary": result.summary})
+    if mlflow:
+        result.mlflow_run_id = log_run(
+            params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
+            artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
+            run_name=run_path.name,
+        )
+    return result

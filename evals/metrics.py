@@ -1,0 +1,191 @@
+"""Scoring a decision against a case, and aggregating per-case scores with bootstrap confidence intervals.
+
+Argument matching follows BFCL's AST checker: each expected argument lists acceptable values (``""`` marks an
+optional argument that may be omitted); strings compare case-insensitively without spaces and punctuation;
+an integer matches the equal float; lists compare element-wise and dicts key-wise. Tool names compare as
+multisets, so call order never matters.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evals.suite import Case
+from tool_selection.decision import MultiToolDecision, ToolCall
+
+__all__ = [
+    "HEADLINE_METRICS",
+    "bootstrap_ci",
+    "score_case",
+    "summarize",
+    "summarize_by_tag",
+    "value_matches",
+]
+
+# name -> (column, description); means over the cases where the column is defined.
+METRICS = {
+    "accuracy": ("full_match", "tools and arguments all correct (BFCL-style), no-tool cases abstained"),
+    "tool_exact_match": ("tool_exact", "predicted tool names equal the expected multiset"),
+    "tool_precision": ("precision", "precision over tool names"),
+    "tool_recall": ("recall", "recall over tool names"),
+    "tool_f1": ("f1", "F1 over tool names"),
+    "argument_accuracy": ("args_correct", "arguments correct among calls whose tool is right"),
+    "abstention_accuracy": ("abstention_correct", "no call made, on cases where no tool fits"),
+    "false_abstention_rate": ("false_abstention", "no call made, on cases that need a tool"),
+    "unknown_tool_rate": ("unknown_tool", "decision names a tool that is not available"),
+    "invalid_argument_rate": ("invalid_arguments", "a call's arguments fail the tool's validation"),
+    "parse_failure_rate": ("parse_failure", "the answer could not be parsed"),
+    "error_rate": ("error", "the model call failed"),
+    "latency_s": ("latency_s", "seconds per case"),
+    "input_tokens": ("input_tokens", "prompt tokens per case"),
+    "output_tokens": ("output_tokens", "completion tokens per case"),
+}
+HEADLINE_METRICS = ("accuracy", "tool_exact_match", "tool_f1", "abstention_accuracy")
+
+_STRIP = re.compile(r"[ \,\.\/\-\_\*\^]")
+
+
+def _norm(text: str) -> str:
+    return _STRIP.sub("", text).lower()
+
+
+def _equal(predicted: Any, expected: Any) -> bool:
+    if isinstance(expected, bool) or isinstance(predicted, bool):
+        return isinstance(expected, bool) and isinstance(predicted, bool) and predicted == expected
+    if isinstance(expected, int | float) and isinstance(predicted, int | float):
+        return math.isclose(float(predicted), float(expected), rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(expected, str) and isinstance(predicted, str):
+        return _norm(predicted) == _norm(expected)
+    if isinstance(expected, list | tuple) and isinstance(predicted, list | tuple):
+        return len(expected) == len(predicted) and all(_equal(p, e) for p, e in zip(predicted, expected))
+    if isinstance(expected, dict) and isinstance(predicted, dict):
+        for key, exp_value in expected.items():
+            if key not in predicted:
+                if isinstance(exp_value, list) and "" in exp_value:
+                    continue
+                return False
+            if not _nested_match(predicted[key], exp_value):
+                return False
+        return set(predicted) <= set(expected)
+    return predicted == expected
+
+
+def _nested_match(predicted: Any, expected: Any) -> bool:
+    # Inside BFCL dicts a value is usually itself a list of acceptable values.
+    if _equal(predicted, expected):
+        return True
+    return isinstance(expected, list) and any(_equal(predicted, e) for e in expected if e != "")
+
+
+def value_matches(predicted: Any, acceptable: list[Any]) -> bool:
+    """Whether ``predicted`` equals one of the ``acceptable`` values (BFCL normalisation)."""
+    return any(_equal(predicted, value) for value in acceptable if not (isinstance(value, str) and value == ""))
+
+
+def arguments_match(predicted: dict[str, Any], acceptable: dict[str, list[Any]], *, strict: bool) -> bool:
+    for name, values in acceptable.items():
+        if name not in predicted:
+            if "" not in values:
+                return False
+        elif not value_matches(predicted[name], values):
+            return False
+    return not strict or set(predicted) <= set(acceptable)
+
+
+def _best_pairing(expected: list[tuple[str, dict]], predicted: list[ToolCall], strict: bool) -> tuple[int, int]:
+    """(pairs with the same tool, of which arguments match), maximising name pairs, then argument matches."""
+    best = (0, 0)
+
+    def search(i: int, used: frozenset[int], named: int, matched: int) -> None:
+        nonlocal best
+        if (named + len(expected) - i, matched + len(expected) - i) <= best:
+            return
+        if i == len(expected):
+            best = max(best, (named, matched))
+            return
+        name, acceptable = expected[i]
+        for j, call in enumerate(predicted):
+            if j not in used and call.tool_name == name:
+                ok = arguments_match(call.arguments, acceptable, strict=strict)
+                search(i + 1, used | {j}, named + 1, matched + int(ok))
+        search(i + 1, used, named, matched)
+
+    search(0, frozenset(), 0, 0)
+    return best
+
+
+def score_case(case: Case, decision: MultiToolDecision) -> dict[str, Any]:
+    """Per-case scores. Conditional metrics are NaN where they do not apply."""
+    expected = [(c.tool_name, c.acceptable()) for c in case.expected_calls]
+    predicted = decision.tool_calls
+    parsed = decision.parse_error is None
+    exp_names, pred_names = Counter(n for n, _ in expected), Counter(c.tool_name for c in predicted)
+    overlap = sum((exp_names & pred_names).values())
+    if not expected and not predicted:
+        precision = recall = 1.0
+    else:
+        precision = overlap / len(predicted) if predicted else 0.0
+        recall = overlap / len(expected) if expected else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    tool_exact = parsed and exp_names == pred_names
+    named, matched = _best_pairing(expected, predicted, case.strict_arguments)
+    full_match = tool_exact and matched == len(expected)
+    return {
+        "tool_exact": float(tool_exact),
+        "precision": precision if parsed else 0.0,
+        "recall": recall if parsed else 0.0,
+        "f1": f1 if parsed else 0.0,
+        "args_correct": matched / named if named else math.nan,
+        "full_match": float(full_match),
+        "abstention_correct": float(parsed and not predicted) if not expected else math.nan,
+        "false_abstention": float(parsed and not predicted) if expected else math.nan,
+        "unknown_tool": float(decision.has_unknown_tool),
+        "invalid_arguments": float(decision.has_invalid_arguments),
+        "parse_failure": float(not parsed),
+    }
+
+
+def bootstrap_ci(values: pd.Series | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and its percentile-bootstrap interval; NaNs are ignored."""
+    data = np.asarray(values, dtype=float)
+    data = data[~np.isnan(data)]
+    if data.size == 0:
+        return (math.nan, math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(n_resamples, data.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return (float(data.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+
+
+def summarize(results: pd.DataFrame, *, with_ci: bool = True) -> dict[str, float]:
+    """Aggregate metrics over per-case rows; headline metrics get ``_ci_low``/``_ci_high`` bounds."""
+    summary: dict[str, float] = {"cases": float(len(results))}
+    for name, (column, _) in METRICS.items():
+        if column not in results:
+            continue
+        series = pd.to_numeric(results[column], errors="coerce")
+        if name in HEADLINE_METRICS and with_ci:
+            mean, low, high = bootstrap_ci(series)
+            summary.update({name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high})
+        else:
+            summary[name] = float(series.mean()) if series.notna().any() else math.nan
+    return summary
+
+
+def summarize_by_tag(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per tag (and ``all``): case count and the headline metrics."""
+    rows = [{"tag": "all", **summarize(results, with_ci=False)}]
+    tags = sorted({t for tags in results["tags"] for t in tags})
+    for tag in tags:
+        subset = results[results["tags"].apply(lambda ts, tag=tag: tag in ts)]
+        rows.append({"tag": tag, **summarize(subset, with_ci=False)})
+    columns = ["tag", "cases", "accuracy", "tool_exact_match", "tool_f1", "argument_accuracy",
+               "abstention_accuracy", "parse_failure_rate"]
+    return pd.DataFrame(rows)[columns]

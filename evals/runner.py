@@ -1,0 +1,200 @@
+"""The evaluation runner: a selector over a suite's cases, scored per case, resumable, tracked in MLflow.
+
+Each finished case is appended (and flushed) to ``results.jsonl`` in the run directory as soon as it is
+scored, so an interrupted run loses nothing: running the same evaluation again skips the cases already there.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dspy
+import pandas as pd
+from tqdm.auto import tqdm
+
+from evals.metrics import score_case, summarize, summarize_by_tag
+from evals.suite import Case, Suite, registry_for
+from tool_selection.decision import MultiToolDecision
+from tool_selection.errors import ToolSelectionError
+
+__all__ = ["EvalAborted", "EvalResult", "Evaluator", "load_results"]
+
+log = logging.getLogger(__name__)
+
+RESULTS_FILE = "results.jsonl"
+TABLE_FILE = "results.parquet"
+
+
+class EvalAborted(ToolSelectionError):
+    """The model failed on every one of the first cases: a setup problem, not a scoring matter."""
+
+
+@dataclass
+class EvalResult:
+    """Per-case rows, the aggregate summary (with confidence intervals) and the per-tag table."""
+
+    results: pd.DataFrame
+    summary: dict[str, float]
+    by_tag: pd.DataFrame
+    run_dir: Path | None = None
+    mlflow_run_id: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        return self.summary["accuracy"]
+
+
+class Evaluator:
+    """Runs a program over a suite. Keyword-only settings; ``__call__`` takes per-run overrides.
+
+    ``program`` is any callable ``program(request=..., tools=...)`` returning a prediction with a
+    ``decision`` (a ``MultiToolSelector``, compiled or not).
+    """
+
+    def __init__(self, *, suite: Suite, threads: int = 1, progress: bool = True, abort_after_errors: int = 3):
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
+        self.suite = suite
+        self.threads = threads
+        self.progress = progress
+        self.abort_after_errors = abort_after_errors
+
+    def __call__(
+        self,
+        program: Callable[..., Any],
+        *,
+        lm: dspy.BaseLM | None = None,
+        adapter: dspy.Adapter | None = None,
+        run_dir: str | Path | None = None,
+        threads: int | None = None,
+    ) -> EvalResult:
+        run_path = Path(run_dir) if run_dir else None
+        done = load_rows(run_path / RESULTS_FILE) if run_path else {}
+        pending = [case for case in self.suite if case.id not in done]
+        if run_path:
+            run_path.mkdir(parents=True, exist_ok=True)
+        if done:
+            log.info("Resuming %s: %d of %d cases already scored", run_path, len(done), len(self.suite))
+        writer = _RowWriter(run_path / RESULTS_FILE if run_path else None)
+        rows = dict(done)
+        consecutive_errors = 0
+        with ThreadPoolExecutor(max_workers=threads or self.threads) as pool, tqdm(
+            total=len(self.suite), initial=len(done), disable=not self.progress, desc=self.suite.name, unit="case",
+        ) as bar:
+            futures = {pool.submit(self._run_case, program, case, lm, adapter): case for case in pending}
+            for future in as_completed(futures):
+                row = future.result()
+                rows[row["id"]] = row
+                writer.write(row)
+                consecutive_errors = consecutive_errors + 1 if row["error_message"] else 0
+                bar.set_postfix(acc=f"{_running_accuracy(rows):.2f}")
+                bar.update()
+                if self.abort_after_errors and consecutive_errors >= self.abort_after_errors and len(rows) == consecutive_errors:
+                    for other in futures:
+                        other.cancel()
+                    raise EvalAborted(
+                        f"The first {consecutive_errors} cases all failed in the model call; last error: {row['error_message']}. "
+                        "Check the model spec, its server or API key, then run again (finished cases are kept)."
+                    )
+        ordered = [rows[c.id] for c in self.suite if c.id in rows]
+        results = rows_to_frame(ordered)
+        return EvalResult(results=results, summary=summarize(results), by_tag=summarize_by_tag(results),
+                          run_dir=run_path)
+
+    def _run_case(self, program: Callable[..., Any], case: Case, lm, adapter) -> dict[str, Any]:
+        error = None
+        usage: dict[str, Any] = {}
+        start = time.perf_counter()
+        try:
+            registry = registry_for(case)
+            with dspy.context(lm=lm or dspy.settings.lm, adapter=adapter or dspy.settings.adapter, track_usage=True):
+                prediction = program(request=case.prompt, tools=registry)
+            decision: MultiToolDecision = prediction.decision
+            usage = prediction.get_lm_usage() or {}
+        except Exception as exc:  # noqa: BLE001 - any model failure is a scored failure, not a crash
+            error = f"{type(exc).__name__}: {exc}"[:1000]
+            decision = MultiToolDecision(parse_error=f"model call failed: {error[:200]}")
+        latency = time.perf_counter() - start
+        scores = score_case(case, decision)
+        if error:
+            scores["parse_failure"] = 0.0
+        return {
+            "id": case.id,
+            "split": case.split,
+            "tags": list(case.tags),
+            "request": case.prompt,
+            "expected": json.dumps([c.model_dump() for c in case.expected_calls], ensure_ascii=False),
+            "predicted": json.dumps([c.model_dump() for c in decision.tool_calls], ensure_ascii=False, default=str),
+            "reasoning": decision.reasoning,
+            "problems": json.dumps([p.model_dump() for p in decision.problems], ensure_ascii=False),
+            "parse_error": decision.parse_error,
+            "error_message": error,
+            **scores,
+            "error": float(error is not None),
+            "latency_s": latency,
+            "input_tokens": _tokens(usage, "prompt_tokens"),
+            "output_tokens": _tokens(usage, "completion_tokens"),
+        }
+
+
+def _tokens(usage: dict[str, Any], key: str) -> float:
+    return float(sum((entry or {}).get(key, 0) or 0 for entry in usage.values()))
+
+
+def _running_accuracy(rows: dict[str, dict]) -> float:
+    return sum(r["full_match"] for r in rows.values()) / max(len(rows), 1)
+
+
+class _RowWriter:
+    """Appends one JSON line per finished case and flushes it to disk at once (thread-safe)."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.lock = threading.Lock()
+
+    def write(self, row: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+        with self.lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+
+
+def load_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """Rows of a results file by case id; a torn last line (a run killed mid-write) is ignored."""
+    rows: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return rows
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            rows[row["id"]] = row
+    return rows
+
+
+def rows_to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def load_results(run_dir: str | Path) -> pd.DataFrame:
+    """Per-case results of a run directory (the parquet table, or the JSON Lines of an unfinished run)."""
+    run_dir = Path(run_dir)
+    if (run_dir / TABLE_FILE).exists():
+        return pd.read_parquet(run_dir / TABLE_FILE)
+    rows = load_rows(run_dir / RESULTS_FILE)
+    if not rows:
+        raise ToolSelectionError(f"No results in {run_dir}: expected {TABLE_FILE} or {RESULTS_FILE}.")
+    return rows_to_frame(list(rows.values()))

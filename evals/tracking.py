@@ -1,0 +1,89 @@
+"""MLflow tracking for evaluation runs: how each run was built (params), its metrics and its result files."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["DEFAULT_TRACKING_URI", "git_commit", "log_run", "results_from_mlflow", "tracking_uri"]
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+EXPERIMENT = "tool-selection"
+
+
+def tracking_uri(uri: str | None = None) -> str:
+    """``uri``, else ``$MLFLOW_TRACKING_URI``, else a SQLite store in the working directory."""
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = out.stdout.strip() if out.returncode == 0 else "unknown"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    return f"{commit}-dirty" if commit != "unknown" and dirty.stdout.strip() else commit
+
+
+def _metric_key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name)
+
+
+def log_run(
+    *,
+    params: dict[str, Any],
+    summary: dict[str, float],
+    by_tag: pd.DataFrame | None = None,
+    artifacts: list[Path] = (),
+    run_name: str | None = None,
+    uri: str | None = None,
+    experiment: str = EXPERIMENT,
+    extra_metrics: dict[str, float] | None = None,
+) -> str:
+    """Log one run; returns its MLflow run id."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(uri))
+    mlflow.set_experiment(experiment)
+    with mlflow.start_run(run_name=run_name) as run:
+        mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
+        metrics = {k: v for k, v in {**summary, **(extra_metrics or {})}.items()
+                   if isinstance(v, int | float) and not math.isnan(v)}
+        if by_tag is not None:
+            for row in by_tag.to_dict("records"):
+                for column in ("accuracy", "tool_exact_match", "cases"):
+                    value = row.get(column)
+                    if isinstance(value, int | float) and not math.isnan(value):
+                        metrics[f"tag.{row['tag']}.{column}"] = float(value)
+        mlflow.log_metrics({_metric_key(k): float(v) for k, v in metrics.items()})
+        for path in artifacts:
+            if Path(path).exists():
+                mlflow.log_artifact(str(path))
+        mlflow.set_tags({"kind": params.get("kind", "eval")})
+        return run.info.run_id
+
+
+def results_from_mlflow(run_id: str, uri: str | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per-case results and params of a logged run."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(uri))
+    client = mlflow.MlflowClient()
+    run = client.get_run(run_id)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = client.download_artifacts(run_id, "results.parquet", tmp)
+        frame = pd.read_parquet(path)
+    return frame, dict(run.data.params)
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")

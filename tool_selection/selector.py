@@ -1,0 +1,187 @@
+"""``MultiToolSelector``: a DSPy ChainOfThought program that decides which tools a request needs.
+
+One program serves any tool catalog: the available tools are an input (rendered from the tool model), so a
+compiled selector's instructions and demonstrations carry over between tool sets. What the model may answer
+is constrained per call: under ``ToolSelectionAdapter`` (JSON, the default for local models) the response
+schema lists only the available tool names, each with its own argument schema, so constrained decoding can
+produce nothing else. Every decision is then checked against the registry; unknown tools and invalid
+arguments are recorded on the ``MultiToolDecision``, never raised, and an unparseable answer becomes a
+decision with ``parse_error`` set.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import dspy
+import json_repair
+from dspy.adapters.json_adapter import JSONAdapter
+from dspy.utils.exceptions import AdapterParseError
+
+from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
+from tool_selection.errors import ToolSelectionError
+from tool_selection.interop import to_text
+from tool_selection.registry import ToolRegistry
+from tool_selection.toolset import ToolSet
+
+__all__ = ["MultiToolSelector", "SelectTools", "ToolSelectionAdapter", "check_decision", "response_schema"]
+
+MAX_REASONING_CHARS = 800
+MAX_CALLS = 8
+
+
+class SelectTools(dspy.Signature):
+    """Decide which of the available tools to call to fulfil the user's request.
+
+    Call a tool only when it directly serves the request; use its exact name from the list and take the
+    argument values from the request. Make several calls when the request asks for several things. When no
+    available tool can do what is asked, make no call: answer with an empty list."""
+
+    request: str = dspy.InputField(desc="What the user asked for.")
+    tools: str = dspy.InputField(desc="The available tools: name, description and arguments of each.")
+    tool_calls: list[ToolCall] = dspy.OutputField(desc="The tool calls to make, or [] when no tool fits.")
+
+
+Tools = ToolRegistry | ToolSet
+
+
+def _as_registry(tools: Tools) -> ToolRegistry:
+    if isinstance(tools, ToolRegistry):
+        return tools
+    if isinstance(tools, ToolSet):
+        return tools.registry()
+    raise TypeError(f"tools must be a ToolRegistry or ToolSet, got {type(tools).__name__}")
+
+
+def render_tools(registry: ToolRegistry) -> str:
+    return "\n\n".join(to_text(tool) for tool in registry)
+
+
+def response_schema(registry: ToolRegistry) -> dict[str, Any]:
+    """JSON Schema of a ChainOfThought answer over ``registry``: reasoning, then calls of listed tools only."""
+    call_schemas = [
+        {
+            "type": "object",
+            "properties": {"tool_name": {"const": tool.NAME}, "arguments": tool.input_schema()},
+            "required": ["tool_name", "arguments"],
+        }
+        for tool in registry
+    ]
+    items: dict[str, Any] = {"anyOf": call_schemas} if call_schemas else {"not": {}}
+    return {
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": MAX_REASONING_CHARS},
+            "tool_calls": {"type": "array", "items": items, "maxItems": MAX_CALLS},
+        },
+        "required": ["reasoning", "tool_calls"],
+    }
+
+
+class ToolSelectionAdapter(JSONAdapter):
+    """JSONAdapter that constrains the answer to the call's own tools (see ``response_schema``)."""
+
+    SCHEMA_KEY = "tool_selection_response_schema"
+
+    def _prepare_response_format(self, lm, lm_kwargs, signature):
+        schema = lm_kwargs.pop(self.SCHEMA_KEY, None)
+        if schema is None or "response_format" not in lm.supported_params:
+            return super()._prepare_response_format(lm, lm_kwargs, signature)
+        lm_kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "tool_selection", "schema": schema, "strict": False},
+        }
+
+
+def check_decision(reasoning: str, calls: Iterable[ToolCall], registry: ToolRegistry) -> MultiToolDecision:
+    """A decision whose unknown tools and invalid arguments are recorded as ``problems``."""
+    calls = list(calls)
+    problems = []
+    for index, call in enumerate(calls):
+        if call.tool_name not in registry:
+            problems.append(CallProblem(kind="unknown_tool", tool_name=call.tool_name, call_index=index,
+                                        detail=f"{call.tool_name!r} is not one of the available tools"))
+            continue
+        arg_problems = registry.get(call.tool_name).check_arguments(call.arguments)
+        if arg_problems:
+            problems.append(CallProblem(kind="invalid_arguments", tool_name=call.tool_name, call_index=index,
+                                        detail="; ".join(str(p) for p in arg_problems),
+                                        fields=[p.field for p in arg_problems]))
+    return MultiToolDecision(reasoning=reasoning or "", tool_calls=calls, problems=problems)
+
+
+def _salvage(raw: str, registry: ToolRegistry) -> MultiToolDecision | None:
+    """Recover calls from an answer the adapter rejected (e.g. a tool name outside the list)."""
+    try:
+        data = json_repair.loads(raw)
+    except Exception:  # json_repair raises assorted errors on hopeless input
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("tool_calls"), list):
+        return None
+    calls = []
+    for item in data["tool_calls"]:
+        if not isinstance(item, dict):
+            return None
+        name = item.get("tool_name") or item.get("name")
+        arguments = item.get("arguments", {})
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            return None
+        calls.append(ToolCall(tool_name=name, arguments=arguments))
+    return check_decision(str(data.get("reasoning", "")), calls, registry)
+
+
+class MultiToolSelector(dspy.Module):
+    """Chooses zero or more tool calls for a request from the available tools.
+
+    ``tools`` given here are the default catalog; ``forward(request, tools=...)`` can name another one per
+    call (as evaluation suites with inline tool definitions do). ``constrain=True`` (the default) sends the
+    per-call response schema when the configured adapter is a ``ToolSelectionAdapter``.
+    """
+
+    def __init__(self, tools: Tools | None = None, *, constrain: bool = True):
+        super().__init__()
+        self.tools = None if tools is None else _as_registry(tools)
+        self.constrain = constrain
+        self.select = dspy.ChainOfThought(SelectTools)
+
+    def forward(self, request: str, tools: Tools | None = None) -> dspy.Prediction:
+        registry = self._registry(tools)
+        constrained = self.constrain and isinstance(dspy.settings.adapter, ToolSelectionAdapter)
+        config = {ToolSelectionAdapter.SCHEMA_KEY: response_schema(registry)} if constrained else {}
+        try:
+            prediction = self.select(request=request, tools=render_tools(registry), config=config)
+        except AdapterParseError as error:
+            decision = _salvage(error.lm_response or "", registry) or MultiToolDecision(
+                parse_error=_short(f"{type(error).__name__}: {error.message or error}"),
+                reasoning="",
+            )
+            return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=decision.tool_calls,
+                                   raw_response=error.lm_response)
+        calls = [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in prediction.tool_calls or []]
+        decision = check_decision(getattr(prediction, "reasoning", ""), calls, registry)
+        return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=calls)
+
+    def decide(self, request: str, tools: Tools | None = None) -> MultiToolDecision:
+        """The ``MultiToolDecision`` for ``request`` (a convenience over ``__call__``)."""
+        return self(request=request, tools=tools).decision
+
+    def _registry(self, tools: Tools | None) -> ToolRegistry:
+        if tools is not None:
+            return _as_registry(tools)
+        if self.tools is None:
+            raise ToolSelectionError(
+                "MultiToolSelector has no tools: pass tools=... to the constructor or to the call "
+                "(a ToolSet such as load_tool_set('finance'), or a ToolRegistry)."
+            )
+        return self.tools
+
+
+def _short(text: str, limit: int = 500) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def decision_to_json(decision: MultiToolDecision) -> str:
+    return json.dumps(decision.model_dump(mode="json"), ensure_ascii=False)
