@@ -72,7 +72,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as error:
-                    raise SuiteError(f"{path}:{number}: not valid JSON ({error.msg}).") from None
+                    raise SuiteError(f"{path}, line {number}: not valid JSON ({error.msg}).") from None
     return rows
 
 
@@ -86,9 +86,9 @@ def load_bfcl_file(questions: Path, answers: Path | None = None, *, category: st
         try:
             cases.append(_case(row, truth.get(row["id"], []), category))
         except (KeyError, TypeError, ValueError) as error:
-            raise SuiteError(f"{questions}:{number}: cannot convert case {row.get('id', '?')!r}: {error}") from None
-    if answers and len(truth) != len(cases):
-        missing = [c.id for c in cases if c.id not in truth][:5]
+            raise SuiteError(f"{questions}, line {number}: cannot convert case {row.get('id', '?')!r}: {error}") from None
+    missing = [c.id for c in cases if c.id not in truth][:5] if answers else []
+    if missing:
         raise SuiteError(f"{answers}: no ground truth for {missing} (questions and answers files do not match).")
     return Suite(category, cases, source=str(questions))
 

@@ -160,6 +160,11 @@ class _RowWriter:
     def __init__(self, path: Path | None):
         self.path = path
         self.lock = threading.Lock()
+        if path is not None and path.exists() and path.stat().st_size:
+            with path.open("rb+") as handle:  # a run killed mid-write leaves a torn line: end it
+                handle.seek(-1, 2)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
 
     def write(self, row: dict[str, Any]) -> None:
         if self.path is None:

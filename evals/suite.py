@@ -210,9 +210,9 @@ def _read_cases(path: Path) -> list[Case]:
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as error:
-                raise SuiteError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno}).") from None
+                raise SuiteError(f"{path}, line {number}: not valid JSON ({error.msg} at column {error.colno}).") from None
             if not isinstance(data, dict):
-                raise SuiteError(f"{path}:{number}: expected a JSON object per line, got {type(data).__name__}.")
+                raise SuiteError(f"{path}, line {number}: expected a JSON object per line, got {type(data).__name__}.")
             try:
                 case = Case.model_validate(data)
             except ValidationError as error:
@@ -220,9 +220,9 @@ def _read_cases(path: Path) -> list[Case]:
                     f"field '{'.'.join(str(p) for p in e['loc']) or '(case)'}': {e['msg']}"
                     for e in error.errors(include_url=False)
                 )
-                raise SuiteError(f"{path}:{number}: case {data.get('id', '?')!r}: {problems}") from None
+                raise SuiteError(f"{path}, line {number}: case {data.get('id', '?')!r}: {problems}") from None
             if case.id in seen:
-                raise SuiteError(f"{path}:{number}: duplicate id {case.id!r} (first on line {seen[case.id]}).")
+                raise SuiteError(f"{path}, line {number}: duplicate id {case.id!r} (first on line {seen[case.id]}).")
             seen[case.id] = number
             cases.append(case)
     if not cases:

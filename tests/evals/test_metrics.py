@@ -1,0 +1,114 @@
+"""Scoring: multiset tool matching, BFCL-style argument matching, abstention and aggregation."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evals.metrics import bootstrap_ci, score_case, summarize, summarize_by_tag, value_matches
+from evals.suite import Case
+from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
+
+
+def case(expected, strict=False, tags=("single",)):
+    return Case(id="c", request="r", tool_set="x", expected_calls=expected, tags=list(tags), strict_arguments=strict)
+
+
+def decision(*calls, **kw):
+    return MultiToolDecision(tool_calls=[ToolCall(tool_name=n, arguments=a) for n, a in calls], **kw)
+
+
+@pytest.mark.parametrize(
+    ("predicted", "acceptable", "ok"),
+    [
+        ("New York", ["new york"], True),
+        ("new-york.", ["New York"], True),
+        ("Boston", ["New York", "NYC"], False),
+        (5, [5.0], True),
+        (5.0, [5], True),
+        (True, [1], False),
+        ([1, 2], [[1, 2]], True),
+        ([2, 1], [[1, 2]], False),
+        ({"unit": "C", "days": 3}, [{"unit": ["c"], "days": [3, ""]}], True),
+        ({"unit": "C"}, [{"unit": ["c"], "days": [3, ""]}], True),
+        ({"unit": "C", "x": 1}, [{"unit": ["c"]}], False),
+        ("", [""], False),
+    ],
+)
+def test_value_matching_follows_bfcl(predicted, acceptable, ok):
+    assert value_matches(predicted, acceptable) is ok
+
+
+def test_exact_match_is_order_independent_multiset():
+    c = case([{"tool_name": "a", "arguments": {}}, {"tool_name": "b", "arguments": {}}, {"tool_name": "a", "arguments": {}}])
+    assert score_case(c, decision(("b", {}), ("a", {}), ("a", {})))["tool_exact"] == 1.0
+    s = score_case(c, decision(("a", {}), ("b", {})))
+    assert s["tool_exact"] == 0.0 and s["precision"] == 1.0 and s["recall"] == pytest.approx(2 / 3)
+
+
+def test_argument_accuracy_and_full_match():
+    c = case([{"tool_name": "convert", "arguments": {"to": {"one_of": ["EUR", "euro"]}, "amount": 10}}])
+    good = score_case(c, decision(("convert", {"to": "eur", "amount": 10.0, "note": "extra"})))
+    assert good["args_correct"] == 1.0 and good["full_match"] == 1.0
+    bad = score_case(c, decision(("convert", {"to": "USD", "amount": 10})))
+    assert bad["tool_exact"] == 1.0 and bad["args_correct"] == 0.0 and bad["full_match"] == 0.0
+    missing = score_case(c, decision(("convert", {"to": "EUR"})))
+    assert missing["full_match"] == 0.0
+
+
+def test_strict_cases_reject_unlisted_arguments_and_allow_optional_omission():
+    c = case([{"tool_name": "f", "arguments": {"x": {"one_of": [1]}, "y": {"one_of": ["", 0]}}}], strict=True)
+    assert score_case(c, decision(("f", {"x": 1})))["full_match"] == 1.0
+    assert score_case(c, decision(("f", {"x": 1, "y": 0})))["full_match"] == 1.0
+    assert score_case(c, decision(("f", {"x": 1, "z": 2})))["full_match"] == 0.0
+
+
+def test_best_pairing_finds_matching_arguments_among_repeated_tools():
+    c = case([{"tool_name": "w", "arguments": {"city": "Paris"}}, {"tool_name": "w", "arguments": {"city": "Rome"}}])
+    s = score_case(c, decision(("w", {"city": "Rome"}), ("w", {"city": "Paris"})))
+    assert s["full_match"] == 1.0 and s["args_correct"] == 1.0
+
+
+def test_abstention_scores_and_parse_failures():
+    no_tool = case([], tags=("no_tool",))
+    s = score_case(no_tool, decision())
+    assert s["abstention_correct"] == 1.0 and s["full_match"] == 1.0 and s["f1"] == 1.0
+    assert math.isnan(s["false_abstention"])
+    s = score_case(no_tool, decision(("a", {})))
+    assert s["abstention_correct"] == 0.0 and s["full_match"] == 0.0
+    broken = score_case(no_tool, MultiToolDecision(parse_error="bad json"))
+    assert broken["parse_failure"] == 1.0 and broken["abstention_correct"] == 0.0 and broken["full_match"] == 0.0
+    needs_tool = score_case(case([{"tool_name": "a", "arguments": {}}]), decision())
+    assert needs_tool["false_abstention"] == 1.0 and math.isnan(needs_tool["abstention_correct"])
+
+
+def test_problem_flags_are_copied_from_the_decision():
+    d = decision(("x", {}), problems=[CallProblem(kind="unknown_tool", tool_name="x", call_index=0, detail="d")])
+    s = score_case(case([{"tool_name": "a", "arguments": {}}]), d)
+    assert s["unknown_tool"] == 1.0 and s["invalid_arguments"] == 0.0
+
+
+def test_bootstrap_interval_brackets_the_mean_and_shrinks_with_more_data():
+    rng = np.random.default_rng(1)
+    small = rng.integers(0, 2, 40).astype(float)
+    large = rng.integers(0, 2, 4000).astype(float)
+    mean, low, high = bootstrap_ci(small)
+    assert low <= mean <= high
+    _, low2, high2 = bootstrap_ci(large)
+    assert (high2 - low2) < (high - low)
+    assert all(math.isnan(v) for v in bootstrap_ci([math.nan]))
+
+
+def test_summaries_overall_and_by_tag():
+    rows = pd.DataFrame([
+        {"tags": ["single"], "full_match": 1.0, "tool_exact": 1.0, "f1": 1.0, "abstention_correct": math.nan},
+        {"tags": ["single"], "full_match": 0.0, "tool_exact": 1.0, "f1": 1.0, "abstention_correct": math.nan},
+        {"tags": ["no_tool"], "full_match": 1.0, "tool_exact": 1.0, "f1": 1.0, "abstention_correct": 1.0},
+    ])
+    summary = summarize(rows)
+    assert summary["accuracy"] == pytest.approx(2 / 3)
+    assert summary["accuracy_ci_low"] <= summary["accuracy"] <= summary["accuracy_ci_high"]
+    assert summary["abstention_accuracy"] == 1.0
+    by_tag = summarize_by_tag(rows.assign(args_correct=math.nan, parse_failure=0.0)).set_index("tag")
+    assert by_tag.loc["single", "accuracy"] == 0.5 and by_tag.loc["all", "cases"] == 3
