@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	# BFCL data; its own dependencies are heavy and unused here, hence --no-deps
+	$(BIN)/python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
 	touch $@
 
 eval: setup

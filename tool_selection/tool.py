@@ -60,7 +60,7 @@ def _json_type(schema: dict) -> str:
         return "|".join(t) if isinstance(t, list) else t
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return "|".join(_json_type(s) for s in schema[key])
+            return "|".join(dict.fromkeys(_json_type(s) for s in schema[key]))
     if "enum" in schema:
         return "string"
     if "$ref" in schema:
@@ -156,6 +156,9 @@ class BaseTool(BaseModel):
         for name, prop in schema["properties"].items():
             prop = _resolve_ref(prop, schema)
             enum = prop.get("enum")
+            if enum is None and ("anyOf" in prop or "oneOf" in prop):  # Optional[Literal[...]]
+                members = [_resolve_ref(m, schema) for m in prop.get("anyOf", prop.get("oneOf", []))]
+                enum = [v for m in members for v in m.get("enum", [m["const"]] if "const" in m else [])] or None
             out.append(
                 ToolArgument(
                     name=name,

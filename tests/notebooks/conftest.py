@@ -1,0 +1,1 @@
+from tests.evals.conftest import suite_path  # noqa: F401
