@@ -30,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--limit", type=int, help="Only the first N cases of the split.")
     run.add_argument("--threads", type=int, default=1, help="Cases evaluated in parallel (default: 1).")
     run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
+    run.add_argument("--allow-tool-changes", action="store_true",
+                     help="Evaluate a compiled selector even if its tools changed since it was compiled.")
     run.add_argument("--adapter", choices=["json", "chat"], default="json",
                      help="json: constrained JSON answers (default); chat: DSPy's field markers, unconstrained.")
     run.add_argument("--max-tokens", type=int, default=512, help="Generation limit per decision (default: 512).")
@@ -49,6 +51,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     compare.set_defaults(handler=_compare)
 
+    opt = subparsers.add_parser(
+        "optimize", help="Optimize a selector's prompt on a suite's train split and save it.",
+        description="Optimize a MultiToolSelector with a DSPy optimizer: trains on the suite's train split, selects "
+                    "on dev, never touches test; then scores the compiled selector on test and logs it to MLflow.",
+    )
+    opt.add_argument("--suite", default=DEFAULT_SUITE, help="Suite name, bfcl:CATEGORY[+...], or .jsonl path.")
+    opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
+    opt.add_argument("--optimizer", choices=["bootstrap", "random-search", "mipro", "gepa"], default="bootstrap",
+                     help="DSPy optimizer (default: bootstrap).")
+    opt.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
+    opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
+    opt.add_argument("--out", help="Directory for the compiled selector (default: programs/<suite>-<optimizer>-<model>).")
+    opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
+    opt.add_argument("--adapter", choices=["json", "chat"], default="json", help="Answer format (default: json).")
+    opt.add_argument("--train-limit", type=int, help="Use only the first N train cases.")
+    opt.add_argument("--dev-limit", type=int, help="Use only the first N dev cases.")
+    opt.add_argument("--test-limit", type=int, help="Score only the first N test cases.")
+    opt.add_argument("--no-test", action="store_true", help="Skip the final test evaluation.")
+    opt.add_argument("--no-mlflow", action="store_true", help="Do not log to MLflow.")
+    opt.add_argument("--tracking-uri", help="MLflow tracking URI.")
+    opt.set_defaults(handler=_optimize)
+
     suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
                                    description="List the available suites with case, tag and split counts.")
     suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
@@ -63,6 +87,7 @@ def _eval(args: argparse.Namespace) -> int:
     result = evaluate(
         args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
         threads=args.threads, program=args.program, adapter=args.adapter, max_tokens=args.max_tokens,
+        allow_tool_changes=args.allow_tool_changes,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri,
     )
@@ -73,6 +98,24 @@ def _eval(args: argparse.Namespace) -> int:
     print()
     print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\nper-case results: {result.run_dir / 'results.parquet'}")
+    if result.mlflow_run_id:
+        print(f"MLflow run: {result.mlflow_run_id}")
+    return 0
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from evals.optimize import optimize
+
+    result = optimize(
+        args.suite, args.model, optimizer=args.optimizer, teacher=args.teacher, budget=args.budget, out=args.out,
+        threads=args.threads, adapter=args.adapter, train_limit=args.train_limit, dev_limit=args.dev_limit,
+        evaluate_test=not args.no_test, test_limit=args.test_limit, mlflow=not args.no_mlflow,
+        tracking_uri=args.tracking_uri,
+    )
+    print(f"\ncompiled selector: {result.out_dir}")
+    print(f"optimizer {args.optimizer} ({args.budget}): {result.wall_time_s:.0f} s, {result.model_calls} model calls")
+    for name, value in result.manifest.scores.items():
+        print(f"  {name:<16} {_fmt(value)}")
     if result.mlflow_run_id:
         print(f"MLflow run: {result.mlflow_run_id}")
     return 0

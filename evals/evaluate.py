@@ -35,12 +35,15 @@ def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
     raise ValueError(f"Unknown adapter {kind!r}: use 'json' or 'chat'")
 
 
-def load_program(path: str | Path | None) -> MultiToolSelector:
+def load_program(path: str | Path | None, *, allow_tool_changes: bool = False) -> MultiToolSelector:
     """A fresh selector, or a compiled one from ``path`` (a program directory or DSPy state JSON)."""
+    if path is None:
+        return MultiToolSelector()
+    path = Path(path)
+    if path.is_dir():
+        return MultiToolSelector.load(path, allow_tool_changes=allow_tool_changes)
     selector = MultiToolSelector()
-    if path is not None:
-        path = Path(path)
-        selector.load(str(path / "program.json" if path.is_dir() else path))
+    selector.load(str(path))
     return selector
 
 
@@ -72,13 +75,14 @@ def evaluate(
     mlflow: bool = True,
     tracking_uri: str | None = None,
     progress: bool = True,
+    allow_tool_changes: bool = False,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow."""
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = suite_obj.split(split).limit(limit)
     if not len(cases):
         raise ValueError(f"Suite {suite_obj.name!r} has no cases in split {split!r}.")
-    selector = program if isinstance(program, MultiToolSelector) else load_program(program)
+    selector = program if isinstance(program, MultiToolSelector) else load_program(program, allow_tool_changes=allow_tool_changes)
     if isinstance(model, str):
         from tool_selection.lm import get_lm
 

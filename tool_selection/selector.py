@@ -11,8 +11,10 @@ decision with ``parse_error`` set.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -132,6 +134,16 @@ def _salvage(raw: str, registry: ToolRegistry) -> MultiToolDecision | None:
     return check_decision(str(data.get("reasoning", "")), calls, registry)
 
 
+class _LoadDescriptor:
+    """``MultiToolSelector.load(DIR)`` builds a selector from a compiled directory; on an instance, ``load(path)``
+    is DSPy's state loader."""
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return owner.from_directory
+        return functools.partial(dspy.Module.load, instance)
+
+
 class MultiToolSelector(dspy.Module):
     """Chooses zero or more tool calls for a request from the available tools.
 
@@ -162,6 +174,23 @@ class MultiToolSelector(dspy.Module):
         calls = [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in prediction.tool_calls or []]
         decision = check_decision(getattr(prediction, "reasoning", ""), calls, registry)
         return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=calls)
+
+    load = _LoadDescriptor()
+
+    @classmethod
+    def from_directory(cls, directory: str | Path, tools: Tools | None = None, *,
+                       allow_tool_changes: bool = False) -> MultiToolSelector:
+        """A compiled selector saved by ``toolsel optimize``; refuses if its tools changed (see ``compiled``)."""
+        from tool_selection.compiled import load_compiled, read_manifest
+        from tool_selection.toolset import load_tool_set
+
+        directory = Path(directory)
+        manifest = read_manifest(directory)
+        if tools is None and manifest.tool_set:
+            tools = load_tool_set(manifest.tool_set)
+        selector = cls(tools)
+        selector.manifest = load_compiled(selector, directory, selector.tools, allow_tool_changes=allow_tool_changes)
+        return selector
 
     def decide(self, request: str, tools: Tools | None = None) -> MultiToolDecision:
         """The ``MultiToolDecision`` for ``request`` (a convenience over ``__call__``)."""

@@ -1,0 +1,291 @@
+"""Prompt optimization of ``MultiToolSelector`` with DSPy optimizers, and compiled selectors for deployment.
+
+Trains on a suite's train split, selects on dev, and never reads test: the final test score comes from the
+harness (``evals.evaluate``) after compilation. The optimizers score with the harness's own metric
+(``evals.metrics.score_case``); GEPA's variant adds textual feedback naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import dspy
+
+from evals.metrics import score_case
+from evals.suite import Case, Suite, load_suite, registry_for
+from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
+from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.errors import ToolSelectionError
+from tool_selection.selector import MultiToolSelector
+
+__all__ = ["OPTIMIZERS", "OptimizeResult", "feedback_metric", "make_examples", "optimize", "selection_metric"]
+
+OPTIMIZERS = ("bootstrap", "random-search", "mipro", "gepa")
+Budget = Literal["light", "medium", "heavy"]
+
+# Few-shot sizes and search widths per budget, chosen for CPU-bound local models.
+BUDGETS: dict[str, dict[str, int]] = {
+    "light": {"demos": 2, "labeled": 2, "candidates": 3},
+    "medium": {"demos": 4, "labeled": 4, "candidates": 6},
+    "heavy": {"demos": 6, "labeled": 8, "candidates": 12},
+}
+
+
+def _first_acceptable(values: list[Any]) -> Any:
+    return next((v for v in values if v != ""), None)
+
+
+def gold_calls(case: Case) -> list[ToolCall]:
+    """The expected calls with one acceptable value per argument (used as labeled demonstrations)."""
+    return [
+        ToolCall(tool_name=c.tool_name, arguments={k: _first_acceptable(v) for k, v in c.acceptable().items()
+                                                    if _first_acceptable(v) is not None})
+        for c in case.expected_calls
+    ]
+
+
+def make_examples(cases: Suite | list[Case]) -> list[dspy.Example]:
+    return [
+        dspy.Example(request=case.prompt, tools=registry_for(case), tool_calls=gold_calls(case), case=case)
+        .with_inputs("request", "tools")
+        for case in cases
+    ]
+
+
+def selection_metric(example: dspy.Example, prediction: dspy.Prediction, trace: Any = None) -> float | bool:
+    """The harness's accuracy (tools and arguments right; abstained where no tool fits)."""
+    score = score_case(example.case, prediction.decision)["full_match"]
+    return score >= 1.0 if trace is not None else score
+
+
+def describe_errors(case: Case, decision: MultiToolDecision) -> str:
+    """What was wrong with a decision, in words an optimizer's reflection model can act on."""
+    if decision.parse_error:
+        return f"The answer could not be parsed ({decision.parse_error[:200]}). Answer in the required format."
+    expected = [c.tool_name for c in case.expected_calls]
+    predicted = decision.tool_names
+    notes = []
+    if not expected and predicted:
+        notes.append(f"No available tool fits this request; it should have abstained, but called {predicted}.")
+    if expected and not predicted:
+        notes.append(f"It abstained, but the request needs {expected}.")
+    for problem in decision.problems:
+        if problem.kind == "unknown_tool":
+            notes.append(f"It called {problem.tool_name!r}, which is not an available tool.")
+        else:
+            notes.append(f"Bad arguments for {problem.tool_name}: {problem.detail}.")
+    missing = [n for n in expected if n not in predicted]
+    extra = [n for n in predicted if n not in expected]
+    if expected and predicted:
+        if missing and extra:
+            notes.append(f"Wrong tool: called {extra} where {missing} was needed.")
+        elif missing:
+            notes.append(f"Missing tool call(s): {missing}.")
+        elif extra:
+            notes.append(f"Unneeded tool call(s): {extra}.")
+    if not notes:
+        for call in case.expected_calls:
+            made = [c for c in decision.tool_calls if c.tool_name == call.tool_name]
+            for name, values in call.acceptable().items():
+                got = [c.arguments.get(name, "(omitted)") for c in made]
+                notes.append(f"Argument {call.tool_name}.{name}: got {got}, expected one of {values}.")
+    return " ".join(notes) or "Correct."
+
+
+def feedback_metric(gold: dspy.Example, pred: dspy.Prediction, trace=None, pred_name=None, pred_trace=None):
+    """GEPA's metric: the same score, with feedback naming what was wrong."""
+    score = score_case(gold.case, pred.decision)["full_match"]
+    return dspy.Prediction(score=score, feedback="Correct." if score >= 1 else describe_errors(gold.case, pred.decision))
+
+
+def _compact_demos(program: MultiToolSelector) -> None:
+    """Drop the tool listing from demonstrations: every prompt lists the tools already, and on a CPU each
+    repeated listing costs seconds."""
+    for predictor in program.predictors():
+        predictor.demos = [
+            dspy.Example({k: v for k, v in dict(d).items() if k not in ("tools", "case")})
+            for d in predictor.demos
+        ]
+
+
+def build_optimizer(name: str, budget: Budget, *, teacher_lm: dspy.BaseLM | None, reflection_lm: dspy.BaseLM | None,
+                    threads: int, log_dir: Path | None) -> tuple[Any, dict[str, Any]]:
+    sizes = BUDGETS[budget]
+    teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
+    if name == "bootstrap":
+        args = {"max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"]}
+        return dspy.BootstrapFewShot(metric=selection_metric, teacher_settings=teacher_settings, **args), args
+    if name == "random-search":
+        args = {"max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
+                "num_candidate_programs": sizes["candidates"], "num_threads": threads}
+        return dspy.BootstrapFewShotWithRandomSearch(metric=selection_metric, teacher_settings=teacher_settings,
+                                                     **args), args
+    if name == "mipro":
+        args = {"auto": budget, "max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
+                "num_threads": threads}
+        optimizer = dspy.MIPROv2(metric=selection_metric, prompt_model=teacher_lm, teacher_settings=teacher_settings,
+                                 auto=budget, num_threads=threads, verbose=False)
+        return optimizer, args
+    if name == "gepa":
+        args = {"auto": budget, "num_threads": threads, "log_dir": str(log_dir) if log_dir else None}
+        optimizer = dspy.GEPA(metric=feedback_metric, auto=budget, reflection_lm=reflection_lm, num_threads=threads,
+                              log_dir=str(log_dir) if log_dir else None, track_stats=True)
+        return optimizer, args
+    raise ToolSelectionError(f"Unknown optimizer {name!r}. Choose one of: {', '.join(OPTIMIZERS)}.")
+
+
+@dataclass
+class OptimizeResult:
+    program: MultiToolSelector
+    out_dir: Path
+    manifest: Manifest
+    wall_time_s: float
+    model_calls: int
+    dev_score: float | None = None
+    candidate_scores: list[float] = field(default_factory=list)
+    mlflow_run_id: str | None = None
+
+
+class _CallCounter:
+    """Counts LM calls made through DSPy (cache hits included) via DSPy's callback hooks."""
+
+    def __init__(self):
+        from dspy.utils.callback import BaseCallback
+
+        counter = self
+
+        class Callback(BaseCallback):
+            def on_lm_start(self, call_id, instance, inputs):
+                counter.calls += 1
+
+        self.calls = 0
+        self.callback = Callback()
+
+
+def optimize(
+    suite: str | Suite,
+    model: str | dspy.BaseLM,
+    *,
+    optimizer: str = "bootstrap",
+    teacher: str | dspy.BaseLM | None = None,
+    budget: Budget = "light",
+    out: str | Path | None = None,
+    threads: int = 1,
+    adapter: Literal["json", "chat"] = "json",
+    max_tokens: int = 512,
+    train_limit: int | None = None,
+    dev_limit: int | None = None,
+    evaluate_test: bool = True,
+    test_limit: int | None = None,
+    mlflow: bool = True,
+    tracking_uri: str | None = None,
+) -> OptimizeResult:
+    """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``out``,
+    then score it on test with the harness and log everything to MLflow."""
+    from evals.evaluate import build_adapter, evaluate
+    from evals.tracking import git_commit, log_run
+
+    if optimizer not in OPTIMIZERS:
+        raise ToolSelectionError(f"Unknown optimizer {optimizer!r}. Choose one of: {', '.join(OPTIMIZERS)}.")
+    if budget not in BUDGETS:
+        raise ToolSelectionError(f"Unknown budget {budget!r}. Choose one of: {', '.join(BUDGETS)}.")
+    suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+    train = make_examples(suite_obj.split("train").limit(train_limit))
+    dev = make_examples(suite_obj.split("dev").limit(dev_limit))
+    if not train:
+        raise ToolSelectionError(f"Suite {suite_obj.name!r} has no train cases to optimize on.")
+
+    lm = _lm(model, max_tokens=max_tokens, constrained=adapter == "json")
+    teacher_lm = _lm(teacher, max_tokens=max_tokens, constrained=adapter == "json") if teacher else None
+    model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
+    teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
+    out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{optimizer}-{_slug(model_name)}"
+    tool_sets = {c.tool_set for c in suite_obj.cases}
+    tool_set = next(iter(tool_sets)) if len(tool_sets) == 1 and None not in tool_sets else None
+
+    optimizer_obj, optimizer_args = build_optimizer(
+        optimizer, budget, teacher_lm=teacher_lm, reflection_lm=teacher_lm or lm, threads=threads,
+        log_dir=out_dir / "optimizer_log",
+    )
+    counter = _CallCounter()
+    student = MultiToolSelector()
+    start = time.perf_counter()
+    with dspy.context(lm=lm, adapter=build_adapter(adapter), callbacks=[counter.callback]):
+        if optimizer == "bootstrap":
+            compiled = optimizer_obj.compile(student, trainset=train)
+        else:
+            compiled = optimizer_obj.compile(student, trainset=train, valset=dev or None)
+    _compact_demos(compiled)
+    wall = time.perf_counter() - start
+    candidate_scores = _candidate_scores(compiled)
+    dev_score = None
+    if dev:
+        dev_eval = evaluate(Suite(f"{suite_obj.name}:dev", [e.case for e in dev]), lm, split=None, program=compiled,
+                            adapter=adapter, mlflow=False, run_dir=out_dir / "dev_eval", fresh=True)
+        dev_score = dev_eval.accuracy
+
+    manifest = Manifest(
+        tool_set=tool_set,
+        tools=tool_fingerprint(registry_for(suite_obj.cases[0])) if tool_set else {},
+        model=model_name, optimizer=optimizer, optimizer_args={**optimizer_args, "budget": budget},
+        teacher=teacher_name, suite=suite_obj.name,
+        scores={k: v for k, v in {"dev_accuracy": dev_score}.items() if v is not None},
+    )
+    compiled.tools = registry_for(suite_obj.cases[0]) if tool_set else None
+    save_compiled(compiled, out_dir, manifest)
+    result = OptimizeResult(program=compiled, out_dir=out_dir, manifest=manifest, wall_time_s=wall,
+                            model_calls=counter.calls, dev_score=dev_score, candidate_scores=candidate_scores)
+
+    test_summary: dict[str, float] = {}
+    if evaluate_test:
+        test = evaluate(suite_obj, lm, split="test", limit=test_limit, program=compiled, adapter=adapter,
+                        mlflow=False, run_dir=out_dir / "test_eval", fresh=True)
+        test_summary = test.summary
+        manifest.scores["test_accuracy"] = test.accuracy
+        save_compiled(compiled, out_dir, manifest)
+    if mlflow:
+        params = {
+            "kind": "optimize", "suite": suite_obj.name, "train_cases": len(train), "dev_cases": len(dev),
+            "model": model_name, "teacher": teacher_name, "optimizer": optimizer,
+            "optimizer_args": json.dumps(optimizer_args, default=str), "budget": budget, "adapter": adapter,
+            "dspy_version": dspy.__version__, "git_commit": git_commit(), "program_dir": str(out_dir),
+        }
+        extra = {"wall_time_s": wall, "model_calls": float(counter.calls)}
+        if dev_score is not None:
+            extra["dev_accuracy"] = dev_score
+        for i, score in enumerate(candidate_scores):
+            extra[f"candidate_{i:02d}_dev_score"] = score
+        result.mlflow_run_id = log_run(
+            params=params, summary={f"test_{k}": v for k, v in test_summary.items()}, extra_metrics=extra,
+            artifacts=[out_dir / "program.json", out_dir / "manifest.json"], run_name=out_dir.name, uri=tracking_uri,
+        )
+    return result
+
+
+def _candidate_scores(compiled: Any) -> list[float]:
+    """Per-candidate scores where the optimizer records them (random search, MIPRO, GEPA)."""
+    candidates = getattr(compiled, "candidate_programs", None)
+    if candidates:
+        return [float(c.get("score", c[0]) if isinstance(c, dict) else c[0]) for c in candidates]
+    details = getattr(compiled, "detailed_results", None)
+    if details is not None and getattr(details, "val_aggregate_scores", None):
+        return [float(s) for s in details.val_aggregate_scores]
+    return []
+
+
+def _lm(spec: str | dspy.BaseLM | None, *, max_tokens: int, constrained: bool) -> dspy.BaseLM | None:
+    if spec is None or isinstance(spec, dspy.BaseLM):
+        return spec
+    from tool_selection.lm import get_lm
+
+    return get_lm(spec, max_tokens=max_tokens, constrained=constrained)
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60]

@@ -1,0 +1,90 @@
+"""Optimization with DSPy's dummy LM, compiled selectors on disk, and the GEPA feedback metric."""
+
+import json
+
+import dspy
+import pytest
+
+from evals.evaluate import evaluate
+from evals.optimize import describe_errors, feedback_metric, optimize, selection_metric
+from evals.suite import Case, load_suite
+from tests.core.tools_fixture import Add, Echo, Now
+from tests.evals.test_runner import ANSWERS, CountingLM
+from tool_selection import ToolSet
+from tool_selection.compiled import Manifest, ToolsChangedError, save_compiled, tool_fingerprint
+from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+
+
+def test_bootstrap_compiles_saves_and_loads_back(suite_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
+    result = optimize(str(suite_path), lm, optimizer="bootstrap", out=tmp_path / "prog", tracking_uri=uri)
+    demos = result.program.select.predict.demos
+    assert demos, "bootstrapping correct answers must yield demonstrations"
+    assert all("tools" not in d for d in demos)  # compacted
+    assert result.model_calls > 0 and result.wall_time_s > 0
+    manifest = json.loads((tmp_path / "prog" / "manifest.json").read_text())
+    assert manifest["optimizer"] == "bootstrap" and manifest["dspy_version"] == dspy.__version__
+    assert 0 <= manifest["scores"]["test_accuracy"] <= 1
+
+    loaded = MultiToolSelector.load(tmp_path / "prog")
+    assert len(loaded.select.predict.demos) == len(demos)
+    again = evaluate(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), program=tmp_path / "prog",
+                     mlflow=False, progress=False, run_dir=tmp_path / "eval")
+    assert again.params["program"] == str(tmp_path / "prog")
+
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    run = mlflow.get_run(result.mlflow_run_id)
+    assert run.data.params["optimizer"] == "bootstrap" and run.data.params["kind"] == "optimize"
+    assert "test_accuracy" in run.data.metrics and "model_calls" in run.data.metrics
+
+
+def test_optimizer_never_sees_test_cases(suite_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    seen = []
+
+    class Spy(CountingLM):
+        def forward(self, prompt=None, messages=None, **kwargs):
+            seen.append(messages[-1]["content"])
+            return super().forward(prompt=prompt, messages=messages, **kwargs)
+
+    optimize(str(suite_path), Spy(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
+             out=tmp_path / "p", evaluate_test=False, mlflow=False)
+    test_requests = [c.prompt for c in load_suite(suite_path).split("test")]
+    assert seen and not any(r in text for text in seen for r in test_requests)
+
+
+def test_compiled_selector_refuses_changed_tools(tmp_path):
+    before = ToolSet(name="fixture", tools=(Echo, Add))
+    program = MultiToolSelector(before)
+    save_compiled(program, tmp_path, Manifest(tool_set=None, tools=tool_fingerprint(before.registry()), model="m"))
+
+    after = ToolSet(name="fixture", tools=(Echo, Now))
+    with pytest.raises(ToolsChangedError) as info:
+        MultiToolSelector.load(tmp_path, tools=after)
+    assert "removed: add_numbers" in str(info.value) and "added: get_time" in str(info.value)
+    assert "allow_tool_changes=True" in str(info.value)
+    assert MultiToolSelector.load(tmp_path, tools=after, allow_tool_changes=True).tools.names() == ["echo", "get_time"]
+    assert MultiToolSelector.load(tmp_path, tools=before).tools.names() == ["add_numbers", "echo"]
+
+
+def test_metric_and_feedback_name_what_was_wrong():
+    case = Case(id="c", request="add 1 and 2", tool_set="x",
+                expected_calls=[{"tool_name": "add_numbers", "arguments": {"a": 1, "b": 2}}])
+    gold = dspy.Example(case=case)
+
+    def pred(*calls, **kw):
+        return dspy.Prediction(decision=MultiToolDecision(tool_calls=[ToolCall(tool_name=n, arguments=a) for n, a in calls], **kw))
+
+    assert selection_metric(gold, pred(("add_numbers", {"a": 1, "b": 2}))) == 1.0
+    assert selection_metric(gold, pred(("echo", {})), trace=[]) is False
+    assert "Wrong tool" in feedback_metric(gold, pred(("echo", {"message": "x"}))).feedback
+    assert "abstained" in feedback_metric(gold, pred()).feedback
+    assert "Argument add_numbers.b" in feedback_metric(gold, pred(("add_numbers", {"a": 1, "b": 5}))).feedback
+    assert "could not be parsed" in describe_errors(case, MultiToolDecision(parse_error="bad"))
+    none_case = Case(id="n", request="joke", tool_set="x", expected_calls=[])
+    assert "should have abstained" in describe_errors(none_case, pred(("echo", {})).decision)
