@@ -57,7 +57,8 @@ class Evaluator:
     """Runs a program over a suite. Keyword-only settings; ``__call__`` takes per-run overrides.
 
     ``program`` is any callable ``program(request=..., tools=...)`` returning a prediction with a
-    ``decision`` (a ``MultiToolSelector``, compiled or not).
+    ``decision`` (a ``MultiToolSelector``, compiled or not). A prediction's ``row_extras`` dict, if any, is added
+    to the case's row (e.g. stuck-detector scores).
     """
 
     def __init__(self, *, suite: Suite, threads: int = 1, progress: bool = True, abort_after_errors: int = 3):
@@ -113,6 +114,7 @@ class Evaluator:
     def _run_case(self, program: Callable[..., Any], case: Case, lm, adapter) -> dict[str, Any]:
         error = None
         usage: dict[str, Any] = {}
+        extras: dict[str, Any] = {}
         start = time.perf_counter()
         try:
             registry = registry_for(case)
@@ -120,6 +122,7 @@ class Evaluator:
                 prediction = program(request=case.prompt, tools=registry)
             decision: MultiToolDecision = prediction.decision
             usage = prediction.get_lm_usage() or {}
+            extras = dict(getattr(prediction, "row_extras", None) or {})
         except Exception as exc:  # noqa: BLE001 - any model failure is a scored failure, not a crash
             error = f"{type(exc).__name__}: {exc}"[:1000]
             decision = MultiToolDecision(parse_error=f"model call failed: {error[:200]}")
@@ -143,6 +146,7 @@ class Evaluator:
             "latency_s": latency,
             "input_tokens": _tokens(usage, "prompt_tokens"),
             "output_tokens": _tokens(usage, "completion_tokens"),
+            **extras,
         }
 
 

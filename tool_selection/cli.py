@@ -21,6 +21,7 @@ COMMAND_GROUPS = (
     "tool_selection.cli_tools",
     "tool_selection.lm.cli",
     "evals.cli",
+    "evals.bench_cli",
 )
 
 

@@ -41,8 +41,9 @@ class SelectTools(dspy.Signature):
     argument values from the request. Make several calls when the request asks for several things. When no
     available tool can do what is asked, make no call: answer with an empty list."""
 
-    request: str = dspy.InputField(desc="What the user asked for.")
+    # Tools come first so that prompts over one catalog share a prefix (the local engine reuses its KV cache).
     tools: str = dspy.InputField(desc="The available tools: name, description and arguments of each.")
+    request: str = dspy.InputField(desc="What the user asked for.")
     tool_calls: list[ToolCall] = dspy.OutputField(desc="The tool calls to make, or [] when no tool fits.")
 
 
