@@ -26,6 +26,7 @@ __all__ = [
     "from_anthropic",
     "from_bfcl",
     "from_mcp",
+    "drop_strict_nulls",
     "from_openai",
     "schema_only_tool",
     "to_anthropic",
@@ -107,6 +108,23 @@ def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     visit(schema)
     return schema
+
+
+def drop_strict_nulls(tool: type[BaseTool], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Undo strict mode's convention: ``null`` for an optional argument that does not accept null means omitted."""
+    if not isinstance(arguments, dict):
+        return arguments
+    schema = tool.input_schema()
+    required = set(schema.get("required", []))
+    props = schema.get("properties", {})
+
+    def accepts_null(prop: dict[str, Any]) -> bool:
+        t = prop.get("type")
+        return t == "null" or (isinstance(t, list) and "null" in t) or any(
+            accepts_null(p) for p in prop.get("anyOf", []) + prop.get("oneOf", []))
+
+    return {k: v for k, v in arguments.items()
+            if not (v is None and k in props and k not in required and not accepts_null(props[k]))}
 
 
 def _nullable(prop: dict[str, Any]) -> dict[str, Any]:

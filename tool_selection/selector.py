@@ -24,7 +24,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
-from tool_selection.interop import to_text
+from tool_selection.interop import drop_strict_nulls, to_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.toolset import ToolSet
 
@@ -107,7 +107,9 @@ def check_decision(reasoning: str, calls: Iterable[ToolCall], registry: ToolRegi
             problems.append(CallProblem(kind="unknown_tool", tool_name=call.tool_name, call_index=index,
                                         detail=f"{call.tool_name!r} is not one of the available tools"))
             continue
-        arg_problems = registry.get(call.tool_name).check_arguments(call.arguments)
+        tool = registry.get(call.tool_name)
+        call.arguments = drop_strict_nulls(tool, call.arguments)
+        arg_problems = tool.check_arguments(call.arguments)
         if arg_problems:
             problems.append(CallProblem(kind="invalid_arguments", tool_name=call.tool_name, call_index=index,
                                         detail="; ".join(str(p) for p in arg_problems),

@@ -175,3 +175,11 @@ def test_malformed_external_definitions_are_rejected_clearly():
         from_openai([{"function": {"description": "no name"}}])
     with pytest.raises(ToolDefinitionError, match="not valid JSON Schema"):
         from_openai([{"name": "bad", "parameters": {"type": "object", "properties": {"x": {"type": "strng"}}}}])
+
+
+def test_strict_nulls_mean_omitted_for_optional_arguments():
+    from tool_selection.interop import drop_strict_nulls
+
+    args = drop_strict_nulls(Echo, {"message": "hi", "times": None, "mode": None})
+    assert args == {"message": "hi"} and Echo.check_arguments(args) == []
+    assert drop_strict_nulls(Echo, {"message": None}) == {"message": None}  # required: still an error
