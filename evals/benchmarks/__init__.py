@@ -1,0 +1,1 @@
+"""Performance benchmarks (scripts, not timed tests): ``python -m evals.benchmarks.<name>``."""

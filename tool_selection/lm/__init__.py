@@ -1,0 +1,66 @@
+"""Language models for the toolkit: one spec names any model, ``get_lm`` turns it into a ``dspy.LM``.
+
+The embedded default runs offline and needs no API key: a small instruction-tuned GGUF model in-process on the
+CPU (``local:qwen2.5-coder-0.5b``, ``local:qwen2.5-coder-1.5b``), through ``LocalEngine``. Any other model
+string ``dspy.LM`` accepts works the same way (``openai/gpt-4o-mini``, ``ollama_chat/qwen2.5``, or
+``openai/NAME`` with ``api_base=`` for a vLLM or llama.cpp server).
+
+    lm = get_lm("local:qwen2.5-coder-0.5b", constrained=True)   # JSONAdapter answers always parse
+    lm = get_lm("local:qwen2.5-coder-0.5b", logprobs=True)      # outputs carry token log-probabilities
+"""
+
+from __future__ import annotations
+
+import os
+
+import dspy
+
+from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_model_dir, ensure_model
+from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog, model_cost
+from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine, LocalEngineError, unload_models
+from tool_selection.lm.specs import ModelSpec, ModelSpecError
+
+__all__ = [
+    "CATALOG_ENV",
+    "MODEL_DIR_ENV",
+    "CatalogError",
+    "LocalEngine",
+    "LocalEngineError",
+    "ModelFileError",
+    "ModelSpec",
+    "ModelSpecError",
+    "default_model_dir",
+    "ensure_model",
+    "get_lm",
+    "load_catalog",
+    "model_cost",
+    "unload_models",
+]
+
+
+def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int = 512, cache: bool = True,
+           constrained: bool = False, logprobs: bool = False, model_dir: str | os.PathLike | None = None,
+           n_ctx: int | None = None, n_threads: int | None = None, **kwargs) -> dspy.LM:
+    """A ``dspy.LM`` for ``spec``.
+
+    ``cache``: DSPy's response cache (a repeated call at temperature 0 makes no new model call).
+    ``logprobs``: outputs carry token log-probabilities (DSPy puts them on each output as ``"logprobs"``, and on
+    a ``Prediction`` as ``.logprobs``). ``constrained``: for local models, tell DSPy's adapters that structured
+    output is supported, so ``JSONAdapter`` sends the signature's JSON schema and llama.cpp enforces it with a
+    grammar (hosted models use their provider's own structured outputs). ``model_dir``, ``n_ctx`` and
+    ``n_threads`` apply to local models. Other keyword arguments go to ``dspy.LM`` (``api_base``, ``num_retries``).
+    """
+    parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    if logprobs:
+        kwargs["logprobs"] = True
+    if not parsed.is_local:
+        local_only = sorted(k for k, v in {"model_dir": model_dir, "n_ctx": n_ctx, "n_threads": n_threads}.items()
+                            if v is not None)
+        if local_only:
+            raise ModelSpecError(f"{local_only} apply to local models (local:...), not to {str(parsed)!r}.")
+        return dspy.LM(parsed.target, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
+    engine = LocalEngine.from_spec(parsed, model_dir=model_dir, n_ctx=n_ctx, n_threads=n_threads,
+                                   constrained=constrained)
+    kwargs.setdefault("num_retries", 0)  # a local failure is deterministic; retrying only repeats it
+    return dspy.LM(engine.spec, engine=engine, async_engine=AsyncLocalEngine(engine), temperature=temperature,
+                   max_tokens=max_tokens, cache=cache, **kwargs)

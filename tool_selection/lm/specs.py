@@ -1,0 +1,87 @@
+"""One way to name a model everywhere (CLI, config files, Python).
+
+- ``local:NAME``: an embedded catalog model, e.g. ``local:qwen2.5-coder-0.5b``;
+- ``local:/path/to/model.gguf``: any GGUF file, run in-process the same way;
+- anything else: a model string ``dspy.LM`` accepts (``openai/gpt-4o-mini``, ``ollama_chat/qwen2.5``, or
+  ``openai/NAME`` with ``api_base=`` for vLLM or a llama.cpp server).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from tool_selection.errors import ToolSelectionError, close_matches
+
+__all__ = ["LOCAL_PREFIX", "ModelSpec", "ModelSpecError"]
+
+LOCAL_PREFIX = "local:"
+
+
+class ModelSpecError(ToolSelectionError, ValueError):
+    """A model spec is malformed or names no known model."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model spec. ``kind`` says what ``target`` is: a catalog name, a GGUF path, or a DSPy model string."""
+
+    kind: Literal["catalog", "file", "dspy"]
+    target: str
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        """Parse ``text``; a malformed spec or an unknown embedded model raises ``ModelSpecError``."""
+        if not isinstance(text, str) or not text.strip():
+            raise ModelSpecError(f"A model spec must be a non-empty string, got {text!r}. {_forms()}")
+        text = text.strip()
+        if text.lower().startswith(LOCAL_PREFIX):
+            return cls._parse_local(text, text[len(LOCAL_PREFIX):].strip())
+        if any(c.isspace() for c in text):
+            raise ModelSpecError(f"Model spec {text!r} contains whitespace. {_forms()}")
+        provider, slash, model = text.partition("/")
+        if slash and (not provider or not model):
+            raise ModelSpecError(f"Model spec {text!r} needs both a provider and a model id, e.g. "
+                                 f"'openai/gpt-4o-mini'. {_forms()}")
+        if provider.lower() == "local" and slash:
+            raise ModelSpecError(f"Model spec {text!r}: embedded models are written with a colon, "
+                                 f"'{LOCAL_PREFIX}{model}'.")
+        return cls("dspy", text)
+
+    @classmethod
+    def _parse_local(cls, text: str, rest: str) -> ModelSpec:
+        from tool_selection.lm.catalog import load_catalog
+
+        known = sorted(load_catalog().local)
+        if not rest:
+            raise ModelSpecError(f"Model spec {text!r} names no model. Write local:NAME with one of: "
+                                 f"{', '.join(known)}; or local:/path/to/model.gguf.")
+        if _looks_like_path(rest):
+            if not rest.lower().endswith(".gguf"):
+                raise ModelSpecError(f"Model spec {text!r}: a local model file must be a GGUF file ending in .gguf.")
+            return cls("file", str(Path(rest).expanduser()))
+        name = rest.lower()
+        if name not in known:
+            suggestions = close_matches(name, known)
+            hint = f" Did you mean {' or '.join(repr(LOCAL_PREFIX + s) for s in suggestions)}?" if suggestions else ""
+            raise ModelSpecError(f"Unknown embedded model {rest!r} in spec {text!r}.{hint} Known: "
+                                 f"{', '.join(known)}. A GGUF file is written local:/path/to/model.gguf.")
+        return cls("catalog", name)
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the model runs in-process (a catalog model or a GGUF file)."""
+        return self.kind != "dspy"
+
+    def __str__(self) -> str:
+        return self.target if self.kind == "dspy" else LOCAL_PREFIX + self.target
+
+
+def _looks_like_path(rest: str) -> bool:
+    return "/" in rest or "\\" in rest or rest.startswith(("~", ".")) or rest.lower().endswith(".gguf")
+
+
+def _forms() -> str:
+    return ("Use local:NAME (an embedded model), local:/path/to/model.gguf, or a DSPy model string such as "
+            "'openai/gpt-4o-mini'.")
