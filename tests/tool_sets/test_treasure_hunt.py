@@ -1,0 +1,411 @@
+"""The treasure_hunt tool set: game behaviour over the shipped world, argument validation, schemas and the suite."""
+
+import json
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import get_args
+
+import jsonschema
+import pytest
+
+from tool_selection import ToolArgumentError, default_registry, load_tool_set
+from tool_sets.treasure_hunt import (
+    DIRECTIONS,
+    TOOL_SET,
+    WORLD,
+    CheckInventory,
+    Dig,
+    ExamineLocation,
+    GameState,
+    GiveHint,
+    InspectItem,
+    Move,
+    SearchArea,
+    SearchMap,
+    ShowProgress,
+    TakeItem,
+    TravelTo,
+    UseItem,
+    matches,
+)
+
+SUITE = Path(__file__).resolve().parents[2] / "evals" / "suites" / "treasure_hunt.jsonl"
+
+
+@pytest.fixture
+def state():
+    return GameState()
+
+
+def run(tool, state, **arguments):
+    return tool(state=state).validate_and_execute(**arguments)
+
+
+def walk(state, *directions):
+    for direction in directions:
+        result = run(Move, state, direction=direction)
+        assert result["ok"], result
+
+
+def item_ids(items):
+    return [i["item_id"] for i in items]
+
+
+# ------------------------------------------------------------------------------------ the tool set
+def test_tool_set_loads_by_name_and_registers_its_tools():
+    tool_set = load_tool_set("treasure_hunt")
+    assert tool_set is TOOL_SET and tool_set.name == "treasure_hunt"
+    assert len(tool_set) >= 7 and "give_hint" in tool_set.names()
+    for tool in tool_set:
+        assert default_registry().get(tool.NAME) is tool
+        assert tool.category == "treasure_hunt"
+
+
+@pytest.mark.parametrize("tool", TOOL_SET.tools, ids=TOOL_SET.names())
+def test_schema_is_valid_json_schema(tool):
+    schema = tool.input_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object" and schema.get("additionalProperties") is False
+
+
+def test_argument_enums_follow_the_world():
+    assert set(get_args(Move.Arguments.model_fields["direction"].annotation)) == set(DIRECTIONS)
+    assert set(get_args(TravelTo.Arguments.model_fields["destination"].annotation)) == set(WORLD.locations)
+    assert set(get_args(InspectItem.Arguments.model_fields["item_id"].annotation)) == set(WORLD.items)
+
+
+def test_world_is_consistent():
+    locations = WORLD.locations
+    assert WORLD.start in locations and WORLD.light in WORLD.items and WORLD.treasure.tool in WORLD.items
+    for location in locations.values():
+        exits = {**location.exits, **{d: e.to for d, e in location.locked_exits.items()}}
+        assert set(exits) | set(location.walls) <= set(DIRECTIONS)
+        assert not set(location.exits) & (set(location.walls) | set(location.locked_exits))
+        assert set(exits.values()) <= set(locations)
+        assert {s.near for s in location.secrets} <= set(location.landmarks)
+    for item in WORLD.items.values():
+        assert item.location is None or item.location in locations
+        if item.hidden_near:
+            assert item.hidden_near in locations[item.location].landmarks
+    assert WORLD.treasure.landmark in locations[WORLD.treasure.location].landmarks
+    for use in WORLD.uses:
+        assert use.item in WORLD.items and use.location in locations and use.sets_flag in WORLD.milestones
+    assert len(WORLD.hints) >= 3
+
+
+def test_matches_uses_every_keyword():
+    assert matches("palm trees", "three palm trees") and matches("The Well", "stone well")
+    assert not matches("stone skull", "carved skull") and not matches("the", "the stone well")
+
+
+# ------------------------------------------------------------------------------------ exploring
+def test_examine_location_here_and_elsewhere(state):
+    here = run(ExamineLocation, state)
+    assert here["location_id"] == WORLD.start and here["here"] and here["visited"]
+    assert item_ids(here["items"]) == ["coconut", "message_bottle"]  # the hidden ones are not listed
+    ruins = run(ExamineLocation, state, location_id="ruins")
+    assert ruins["name"] == "Temple Ruins" and not ruins["here"] and not ruins["visited"]
+    assert ruins["exits"] == {"east": "Jungle Path"} and "stone idol" in ruins["landmarks"]
+    assert "items" not in ruins  # items are only seen on the spot
+
+
+def test_move_follows_exits_and_refuses_walls(state):
+    result = run(Move, state, direction="north")
+    assert result["ok"] and result["location_id"] == "jungle_path" and result["first_visit"]
+    assert result["exits"] == ["north", "south", "east", "west"]
+    back = run(Move, state, direction="south")
+    assert back["location_id"] == "cove" and not back["first_visit"]
+    wall = run(Move, state, direction="south")
+    assert wall["ok"] is False and "boat" in wall["reason"] and state.location == "cove"
+    nowhere = run(Move, state, direction="up")
+    assert nowhere["ok"] is False and "no way up" in nowhere["reason"]
+    assert state.moves == 2 and state.visited == ["cove", "jungle_path"]
+
+
+def test_move_through_a_locked_exit_needs_its_flag(state):
+    walk(state, "north", "east")
+    blocked = run(Move, state, direction="down")
+    assert blocked["ok"] is False and "rope" in blocked["reason"] and state.location == "village"
+    state.flags.append("rope_tied")
+    assert run(Move, state, direction="down")["location_id"] == "well_bottom"
+
+
+def test_travel_to_takes_the_shortest_route_through_visited_places(state):
+    walk(state, "east", "north", "west")  # cove -> tide pools -> lighthouse -> village
+    result = run(TravelTo, state, destination="cove")  # not through the unvisited jungle path (2 steps)
+    assert result["ok"] and result["steps"] == 3
+    assert [s["to"] for s in result["route"]] == ["Old Lighthouse", "Tide Pools", "Sandy Cove"]
+    assert state.location == "cove" and state.moves == 6
+    walk(state, "north")
+    assert run(TravelTo, state, destination="village")["steps"] == 1  # now the jungle path is known
+    assert "not been" in run(TravelTo, state, destination="ruins")["reason"]
+    assert "already" in run(TravelTo, state, destination="village")["reason"]
+    assert state.location == "village" and state.moves == 8
+
+
+def test_search_area_reveals_hidden_items_only_here(state):
+    walk(state, "west")
+    elsewhere = run(SearchArea, state, focus="broken mast")
+    assert elsewhere["ok"] and elsewhere["found_items"] == [] and "nothing" in elsewhere["message"]
+    assert "brass_compass" not in item_ids(run(ExamineLocation, state)["items"])
+    found = run(SearchArea, state, focus="cabin")
+    assert item_ids(found["found_items"]) == ["brass_compass"] and found["searched"] == ["captain's cabin"]
+    assert "brass_compass" in item_ids(run(ExamineLocation, state)["items"])
+    assert run(SearchArea, state)["found_items"] == []  # already found
+    missing = run(SearchArea, state, focus="stone well")
+    assert missing["ok"] is False and missing["landmarks"] == ["broken mast", "captain's cabin"]
+
+
+def test_search_area_opens_the_secret_cave(state):
+    walk(state, "north", "north")
+    assert run(Move, state, direction="east")["ok"] is False
+    result = run(SearchArea, state)
+    assert result["discoveries"] and "cave" in result["discoveries"][0]
+    assert run(ExamineLocation, state)["exits"]["east"] == "Cave Behind the Falls"
+    assert run(Move, state, direction="east")["location_id"] == "cave"
+    dark = run(SearchArea, state)
+    assert dark["ok"] is False and "dark" in dark["reason"]
+
+
+def test_search_map_finds_landmarks_island_wide_with_distances(state):
+    result = run(SearchMap, state, landmark="the stone idol")
+    assert result["count"] == 1
+    assert result["matches"][0] == {"landmark": "stone idol", "location_id": "ruins", "location": "Temple Ruins",
+                                    "steps": 2}
+    well = run(SearchMap, state, landmark="well")["matches"]
+    assert [m["location_id"] for m in well] == ["village"] and well[0]["steps"] == 2
+    skull = run(SearchMap, state, landmark="skull")["matches"][0]
+    assert skull["location_id"] == "cave" and skull["steps"] is None  # no open way in yet
+    assert run(SearchMap, state, landmark="volcano") == {"query": "volcano", "count": 0, "matches": []}
+
+
+# ------------------------------------------------------------------------------------ items
+def test_inspect_item_reads_clues_of_visible_or_carried_items(state):
+    bottle = run(InspectItem, state, item_id="message_bottle")
+    assert bottle["ok"] and not bottle["carried"] and "well" in bottle["clue"]
+    assert state.clues_read == ["message_bottle"]
+    assert run(InspectItem, state, item_id="coconut")["clue"] is None
+    away = run(InspectItem, state, item_id="shovel")
+    assert away["ok"] is False and "rusty shovel" in away["reason"]
+    walk(state, "west")
+    assert run(InspectItem, state, item_id="brass_compass")["ok"] is False  # still hidden
+
+
+def test_take_item_moves_it_into_the_pack(state):
+    taken = run(TakeItem, state, item_id="coconut")
+    assert taken["ok"] and item_ids(taken["inventory"]) == ["coconut"]
+    assert "coconut" not in item_ids(run(ExamineLocation, state)["items"])
+    assert "already" in run(TakeItem, state, item_id="coconut")["reason"]
+    assert run(InspectItem, state, item_id="coconut")["carried"] is True
+    assert run(TakeItem, state, item_id="shovel")["ok"] is False  # it is at the shipwreck
+    assert run(TakeItem, state, item_id="iron_chest")["ok"] is False  # not dug up yet
+
+
+def test_check_inventory_lists_carried_items(state):
+    assert run(CheckInventory, state) == {"count": 0, "items": []}
+    walk(state, "west")
+    run(TakeItem, state, item_id="shovel")
+    inventory = run(CheckInventory, state)
+    assert inventory["count"] == 1 and inventory["items"][0]["name"] == "rusty shovel"
+
+
+def test_use_item_needs_the_item_the_place_and_the_target(state):
+    state.inventory.append("rope")
+    assert run(UseItem, state, item_id="rope", target="stone well")["ok"] is False  # at the cove
+    walk(state, "north", "east")
+    assert run(UseItem, state, item_id="rope", target="chief's hut")["ok"] is False
+    assert run(UseItem, state, item_id="old_key", target="well")["reason"].startswith("You are not carrying")
+    tied = run(UseItem, state, item_id="rope", target="the well")
+    assert tied["ok"] and tied["received"] is None and "rope_tied" in state.flags
+    assert "already" in run(UseItem, state, item_id="rope", target="well")["reason"]
+
+
+def test_dig_needs_a_shovel_and_light_and_finds_only_the_chest(state):
+    assert "nothing to dig with" in run(Dig, state)["reason"]
+    state.inventory.append("shovel")
+    plain = run(Dig, state)
+    assert plain["ok"] and plain["found"] is None and "Sandy Cove" in plain["message"]
+    state.location, state.flags = "cave", ["cave_found"]
+    assert "dark" in run(Dig, state)["reason"]
+    state.inventory.append("lantern")
+    result = run(Dig, state)
+    assert result["found"] == {"item_id": "iron_chest", "name": "iron chest"}
+    assert run(Dig, state)["found"] is None
+    assert "too heavy" in run(TakeItem, state, item_id="iron_chest")["reason"]
+
+
+def test_show_progress_summarises_the_game(state):
+    start = run(ShowProgress, state)
+    assert start["moves"] == 0 and start["explored"] == f"1/{len(WORLD.locations)}"
+    assert start["milestones"] == [] and start["milestones_left"] == len(WORLD.milestones)
+    assert start["treasure_found"] is False
+    walk(state, "north")
+    run(InspectItem, state, item_id="message_bottle")  # not here any more
+    progress = run(ShowProgress, state)
+    assert progress["location"] == "Jungle Path" and progress["visited"] == ["Sandy Cove", "Jungle Path"]
+    assert progress["clues_read"] == []
+
+
+def test_give_hint_gets_more_specific_then_stays_at_the_last(state):
+    hints = [run(GiveHint, state, hint_total=n) for n in range(len(WORLD.hints) + 2)]
+    assert [h["hint"] for h in hints[: len(WORLD.hints)]] == list(WORLD.hints)
+    assert len({h["hint"] for h in hints}) == len(WORLD.hints)
+    assert hints[0]["level"] == 1 and hints[0]["more_specific_available"]
+    assert hints[-1]["level"] == len(WORLD.hints) and not hints[-1]["more_specific_available"]
+    assert hints[-1]["hint_number"] == len(WORLD.hints) + 2
+    assert "carved skull" not in hints[0]["hint"] and "carved skull" in hints[3]["hint"]
+
+
+def test_full_walkthrough_finds_the_treasure():
+    """The game is winnable through the registry, sharing one state between calls."""
+    registry, game = TOOL_SET.registry(), GameState()
+
+    def play(name, **arguments):
+        result = registry.execute(name, arguments, state=game)
+        json.dumps(result)  # results are JSON-serialisable
+        assert result.get("ok", True), (name, arguments, result)
+        return result
+
+    play("move", direction="west")
+    play("take_item", item_id="shovel")
+    play("travel_to", destination="cove")
+    play("move", direction="east")
+    assert item_ids(play("search_area", focus="seaweed")["found_items"]) == ["rope"]
+    play("take_item", item_id="rope")
+    play("move", direction="north")
+    play("take_item", item_id="lantern")
+    play("move", direction="west")
+    play("use_item", item_id="rope", target="stone well")
+    play("move", direction="down")
+    assert item_ids(play("search_area")["found_items"]) == ["old_key"]
+    play("take_item", item_id="old_key")
+    play("move", direction="up")
+    play("move", direction="west")
+    play("move", direction="north")
+    play("search_area", focus="curtain of water")
+    play("move", direction="east")
+    assert play("dig")["found"]["item_id"] == "iron_chest"
+    opened = play("use_item", item_id="old_key", target="iron chest")
+    assert opened["received"]["item_id"] == "marigold_gold"
+    progress = play("show_progress")
+    assert progress["treasure_found"] and progress["milestones_left"] == 0
+    assert "marigold_gold" in item_ids(play("check_inventory")["items"])
+    assert registry.execute("show_progress", {})["treasure_found"] is False  # a fresh default game
+
+
+def test_state_is_per_instance_and_the_shipped_world_is_never_written(state):
+    shipped = resources.files("tool_sets.treasure_hunt").joinpath("world.json").read_text(encoding="utf-8")
+    assert Move().state is not Move().state
+    run(TakeItem, state, item_id="coconut")
+    assert GameState().item_locations["coconut"] == "cove" and WORLD.items["coconut"].location == "cove"
+    assert Move(state=state).state is state
+    assert resources.files("tool_sets.treasure_hunt").joinpath("world.json").read_text(encoding="utf-8") == shipped
+
+
+# ------------------------------------------------------------------------------- invalid arguments
+INVALID = [
+    (ExamineLocation, {"location_id": "volcano"}, "location_id"),
+    (Move, {"direction": "northwest"}, "direction"),
+    (Move, {"direction": "n"}, "direction"),
+    (Move, {}, "direction"),
+    (TravelTo, {"destination": "Sandy Cove"}, "destination"),
+    (SearchArea, {"focus": ""}, "focus"),
+    (SearchMap, {"landmark": "x"}, "landmark"),
+    (SearchMap, {"place": "stone well"}, "place"),
+    (InspectItem, {"item_id": "sword"}, "item_id"),
+    (TakeItem, {"item_id": "Shovel"}, "item_id"),
+    (UseItem, {"item_id": "rope"}, "target"),
+    (UseItem, {"item_id": "rope", "target": "well", "times": 2}, "times"),
+    (Dig, {"depth": 3}, "depth"),
+    (CheckInventory, {"verbose": True}, "verbose"),
+    (ShowProgress, {"detail": "full"}, "detail"),
+    (GiveHint, {"hint_total": -1}, "hint_total"),
+    (GiveHint, {"hint_total": "two"}, "hint_total"),
+    (GiveHint, {}, "hint_total"),
+]
+
+
+@pytest.mark.parametrize("tool, arguments, field", INVALID, ids=[f"{t.NAME}-{f}" for t, _, f in INVALID])
+def test_invalid_arguments_raise_naming_the_field(state, tool, arguments, field):
+    before = state.model_dump()
+    with pytest.raises(ToolArgumentError) as info:
+        run(tool, state, **arguments)
+    assert info.value.tool == tool.NAME
+    assert field in [p.field for p in info.value.problems]
+    assert state.model_dump() == before
+
+
+def test_every_tool_has_an_invalid_argument_case():
+    assert {tool.NAME for tool, _, _ in INVALID} == set(TOOL_SET.names())
+
+
+# ------------------------------------------------------------------------------------ eval suite
+def load_suite():
+    with SUITE.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+CASES = load_suite()
+PRIMARY = ("single", "multi", "no_tool")
+
+
+def test_suite_shape_and_tag_counts():
+    assert len(CASES) >= 60
+    assert [c["id"] for c in CASES] == [f"treasure_hunt-{i:03d}" for i in range(1, len(CASES) + 1)]
+    tags = Counter(t for c in CASES for t in c["tags"])
+    assert tags["no_tool"] >= max(10, 0.15 * len(CASES))
+    assert tags["multi"] >= max(10, 0.15 * len(CASES))
+    assert tags["similar_tools"] >= 12
+    for case in CASES:
+        assert case["tool_set"] == "treasure_hunt"
+        assert ("request" in case) != ("messages" in case)
+        if "messages" in case:
+            assert case["messages"][-1]["role"] == "user"
+        assert len([t for t in case["tags"] if t in PRIMARY]) == 1, case["id"]
+        calls = len(case["expected_calls"])
+        kind = "no_tool" if calls == 0 else "single" if calls == 1 else "multi"
+        assert kind in case["tags"], case["id"]
+        if "similar_tools" in case["tags"]:
+            assert calls, case["id"]
+
+
+def test_suite_splits_are_fixed_proportions_covering_every_tag():
+    splits = Counter(c["split"] for c in CASES)
+    assert set(splits) == {"train", "dev", "test"}
+    assert abs(splits["train"] / len(CASES) - 0.4) <= 0.05
+    assert abs(splits["dev"] / len(CASES) - 0.2) <= 0.05
+    assert abs(splits["test"] / len(CASES) - 0.4) <= 0.05
+    all_tags = {t for c in CASES for t in c["tags"]}
+    for split in splits:
+        assert {t for c in CASES if c["split"] == split for t in c["tags"]} == all_tags, split
+
+
+def test_suite_uses_every_tool():
+    used = {call["tool_name"] for case in CASES for call in case["expected_calls"]}
+    assert used == set(TOOL_SET.names())
+
+
+def _alternatives(arguments):
+    """Each acceptable value of each argument in turn, the others at their first; "" means omitted."""
+    options = {k: v["one_of"] if isinstance(v, dict) and "one_of" in v else [v] for k, v in arguments.items()}
+    first = {k: values[0] for k, values in options.items()}
+    for key, values in options.items():
+        for option in values:
+            yield {k: v for k, v in {**first, key: option}.items() if v != ""}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_suite_expected_calls_are_valid(case):
+    for call in case["expected_calls"]:
+        tool = TOOL_SET.get(call["tool_name"])
+        assert set(call) == {"tool_name", "arguments"}
+        for arguments in _alternatives(call["arguments"]):
+            problems = [p for p in tool.check_arguments(arguments) if p.field in arguments]
+            assert not problems, (case["id"], arguments, problems)
+            if "landmark" in arguments:  # expected landmarks exist on the map
+                assert run(SearchMap, GameState(), landmark=arguments["landmark"])["count"], (case["id"], arguments)
+            if "focus" in arguments:
+                assert any(matches(arguments["focus"], m) for loc in WORLD.locations.values() for m in loc.landmarks)
+            if "target" in arguments:
+                assert any(matches(arguments["target"], u.target) for u in WORLD.uses if u.item == arguments["item_id"])
