@@ -1,0 +1,99 @@
+"""``toolsel bench stuck``: the stuck-detection benchmark per model pair (see ``evals.stuck_bench``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from tool_selection.errors import ToolSelectionError
+from tool_selection.stuck import DETECTORS
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser(
+        "bench", help="Benchmarks (stuck detection and model collaboration).",
+        description="Benchmarks that compare strategies across models. 'toolsel bench stuck --help' for details.",
+    )
+    bench.set_defaults(handler=lambda args: _help(bench))
+    sub = bench.add_subparsers(dest="bench_command", metavar="stuck")
+
+    stuck = sub.add_parser(
+        "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
+        description="Evaluate each model alone once per split, score every primary decision with each stuck "
+                    "detector, and sweep thresholds offline (delegate strategy: the stuck cases take the secondary's "
+                    "answer). Reports accuracy, escalation rate and cost per threshold, AUROC, APGR, the escalation "
+                    "needed to recover 50%/80% of the accuracy gap, and the threshold recommended on dev, scored "
+                    "on test. The guide strategy needs live runs: add --live-threshold T --strategy guide.",
+        epilog="example: toolsel bench stuck --suite events --pair local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b "
+               "--detectors validation,confidence,heuristic --thresholds 0:1:0.05",
+    )
+    stuck.add_argument("--suite", required=True, help="Suite name, bfcl:CATEGORY[+...], or path to a .jsonl file.")
+    stuck.add_argument("--pair", action="append", required=True, metavar="PRIMARY,SECONDARY",
+                       help="A model pair: the small primary, then the larger secondary (repeat for more pairs).")
+    stuck.add_argument("--detectors", default=",".join(DETECTORS),
+                       help=f"Comma-separated detectors (default: all: {','.join(DETECTORS)}).")
+    stuck.add_argument("--thresholds", default="0:1:0.05",
+                       help="START:STOP:STEP (inclusive) or a comma-separated list, within [0, 1] (default: 0:1:0.05).")
+    stuck.add_argument("--limit", type=int, help="Only the first N cases of each split.")
+    stuck.add_argument("--dev-split", default="dev", help="Split the threshold is chosen on (default: dev).")
+    stuck.add_argument("--test-split", default="test",
+                       help="Split the chosen threshold is reported on (default: test).")
+    stuck.add_argument("--consistency-k", type=int, default=3,
+                       help="Samples per decision for consistency (default: 3).")
+    stuck.add_argument("--temperature", type=float, default=0.7,
+                       help="Sampling temperature of consistency samples and retries (default: 0.7).")
+    stuck.add_argument("--threads", type=int, default=1, help="Cases evaluated in parallel (default: 1).")
+    stuck.add_argument("--max-tokens", type=int, default=512, help="Generation limit per decision (default: 512).")
+    stuck.add_argument("--no-cache", action="store_true",
+                       help="Do not use DSPy's cache (cache hits carry no token usage, hence no cost).")
+    stuck.add_argument("--live-threshold", type=float,
+                       help="Also run the collaboration protocol live on the test split at this threshold.")
+    stuck.add_argument("--strategy", choices=["guide", "delegate"], default="guide",
+                       help="Strategy of the live run (default: guide; delegate live checks the offline sweep).")
+    stuck.add_argument("--live-detector", help="Detector of the live run (default: each pair's recommended one).")
+    stuck.add_argument("--out", help="Output directory (default: runs/stuck_bench/<suite>-<hash>).")
+    stuck.add_argument("--no-mlflow", action="store_true", help="Do not log the benchmark to MLflow.")
+    stuck.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+    stuck.set_defaults(handler=_stuck)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def parse_pair(text: str) -> tuple[str, str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise ToolSelectionError(f"--pair {text!r}: write PRIMARY,SECONDARY, e.g. "
+                                 "local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b")
+    from tool_selection.collaboration import validate_model_spec
+
+    try:
+        return validate_model_spec(parts[0]), validate_model_spec(parts[1])
+    except ValueError as error:
+        raise ToolSelectionError(f"--pair {text!r}: {error}") from None
+
+
+def _stuck(args: argparse.Namespace) -> int:
+    from evals.stuck_bench import format_report, run_stuck_bench
+
+    if args.limit is not None and args.limit < 1:
+        raise ToolSelectionError("--limit must be a positive number of cases")
+    if args.consistency_k < 2:
+        raise ToolSelectionError("--consistency-k must be at least 2 (agreement needs two samples)")
+    if not 0 < args.temperature <= 2:
+        raise ToolSelectionError("--temperature must be within (0, 2]")
+    result = run_stuck_bench(
+        args.suite, [parse_pair(p) for p in args.pair], detectors=args.detectors.split(","),
+        thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split, limit=args.limit,
+        consistency_k=args.consistency_k, temperature=args.temperature, out=args.out, mlflow=not args.no_mlflow,
+        tracking_uri=args.tracking_uri, threads=args.threads, max_tokens=args.max_tokens, cache=not args.no_cache,
+        live_threshold=args.live_threshold, strategy=args.strategy, live_detector=args.live_detector,
+    )
+    print(format_report(result))
+    print(f"\nresults: {result.out_dir} (sweep, summary, recommendations, curves, cases; plots as PNG)")
+    if result.mlflow_run_id:
+        print(f"MLflow run: {result.mlflow_run_id}")
+    return 0
