@@ -147,7 +147,7 @@ def _load(ref: str, uri: str | None) -> pd.DataFrame:
 
     try:
         return results_from_mlflow(ref, uri)[0]
-    except Exception as error:  # noqa: BLE001 - MLflow raises several types for a bad id
+    except Exception as error:
         raise ToolSelectionError(f"{ref!r} is neither a run directory nor a readable MLflow run id ({error}).") from None
 
 

@@ -123,7 +123,7 @@ class Evaluator:
             decision: MultiToolDecision = prediction.decision
             usage = prediction.get_lm_usage() or {}
             extras = dict(getattr(prediction, "row_extras", None) or {})
-        except Exception as exc:  # noqa: BLE001 - any model failure is a scored failure, not a crash
+        except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"[:1000]
             decision = MultiToolDecision(parse_error=f"model call failed: {error[:200]}")
         latency = time.perf_counter() - start

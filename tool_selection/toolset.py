@@ -8,8 +8,8 @@ more through the ``tool_selection.tool_sets`` entry-point group.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from pydantic import BaseModel, ConfigDict, Field

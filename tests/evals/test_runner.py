@@ -2,7 +2,6 @@
 
 import json
 
-import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
