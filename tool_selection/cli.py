@@ -22,6 +22,7 @@ COMMAND_GROUPS = (
     "tool_selection.lm.cli",
     "evals.cli",
     "evals.bench_cli",
+    "tool_selection.serving_cli",
 )
 
 

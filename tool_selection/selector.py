@@ -30,7 +30,7 @@ from tool_selection.toolset import ToolSet
 
 __all__ = ["MultiToolSelector", "SelectTools", "ToolSelectionAdapter", "check_decision", "response_schema"]
 
-MAX_REASONING_CHARS = 800
+MAX_REASONING_CHARS = 400  # a few sentences; longer reasoning costs latency without helping small models
 MAX_CALLS = 8
 
 

@@ -319,3 +319,33 @@ def test_each_model_is_loaded_once_per_settings(tmp_path, monkeypatch):
     engine._LOADED[next(iter(engine._LOADED))].llama.close = lambda: calls.append(1)
     engine.unload_models()
     assert engine._LOADED == {} and calls == [1]
+
+
+def test_large_bounds_are_dropped_but_small_bounds_and_digit_patterns_kept():
+    from tool_selection.lm.engine import MAX_GRAMMAR_BOUND, _without_bounds
+
+    schema = {"type": "object", "properties": {
+        "reasoning": {"type": "string", "maxLength": 400},
+        "text": {"type": "string", "maxLength": 100_000, "minLength": 1},
+        "order_id": {"type": "string", "pattern": "^ORD-\\d{5}$"},
+        "code": {"type": "string", "pattern": "^[\\d-]+$"}}}
+    kept = _without_bounds(schema, keep_upto=MAX_GRAMMAR_BOUND, keep_patterns=True)["properties"]
+    assert kept["reasoning"] == {"type": "string", "maxLength": 400}
+    assert kept["text"] == {"type": "string", "minLength": 1}
+    assert kept["order_id"]["pattern"] == "^ORD-[0-9]{5}$"
+    assert kept["code"]["pattern"] == "^[0-9-]+$"
+    assert "pattern" not in _without_bounds(schema, keep_upto=MAX_GRAMMAR_BOUND)["properties"]["order_id"]
+
+
+def test_a_refused_pattern_goes_before_the_reasoning_bound_does(make_lm):
+    """Dropping every bound lets a small model ramble until max_tokens; patterns are dropped first."""
+    pytest.importorskip("llama_cpp.llama_grammar")
+    schema = {"type": "object", "properties": {"reasoning": {"type": "string", "maxLength": 40},
+                                               "word": {"type": "string", "pattern": "^[^\\W_]+$"}}}
+    response_format = {"type": "json_schema", "json_schema": {"name": "W", "schema": schema}}
+    lm, llama = make_lm(llama=FakeLlama(['{"reasoning": "r", "word": "w"}'],
+                                         refuses=lambda text: "\\W" in text or "W_" in text))
+    lm("w", response_format=response_format)
+    (note,) = lm.history[-1]["adaptations"]
+    assert note.applied == "json_schema without patterns or bounds above 500"
+    assert "(char (char" in llama.calls[0]["grammar"]._grammar  # maxLength 40 unrolled: the reasoning stays bounded
