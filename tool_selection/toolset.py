@@ -130,16 +130,24 @@ def available_tool_sets() -> list[str]:
 def load_tool_set(name: str) -> ToolSet:
     """The tool set called ``name``; importing its module registers its tools in the default registry."""
     if name in BUILTIN_TOOL_SETS:
-        module = importlib.import_module(f"tool_sets.{name}")
-        return module.TOOL_SET
-    target = _entry_point_sets().get(name)
-    if target is None:
+        module_name, attr = f"tool_sets.{name}", "TOOL_SET"
+    else:
+        target = _entry_point_sets().get(name)
+        if target is None:
+            raise ToolSelectionError(
+                f"Unknown tool set {name!r}. Available: {', '.join(available_tool_sets())}. "
+                "Third-party sets register under the 'tool_selection.tool_sets' entry-point group."
+            )
+        module_name, _, attr = target.partition(":")
+        attr = attr or "TOOL_SET"
+    tool_set = getattr(importlib.import_module(module_name), attr, None)
+    if not isinstance(tool_set, ToolSet):
         raise ToolSelectionError(
-            f"Unknown tool set {name!r}. Available: {', '.join(available_tool_sets())}. "
-            "Third-party sets register under the 'tool_selection.tool_sets' entry-point group."
+            f"Tool set {name!r}: module {module_name!r} has no ToolSet named {attr!r}. "
+            f"Define {attr} = ToolSet(name={name!r}, tools=[...]) there, or point the entry point at the right "
+            "attribute ('module:ATTRIBUTE')."
         )
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr or "TOOL_SET")
+    return tool_set
 
 
 class ToolSetConfig(BaseModel):

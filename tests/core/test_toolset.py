@@ -92,3 +92,16 @@ def test_tool_set_config_builds_and_checks_names():
     assert all(n.startswith("x_") for n in built.names())
     with pytest.raises(UnknownToolError, match="Did you mean 'translate_text'"):
         ToolSetConfig(sets=["language"], include=["translate_txt"]).build()
+
+
+def test_entry_points_load_their_set_and_a_missing_attribute_is_explained(monkeypatch):
+    from tool_selection import toolset
+
+    monkeypatch.setattr(toolset, "_entry_point_sets", lambda: {
+        "mine": "tests.core.test_toolset:PLUGIN_SET", "broken": "tests.core.test_toolset:NOT_THERE"})
+    assert load_tool_set("mine") is PLUGIN_SET
+    with pytest.raises(ToolSelectionError, match="has no ToolSet named 'NOT_THERE'"):
+        load_tool_set("broken")
+
+
+PLUGIN_SET = ToolSet(name="mine", tools=(Echo,))
