@@ -141,7 +141,7 @@ class BaseTool(BaseModel):
     @classmethod
     def input_schema(cls) -> dict[str, Any]:
         """JSON Schema (draft 2020-12) of the tool's arguments, derived from ``Arguments``."""
-        schema = copy.deepcopy(cls.Arguments.model_json_schema())
+        schema = _inline_refs(copy.deepcopy(cls.Arguments.model_json_schema()))
         _strip_titles(schema)
         schema.setdefault("properties", {})
         schema["type"] = "object"
@@ -213,19 +213,50 @@ class BaseTool(BaseModel):
         return self.execute(**self.parse_arguments(kwargs))
 
 
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")  # name -> schema
+_SCHEMA_VALUES = ("default", "enum", "const", "examples")  # data, not schemas
+
+
 def _strip_titles(schema: Any) -> None:
-    """Remove Pydantic's auto-generated ``title`` keys, which only add noise to prompts and exports."""
+    """Remove Pydantic's auto-generated ``title`` keywords, which only add noise to prompts and exports."""
     if isinstance(schema, dict):
         schema.pop("title", None)
         for key, value in schema.items():
-            if key == "properties" and isinstance(value, dict):
-                for prop in value.values():
-                    _strip_titles(prop)
-            elif key != "properties":
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                for sub in value.values():
+                    _strip_titles(sub)
+            elif key not in _SCHEMA_VALUES:
                 _strip_titles(value)
     elif isinstance(schema, list):
         for item in schema:
             _strip_titles(item)
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with local ``$ref``s replaced by their definitions, so it stands alone when embedded in another
+    schema (as in a response schema listing many tools). Recursive models keep their ``$defs``."""
+    defs = schema.get("$defs") or {}
+    if not defs:
+        return schema
+
+    def inline(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in seen or name not in defs:
+                raise RecursionError(name)
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return {**inline(defs[name], (*seen, name)), **rest}
+        return {k: (v if k in _SCHEMA_VALUES else inline(v, seen)) for k, v in node.items() if k != "$defs"}
+
+    try:
+        return inline(schema, ())
+    except RecursionError:
+        return schema
 
 
 def _resolve_ref(prop: dict, root: dict) -> dict:

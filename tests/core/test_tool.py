@@ -86,3 +86,22 @@ def test_schema_hash_changes_with_the_schema():
 
     assert EchoV2.schema_hash() != Echo.schema_hash()
     assert Echo.schema_hash() == Echo.schema_hash()
+
+
+def test_input_schema_inlines_nested_models_and_keeps_titles_inside_values():
+    class Line(BaseModel):
+        sku: str = Field(description="Stock keeping unit.")
+
+    class PlaceOrder(BaseTool, abstract=True):  # abstract: kept out of the default registry
+        NAME = "place_order"
+        description = "Place an order."
+
+        class Arguments(BaseModel):
+            lines: list[Line] = Field(description="Order lines.")
+            meta: dict = Field(default={"title": "kept"}, description="Free-form metadata.")
+
+    schema = PlaceOrder.input_schema()
+    assert "$defs" not in schema and "$ref" not in str(schema)
+    assert schema["properties"]["lines"]["items"]["properties"]["sku"]["type"] == "string"
+    assert schema["properties"]["meta"]["default"] == {"title": "kept"}
+    assert "title" not in schema["properties"]["lines"]
