@@ -44,7 +44,14 @@ def to_openai(tool: type[BaseTool], *, strict: bool = False) -> dict[str, Any]:
     parameters = tool.input_schema()
     function: dict[str, Any] = {"name": tool.NAME, "description": tool.description}
     if strict:
-        function["parameters"] = _strict_schema(parameters)
+        try:
+            function["parameters"] = _strict_schema(parameters)
+        except _OpenObject as error:
+            raise ToolSelectionError(
+                f"Tool {tool.NAME!r} cannot be exported in OpenAI strict mode: {error} is a free-form object "
+                "(strict mode closes every object). Declare its fields with a Pydantic model, or export with "
+                "strict=False."
+            ) from None
         function["strict"] = True
     else:
         function["parameters"] = parameters
@@ -78,19 +85,26 @@ def to_text(tool: type[BaseTool]) -> str:
     return "\n".join(lines)
 
 
+class _OpenObject(Exception):
+    """An object schema with free-form keys, which strict mode cannot express."""
+
+
 def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """OpenAI strict mode: every object closed, every property required, optional ones made nullable."""
     schema = copy.deepcopy(schema)
 
-    def visit(node: Any) -> None:
+    def visit(node: Any, path: str) -> None:
         if isinstance(node, list):
             for item in node:
-                visit(item)
+                visit(item, path)
             return
         if not isinstance(node, dict):
             return
         node.pop("default", None)
         props = node.get("properties")
+        if node.get("type") == "object" and not props and node.get("additionalProperties", True) is not False:
+            if path:
+                raise _OpenObject(f"argument {path!r}")
         if node.get("type") == "object" or props is not None:
             props = node.setdefault("properties", {})
             required = set(node.get("required", []))
@@ -101,12 +115,12 @@ def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
             node["additionalProperties"] = False
         for key, value in node.items():
             if key == "properties":
-                for prop in value.values():
-                    visit(prop)
-            elif isinstance(value, (dict, list)):
-                visit(value)
+                for name, prop in value.items():
+                    visit(prop, f"{path}.{name}" if path else name)
+            elif isinstance(value, dict | list):
+                visit(value, path)
 
-    visit(schema)
+    visit(schema, "")
     return schema
 
 

@@ -183,3 +183,29 @@ def test_strict_nulls_mean_omitted_for_optional_arguments():
     args = drop_strict_nulls(Echo, {"message": "hi", "times": None, "mode": None})
     assert args == {"message": "hi"} and Echo.check_arguments(args) == []
     assert drop_strict_nulls(Echo, {"message": None}) == {"message": None}  # required: still an error
+
+
+def test_strict_export_refuses_free_form_objects_and_names_the_argument():
+    from pydantic import BaseModel, Field
+
+    from tool_selection import BaseTool
+
+    class Tag(BaseTool, abstract=True):
+        NAME = "tag_item"
+        description = "Attach labels to an item."
+
+        class Arguments(BaseModel):
+            item: str = Field(description="Item id.")
+            labels: dict[str, str] = Field(description="Label name to value.")
+
+    check(to_openai(Tag)["function"]["parameters"])
+    with pytest.raises(ToolSelectionError, match="'labels' is a free-form object"):
+        to_openai(Tag, strict=True)
+
+
+@pytest.mark.parametrize("tool_set", ["treasure_hunt", "events", "ecommerce", "finance", "language"])
+def test_every_domain_tool_exports_in_strict_mode(tool_set):
+    from tool_selection import load_tool_set
+
+    for tool in load_tool_set(tool_set):
+        check(to_openai(tool, strict=True)["function"]["parameters"])
