@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from tool_selection import BaseTool, register_tool
+from tool_selection.argtypes import IsoDate
 from tool_sets.events.state import TODAY, EventsState
 
 Category = Literal["concert", "theatre", "sports", "comedy", "festival", "workshop", "exhibition", "film"]
@@ -16,16 +17,6 @@ City = Literal["Seattle", "Portland", "Tacoma"]
 TicketType = Literal["general", "vip"]
 
 
-def _iso_date_only(value: Any) -> Any:
-    """Accept dates and 'YYYY-MM-DD' strings only (no timestamps, datetimes or other formats)."""
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
-        return value.strip()
-    raise ValueError("expected an ISO date, YYYY-MM-DD")
-
-
-IsoDate = Annotated[dt.date, BeforeValidator(_iso_date_only)]
 
 
 

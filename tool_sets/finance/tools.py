@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     InstanceOf,
@@ -23,6 +22,7 @@ from pydantic import (
 )
 
 from tool_selection import BaseTool, register_tool
+from tool_selection.argtypes import IsoDate
 from tool_sets.finance.data import SQL_TABLES, FinanceData, load_data, money, run_select, significant, unknown
 
 SpendingCategory = Literal["housing", "groceries", "dining", "transport", "utilities", "entertainment", "shopping",
@@ -37,16 +37,6 @@ _DATA = load_data()
 _FIRST, _AS_OF = _DATA.first_day.isoformat(), _DATA.as_of.isoformat()
 
 
-def _iso_date_only(value: Any) -> Any:
-    """Accept dates and 'YYYY-MM-DD' strings only (no timestamps or other formats)."""
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
-        return value.strip()
-    raise ValueError("expected an ISO date, YYYY-MM-DD")
-
-
-IsoDate = Annotated[dt.date, BeforeValidator(_iso_date_only)]
 
 
 def _symbol(purpose: str) -> Any:
