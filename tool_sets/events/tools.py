@@ -17,9 +17,6 @@ City = Literal["Seattle", "Portland", "Tacoma"]
 TicketType = Literal["general", "vip"]
 
 
-
-
-
 def _event_id() -> Any:
     return Field(pattern=r"^[Ee]\d{3}$", description="Event id as returned by the search tools, e.g. 'E104'.")
 

@@ -37,8 +37,6 @@ _DATA = load_data()
 _FIRST, _AS_OF = _DATA.first_day.isoformat(), _DATA.as_of.isoformat()
 
 
-
-
 def _symbol(purpose: str) -> Any:
     return Field(pattern=SYMBOL, description=f"{purpose} Ticker symbol in capitals, e.g. 'ACME'.")
 
