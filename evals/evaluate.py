@@ -51,6 +51,16 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60]
 
 
+def program_fingerprint(selector: MultiToolSelector) -> str:
+    """A hash of what the program sends the model (instructions, field descriptions, demos), so that a changed
+    prompt starts a new run instead of resuming one made with the old prompt."""
+    parts = []
+    for name, predictor in selector.named_predictors():
+        fields = {k: (f.json_schema_extra or {}).get("desc") for k, f in predictor.signature.fields.items()}
+        parts.append([name, predictor.signature.instructions, fields, predictor.dump_state().get("demos", [])])
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
 def default_run_dir(params: dict[str, Any]) -> Path:
     """A directory named for what determines the results, so that the same evaluation resumes."""
     key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "git_commit")}, sort_keys=True)
@@ -99,6 +109,7 @@ def evaluate(
         "limit": limit,
         "model": model_name,
         "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
+        "program_fingerprint": program_fingerprint(selector),
         "adapter": adapter,
         "max_tokens": max_tokens,
         "temperature": temperature,

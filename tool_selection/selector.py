@@ -47,6 +47,13 @@ class SelectTools(dspy.Signature):
     tool_calls: list[ToolCall] = dspy.OutputField(desc="The tool calls to make, or [] when no tool fits.")
 
 
+# Small models asked to "think step by step" tend to solve the request themselves, then call any tool; reasoning
+# about which tool fits keeps them on the decision, and gives abstention an explicit path.
+REASONING = dspy.OutputField(
+    desc="Which listed tool, if any, does exactly what is asked, and which argument values the request gives it; "
+         "if none does, say that no listed tool can do this. Judge the tools; do not answer the request yourself."
+)
+
 Tools = ToolRegistry | ToolSet
 
 
@@ -159,7 +166,7 @@ class MultiToolSelector(dspy.Module):
         super().__init__()
         self.tools = None if tools is None else _as_registry(tools)
         self.constrain = constrain
-        self.select = dspy.ChainOfThought(SelectTools)
+        self.select = dspy.ChainOfThought(SelectTools, rationale_field=REASONING)
 
     def forward(self, request: str, tools: Tools | None = None) -> dspy.Prediction:
         registry = self._registry(tools)
