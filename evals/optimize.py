@@ -249,7 +249,8 @@ def optimize(
         save_compiled(compiled, out_dir, manifest)
     if mlflow:
         params = {
-            "kind": "optimize", "suite": suite_obj.name, "train_cases": len(train), "dev_cases": len(dev),
+            "kind": "optimize", "suite": suite_obj.name, "suite_fingerprint": suite_obj.fingerprint,
+            "train_cases": len(train), "dev_cases": len(dev),
             "model": model_name, "teacher": teacher_name, "optimizer": optimizer,
             "optimizer_args": json.dumps(optimizer_args, default=str), "budget": budget, "adapter": adapter,
             "dspy_version": dspy.__version__, "git_commit": git_commit(), "program_dir": str(out_dir),
@@ -270,7 +271,7 @@ def _candidate_scores(compiled: Any) -> list[float]:
     """Per-candidate scores where the optimizer records them (random search, MIPRO, GEPA)."""
     candidates = getattr(compiled, "candidate_programs", None)
     if candidates:
-        return [float(c.get("score", c[0]) if isinstance(c, dict) else c[0]) for c in candidates]
+        return [float(c["score"]) if isinstance(c, dict) else float(c[0]) for c in candidates]
     details = getattr(compiled, "detailed_results", None)
     if details is not None and getattr(details, "val_aggregate_scores", None):
         return [float(s) for s in details.val_aggregate_scores]

@@ -58,6 +58,16 @@ def test_optimizer_never_sees_test_cases(suite_path, tmp_path, monkeypatch):
     assert seen and not any(r in text for text in seen for r in test_requests)
 
 
+def test_random_search_records_each_candidates_dev_score(suite_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
+    result = optimize(str(suite_path), lm, optimizer="random-search", out=tmp_path / "rs", evaluate_test=False,
+                      mlflow=False)
+    assert len(result.candidate_scores) >= 2  # zero-shot, labeled-only, bootstrapped, ... each scored on dev
+    assert all(0 <= score <= 100 for score in result.candidate_scores)
+    assert (tmp_path / "rs" / "manifest.json").exists()
+
+
 def test_compiled_selector_refuses_changed_tools(tmp_path):
     before = ToolSet(name="fixture", tools=(Echo, Add))
     program = MultiToolSelector(before)
