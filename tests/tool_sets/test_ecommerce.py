@@ -3,22 +3,19 @@
 import csv
 import hashlib
 import io
-import itertools
 import json
 import typing
-from collections import Counter
 from importlib import resources
-from pathlib import Path
 
 import jsonschema
 import pytest
 
+from tests.evals.test_domain_suites import expected_arguments
 from tool_selection import ToolArgumentError, load_tool_set
 from tool_sets.ecommerce import TOOL_SET, Shop
 from tool_sets.ecommerce.shop import SEED_FILES, SORT_ORDERS
 from tool_sets.ecommerce.tools import Category, SortOrder
 
-SUITE = Path(__file__).resolve().parents[2] / "evals" / "suites" / "ecommerce.jsonl"
 SEED = resources.files("tool_sets.ecommerce")
 PRODUCTS = {row["product_id"]: row for row in csv.DictReader(io.StringIO(SEED.joinpath("products.csv").read_text()))}
 ORDERS = {o["order_id"]: o for o in json.loads(SEED.joinpath("orders.json").read_text())["orders"]}
@@ -273,55 +270,8 @@ def test_shops_are_isolated_and_deterministic():
 
 
 # ----------------------------------------------------------------------------------------- the suite
-def load_suite() -> list[dict]:
-    return [json.loads(line) for line in SUITE.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def alternatives(arguments: dict) -> list[dict]:
-    """Every combination of acceptable values of expected arguments."""
-    options = [v["one_of"] if isinstance(v, dict) and "one_of" in v else [v] for v in arguments.values()]
-    return [dict(zip(arguments, combo)) for combo in itertools.product(*options)]
-
-
-def test_suite_shape():
-    cases = load_suite()
-    assert len(cases) >= 60
-    assert [c["id"] for c in cases] == [f"ecommerce-{i:03d}" for i in range(1, len(cases) + 1)]
-    for case in cases:
-        assert case["tool_set"] == "ecommerce"
-        assert ("request" in case) != ("messages" in case), case["id"]
-        assert case["split"] in {"train", "dev", "test"}
-        calls = case["expected_calls"]
-        kind = "no_tool" if not calls else "multi" if len(calls) > 1 else "single"
-        assert kind in case["tags"] and not {"no_tool", "multi", "single"} - {kind} & set(case["tags"]), case["id"]
-
-
-def test_suite_tag_and_split_balance():
-    cases = load_suite()
-    tags = Counter(t for c in cases for t in c["tags"])
-    assert tags["no_tool"] >= max(10, 0.15 * len(cases))
-    assert tags["multi"] >= max(10, 0.15 * len(cases))
-    assert tags["similar_tools"] >= 12
-    splits = Counter(c["split"] for c in cases)
-    for split, share in {"train": 0.4, "dev": 0.2, "test": 0.4}.items():
-        assert abs(splits[split] / len(cases) - share) < 0.06, splits
-        in_split = {t for c in cases if c["split"] == split for t in c["tags"]}
-        assert {"single", "multi", "no_tool", "similar_tools"} <= in_split, split
-
-
-def test_suite_expected_calls_are_valid():
-    for case in load_suite():
-        for call in case["expected_calls"]:
-            tool = TOOL_SET.get(call["tool_name"])
-            for arguments in alternatives(call["arguments"]):
-                problems = tool.check_arguments(arguments)
-                unexpected = [p for p in problems if p.field in arguments or p.field == "(arguments)"]
-                assert not unexpected, (case["id"], arguments, problems)
-
-
+# The checks every domain suite must pass are in tests/evals/test_domain_suites.py; this one checks the seed.
 def test_suite_ids_refer_to_seed_data():
-    for case in load_suite():
-        for call in case["expected_calls"]:
-            for arguments in alternatives(call["arguments"]):
-                assert arguments.get("product_id", "P1001") in PRODUCTS, case["id"]
-                assert arguments.get("order_id", "ORD-10388") in ORDERS, case["id"]
+    for case, _, arguments in expected_arguments("ecommerce"):
+        assert arguments.get("product_id", "P1001") in PRODUCTS, case.id
+        assert arguments.get("order_id", "ORD-10388") in ORDERS, case.id

@@ -3,14 +3,14 @@
 import datetime as dt
 import json
 import re
-from collections import Counter
 from importlib import resources
-from pathlib import Path
 from typing import get_args
 
 import jsonschema
 import pytest
 
+from evals.suite import load_suite
+from tests.evals.test_domain_suites import alternatives
 from tool_selection import ToolArgumentError, default_registry, load_tool_set
 from tool_sets.events import (
     CATEGORIES,
@@ -31,7 +31,6 @@ from tool_sets.events import (
     load_catalog,
 )
 
-SUITE = Path(__file__).resolve().parents[2] / "evals" / "suites" / "events.jsonl"
 CATALOG = load_catalog()
 
 
@@ -270,68 +269,19 @@ def test_every_tool_has_an_invalid_argument_case():
 
 
 # ------------------------------------------------------------------------------------ eval suite
-def load_suite():
-    with SUITE.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-CASES = load_suite()
-PRIMARY = ("single", "multi", "no_tool")
-
-
-def test_suite_shape_and_tag_counts():
-    assert len(CASES) >= 60
-    assert [c["id"] for c in CASES] == [f"events-{i:03d}" for i in range(1, len(CASES) + 1)]
-    tags = Counter(t for c in CASES for t in c["tags"])
-    assert tags["no_tool"] >= max(10, 0.15 * len(CASES))
-    assert tags["multi"] >= max(10, 0.15 * len(CASES))
-    assert tags["similar_tools"] >= 12
-    for case in CASES:
-        assert case["tool_set"] == "events"
-        assert ("request" in case) != ("messages" in case)
-        if "messages" in case:
-            assert case["messages"][-1]["role"] == "user"
-        assert len([t for t in case["tags"] if t in PRIMARY]) == 1, case["id"]
-        calls = len(case["expected_calls"])
-        kind = "no_tool" if calls == 0 else "single" if calls == 1 else "multi"
-        assert kind in case["tags"], case["id"]
-
-
-def test_suite_splits_are_fixed_proportions_covering_every_tag():
-    splits = Counter(c["split"] for c in CASES)
-    assert set(splits) == {"train", "dev", "test"}
-    assert abs(splits["train"] / len(CASES) - 0.4) <= 0.05
-    assert abs(splits["dev"] / len(CASES) - 0.2) <= 0.05
-    assert abs(splits["test"] / len(CASES) - 0.4) <= 0.05
-    all_tags = {t for c in CASES for t in c["tags"]}
-    for split in splits:
-        assert {t for c in CASES if c["split"] == split for t in c["tags"]} == all_tags, split
-
-
-def _alternatives(arguments):
-    """Each acceptable value of each argument in turn, the others at their first; "" means omitted."""
-    options = {k: v["one_of"] if isinstance(v, dict) and "one_of" in v else [v] for k, v in arguments.items()}
-    first = {k: values[0] for k, values in options.items()}
-    for key, values in options.items():
-        for option in values:
-            yield {k: v for k, v in {**first, key: option}.items() if v != ""}
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_suite_expected_calls_are_valid(case):
+# The checks every domain suite must pass are in tests/evals/test_domain_suites.py; these check the catalog.
+@pytest.mark.parametrize("case", load_suite("events").cases, ids=lambda case: case.id)
+def test_suite_events_bookings_and_venues_exist_in_the_catalog(case):
     events = {e["event_id"] for e in CATALOG["events"]}
     bookings = {b["booking_id"] for b in CATALOG["bookings"]}
-    for call in case["expected_calls"]:
-        tool = TOOL_SET.get(call["tool_name"])
-        for arguments in _alternatives(call["arguments"]):
-            problems = [p for p in tool.check_arguments(arguments) if p.field in arguments]
-            assert not problems, (case["id"], arguments, problems)
+    for call in case.expected_calls:
+        for arguments in alternatives(call):
             if "event_id" in arguments:
                 assert arguments["event_id"].upper() in events
             if "booking_id" in arguments:
                 assert arguments["booking_id"].upper() in bookings
             if "venue" in arguments:
                 assert GetVenueInfo().validate_and_execute(venue=arguments["venue"])["ok"]
-    text = case.get("request") or " ".join(m["content"] for m in case["messages"])
+    text = case.request or " ".join(m.content for m in case.messages)
     for entity in re.findall(r"\b[EB]\d{3,4}\b", text, flags=re.I):
-        assert entity.upper() in events | bookings, (case["id"], entity)
+        assert entity.upper() in events | bookings, (case.id, entity)

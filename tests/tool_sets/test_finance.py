@@ -3,7 +3,6 @@ argument validation, the SQL sandbox, the data generator, and the eval suite."""
 
 import csv
 import io
-import itertools
 import json
 import math
 import sqlite3
@@ -11,18 +10,18 @@ import time
 import typing
 from collections import Counter, defaultdict
 from importlib import resources
-from pathlib import Path
 
 import jsonschema
 import pytest
 
+from evals.suite import load_suite
+from tests.evals.test_domain_suites import expected_arguments
 from tool_selection import ToolArgumentError, load_tool_set
 from tool_selection.selector import response_schema
 from tool_sets.finance import AS_OF, DATA_FILES, TOOL_SET, QueryTransactions, _generate_data, load_data
 from tool_sets.finance.data import _sandbox
 from tool_sets.finance.tools import SpendingCategory
 
-SUITE = Path(__file__).resolve().parents[2] / "evals" / "suites" / "finance.jsonl"
 SHIPPED = resources.files("tool_sets.finance")
 
 
@@ -363,68 +362,20 @@ def test_every_tool_is_exercised_by_the_invalid_cases():
 
 
 # ------------------------------------------------------------------------------------------ the suite
-def load_suite() -> list[dict]:
-    return [json.loads(line) for line in SUITE.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def alternatives(arguments: dict) -> list[dict]:
-    """Every combination of acceptable values; "" means the argument is left out."""
-    options = [v["one_of"] if isinstance(v, dict) and set(v) == {"one_of"} else [v] for v in arguments.values()]
-    return [{k: v for k, v in zip(arguments, combo) if v != ""} for combo in itertools.product(*options)]
-
-
-def test_suite_shape():
-    cases = load_suite()
-    assert len(cases) >= 60
-    assert [c["id"] for c in cases] == [f"finance-{i:03d}" for i in range(1, len(cases) + 1)]
-    assert len({c["request"] for c in cases}) == len(cases)
-    for case in cases:
-        assert case["tool_set"] == "finance" and case["split"] in {"train", "dev", "test"}
-        calls = case["expected_calls"]
-        kind = "no_tool" if not calls else "multi" if len(calls) > 1 else "single"
-        assert kind in case["tags"] and not ({"no_tool", "multi", "single"} - {kind}) & set(case["tags"]), case["id"]
-
-
-def test_suite_tag_and_split_balance():
-    cases = load_suite()
-    tags = Counter(t for c in cases for t in c["tags"])
-    assert tags["no_tool"] >= max(10, 0.15 * len(cases))
-    assert tags["multi"] >= max(10, 0.15 * len(cases))
-    assert tags["similar_tools"] >= 12
-    splits = Counter(c["split"] for c in cases)
-    for split, share in {"train": 0.4, "dev": 0.2, "test": 0.4}.items():
-        assert abs(splits[split] / len(cases) - share) < 0.05, splits
-        in_split = {t for c in cases if c["split"] == split for t in c["tags"]}
-        assert {"single", "multi", "no_tool", "similar_tools"} <= in_split, split
-
-
+# The checks every domain suite must pass are in tests/evals/test_domain_suites.py; these are finance's own.
 def test_suite_similar_tools_cases_use_a_tool_with_a_look_alike():
     look_alikes = {"get_stock_price", "get_price_history", "convert_currency", "get_exchange_rate",
                    "calculate_loan_payment", "calculate_compound_interest", "summarize_spending",
                    "query_transactions", "value_portfolio"}
-    for case in load_suite():
-        if "similar_tools" in case["tags"]:
-            assert {c["tool_name"] for c in case["expected_calls"]} & look_alikes, case["id"]
-
-
-def test_suite_expected_calls_are_valid():
-    for case in load_suite():
-        for call in case["expected_calls"]:
-            tool = TOOL_SET.get(call["tool_name"])
-            for arguments in alternatives(call["arguments"]):
-                problems = tool.check_arguments(arguments)
-                unexpected = [p for p in problems if p.field.split(".")[0] in arguments or p.field == "(arguments)"]
-                assert not unexpected, (case["id"], arguments, problems)
+    for case in load_suite("finance"):
+        if "similar_tools" in case.tags:
+            assert {c.tool_name for c in case.expected_calls} & look_alikes, case.id
 
 
 def test_suite_complete_calls_succeed_on_the_data():
     """Expected calls that give every required argument run and find their symbols, currencies and dates."""
-    for case in load_suite():
-        for call in case["expected_calls"]:
-            tool = TOOL_SET.get(call["tool_name"])
-            required = {a.name for a in tool.arguments() if a.required}
-            for arguments in alternatives(call["arguments"]):
-                if required <= set(arguments):
-                    result = TOOL_SET.registry().execute(tool.NAME, arguments)
-                    assert result["ok"], (case["id"], arguments, result)
-                    assert all(math.isfinite(v) for v in result.values() if isinstance(v, float))
+    for case, tool, arguments in expected_arguments("finance"):
+        if {a.name for a in tool.arguments() if a.required} <= set(arguments):
+            result = TOOL_SET.registry().execute(tool.NAME, arguments)
+            assert result["ok"], (case.id, arguments, result)
+            assert all(math.isfinite(v) for v in result.values() if isinstance(v, float))

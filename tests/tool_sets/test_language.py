@@ -1,21 +1,18 @@
 """The language tool set: real work over the shipped data, argument validation, and the eval suite."""
 
-import itertools
 import json
 import typing
-from collections import Counter
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-from evals.suite import load_suite as load_suite_checked
+from evals.suite import load_suite
+from tests.evals.test_domain_suites import expected_arguments
 from tool_selection import ToolArgumentError, load_tool_set
 from tool_sets.language import SUPPORTED_LANGUAGES, TOOL_SET, load_data
 from tool_sets.language.text import CASE_STYLES, syllables
 from tool_sets.language.tools import CaseStyle
 
-SUITE = Path(__file__).resolve().parents[2] / "evals" / "suites" / "language.jsonl"
 DATA = load_data()
 LOOK_ALIKES = {"define_word", "find_synonyms", "count_words", "text_statistics", "summarize_text", "extract_keywords"}
 
@@ -326,64 +323,15 @@ def test_bad_language_codes_list_the_supported_ones(code):
 
 
 # ------------------------------------------------------------------------------------------ the suite
-def load_suite() -> list[dict]:
-    return [json.loads(line) for line in SUITE.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def alternatives(arguments: dict) -> list[dict]:
-    """Every combination of acceptable values; "" means the argument is left out."""
-    options = [v["one_of"] if isinstance(v, dict) and set(v) == {"one_of"} else [v] for v in arguments.values()]
-    return [{k: v for k, v in zip(arguments, combo) if v != ""} for combo in itertools.product(*options)]
-
-
-def test_suite_shape():
-    cases = load_suite()
-    assert len(cases) >= 60
-    assert [c["id"] for c in cases] == [f"language-{i:03d}" for i in range(1, len(cases) + 1)]
-    assert len({c["request"] for c in cases}) == len(cases)
-    for case in cases:
-        assert case["tool_set"] == "language" and case["split"] in {"train", "dev", "test"}
-        calls = case["expected_calls"]
-        kind = "no_tool" if not calls else "multi" if len(calls) > 1 else "single"
-        assert kind in case["tags"] and not ({"no_tool", "multi", "single"} - {kind}) & set(case["tags"]), case["id"]
-    assert len(load_suite_checked(SUITE)) == len(cases)  # the project's own loader accepts every line
-
-
-def test_suite_tag_and_split_balance():
-    cases = load_suite()
-    tags = Counter(t for c in cases for t in c["tags"])
-    assert tags["no_tool"] >= max(10, 0.15 * len(cases))
-    assert tags["multi"] >= max(10, 0.15 * len(cases))
-    assert tags["similar_tools"] >= 12
-    splits = Counter(c["split"] for c in cases)
-    for split, share in {"train": 0.4, "dev": 0.2, "test": 0.4}.items():
-        assert abs(splits[split] / len(cases) - share) < 0.05, splits
-        in_split = {t for c in cases if c["split"] == split for t in c["tags"]}
-        assert {"single", "multi", "no_tool", "similar_tools"} <= in_split, split
-
-
+# The checks every domain suite must pass are in tests/evals/test_domain_suites.py; these are language's own.
 def test_suite_similar_tools_cases_use_a_tool_with_a_look_alike():
-    for case in load_suite():
-        if "similar_tools" in case["tags"]:
-            assert {c["tool_name"] for c in case["expected_calls"]} & LOOK_ALIKES, case["id"]
-
-
-def test_suite_expected_calls_are_valid():
-    for case in load_suite():
-        for call in case["expected_calls"]:
-            tool = TOOL_SET.get(call["tool_name"])
-            for arguments in alternatives(call["arguments"]):
-                problems = tool.check_arguments(arguments)
-                unexpected = [p for p in problems if p.field.split(".")[0] in arguments or p.field == "(arguments)"]
-                assert not unexpected, (case["id"], arguments, problems)
+    for case in load_suite("language"):
+        if "similar_tools" in case.tags:
+            assert {c.tool_name for c in case.expected_calls} & LOOK_ALIKES, case.id
 
 
 def test_suite_complete_calls_succeed():
     """Expected calls that give every required argument run and succeed."""
-    for case in load_suite():
-        for call in case["expected_calls"]:
-            tool = TOOL_SET.get(call["tool_name"])
-            required = {a.name for a in tool.arguments() if a.required}
-            for arguments in alternatives(call["arguments"]):
-                if required <= set(arguments):
-                    assert run(tool.NAME, **arguments)["ok"], (case["id"], arguments)
+    for case, tool, arguments in expected_arguments("language"):
+        if {a.name for a in tool.arguments() if a.required} <= set(arguments):
+            assert run(tool.NAME, **arguments)["ok"], (case.id, arguments)
