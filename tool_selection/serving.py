@@ -13,6 +13,8 @@ calls, and the problems found when checking them against the tools), so the scor
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -83,9 +85,10 @@ def log_selector(
         try:
             mlflow.log_params({"kind": "served_selector", "model": getattr(lm, "model", str(model)),
                                "tools": ",".join(selector.tools.names())})
-            return mlflow.dspy.log_model(ServedSelector(selector), name=name, signature=signature,
-                                         registered_model_name=registered_model_name,
-                                         pip_requirements=requirements)
+            with _keeping_active_model():
+                return mlflow.dspy.log_model(ServedSelector(selector), name=name, signature=signature,
+                                             registered_model_name=registered_model_name,
+                                             pip_requirements=requirements)
         finally:
             if active is None:
                 mlflow.end_run()
@@ -95,7 +98,25 @@ def load_served_selector(model_uri: str) -> Any:
     """The logged selector as an MLflow pyfunc model: ``.predict({"request": "..."})``."""
     import mlflow
 
-    return mlflow.pyfunc.load_model(model_uri)
+    with _keeping_active_model():
+        return mlflow.pyfunc.load_model(model_uri)
+
+
+@contextmanager
+def _keeping_active_model() -> Iterator[None]:
+    """Logging or loading a model makes it the process's active model, to which MLflow then links every metric
+    logged later (in any store); put back what was active before."""
+    import mlflow
+
+    previous = mlflow.get_active_model_id()
+    try:
+        yield
+    finally:
+        if mlflow.get_active_model_id() != previous:
+            mlflow.clear_active_model()
+            if previous is not None:
+                with suppress(Exception):  # the previous model may live in a store no longer in use
+                    mlflow.set_active_model(model_id=previous)
 
 
 def _requirements(model: str | dspy.BaseLM) -> list[str]:

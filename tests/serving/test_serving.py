@@ -48,3 +48,11 @@ def test_served_selector_reports_unknown_tools_as_problems():
 def test_served_selector_needs_tools():
     with pytest.raises(Exception, match="needs its tools"):
         ServedSelector(MultiToolSelector())
+
+
+def test_logging_leaves_no_active_model_behind(tracking):
+    import mlflow
+
+    selector = MultiToolSelector(load_tool_set("finance"))
+    log_selector(selector, DummyLM([_answer([])], adapter=JSONAdapter()))
+    assert mlflow.get_active_model_id() is None  # else later runs' metrics link to it, even in other stores
