@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 eval: setup
-	$(BIN)/toolsel models pull $(subst local:,,$(MODEL))
+	case "$(MODEL)" in local:*.gguf|local:/*) ;; local:*) $(BIN)/toolsel models pull $(subst local:,,$(MODEL)) ;; esac
 	$(BIN)/toolsel eval --suite $(SUITE) --model $(MODEL) --split $(SPLIT)
 
 test: setup
