@@ -6,10 +6,10 @@ import datetime as dt
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.argtypes import IsoDate
+from tool_selection.argtypes import IsoDate, end_not_before_start
 from tool_sets.events.state import TODAY, EventsState
 
 Category = Literal["concert", "theatre", "sports", "comedy", "festival", "workshop", "exhibition", "film"]
@@ -105,13 +105,7 @@ class FindEventsByDate(EventsTool):
         category: Category | None = Field(default=None, description="Only events of this category.")
         city: City | None = Field(default=None, description="Only events in this city.")
 
-        @field_validator("end_date")
-        @classmethod
-        def _not_before_start(cls, end: dt.date | None, info: ValidationInfo) -> dt.date | None:
-            start = info.data.get("start_date")
-            if end is not None and start is not None and end < start:
-                raise ValueError("end_date must not be before start_date")
-            return end
+        _dates_in_order = end_not_before_start()
 
     def execute(self, start_date: dt.date, end_date: dt.date | None, category: str | None,
                 city: str | None) -> dict[str, Any]:

@@ -16,13 +16,11 @@ from pydantic import (
     ConfigDict,
     Field,
     InstanceOf,
-    ValidationInfo,
-    field_validator,
     model_validator,
 )
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.argtypes import IsoDate
+from tool_selection.argtypes import IsoDate, end_not_before_start
 from tool_sets.finance.data import SQL_TABLES, FinanceData, load_data, money, run_select, significant, unknown
 
 SpendingCategory = Literal["housing", "groceries", "dining", "transport", "utilities", "entertainment", "shopping",
@@ -108,13 +106,7 @@ class GetPriceHistory(FinanceTool):
         end_date: IsoDate | None = Field(default=None,
                                          description="Last day, inclusive (YYYY-MM-DD); omit for the latest.")
 
-        @field_validator("end_date")
-        @classmethod
-        def _not_before_start(cls, end: dt.date | None, info: ValidationInfo) -> dt.date | None:
-            start = info.data.get("start_date")
-            if end is not None and start is not None and end < start:
-                raise ValueError("end_date must not be before start_date")
-            return end
+        _dates_in_order = end_not_before_start()
 
     def execute(self, symbol: str, start_date: dt.date | None, end_date: dt.date | None) -> dict[str, Any]:
         series = self.data.prices.get(symbol)
