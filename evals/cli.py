@@ -97,6 +97,10 @@ def _eval(args: argparse.Namespace) -> int:
     print(format_summary(result.summary))
     print()
     print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    cached = _cached_cases(result.results)
+    if cached:
+        print(f"\nnote: {cached} of {len(result.results)} answers came from DSPy's cache, which records no latency "
+              "or token usage; run with --no-cache (or a fresh --run-dir) to measure them.")
     print(f"\nper-case results: {result.run_dir / 'results.parquet'}")
     if result.mlflow_run_id:
         print(f"MLflow run: {result.mlflow_run_id}")
@@ -125,6 +129,12 @@ def _fmt(value: float, percent: bool = True) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{100 * value:.1f}%" if percent else f"{value:.2f}"
+
+
+def _cached_cases(results) -> int:
+    """Answered cases with no token usage at all: DSPy served them from its cache."""
+    answered = results[results["error"] == 0] if "error" in results else results
+    return int(((answered["input_tokens"] == 0) & (answered["output_tokens"] == 0)).sum())
 
 
 def format_summary(summary: dict[str, float]) -> str:

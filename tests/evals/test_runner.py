@@ -116,3 +116,12 @@ def test_evaluate_logs_to_mlflow_and_runs_compare(suite_path, tmp_path, monkeypa
 def test_cli_reports_bad_input_without_traceback(capsys):
     assert main(["eval", "--suite", "nonesuch", "--model", "local:qwen2.5-coder-0.5b"]) == 2
     assert "Unknown suite 'nonesuch'" in capsys.readouterr().err
+
+
+def test_cached_answers_are_counted_for_the_cache_note():
+    import pandas as pd
+
+    from evals.cli import _cached_cases
+
+    results = pd.DataFrame({"input_tokens": [1200, 0, 0], "output_tokens": [60, 0, 0], "error": [0.0, 0.0, 1.0]})
+    assert _cached_cases(results) == 1  # the failed call is an error, not a cache hit
