@@ -10,7 +10,7 @@ from tool_selection.errors import (
     UnknownToolError,
 )
 from tool_selection.registry import ToolRegistry, default_registry, register_tool
-from tool_selection.tool import BaseTool, NoArguments, ToolArgument
+from tool_selection.tool import BaseTool, NoArguments, StrictArguments, ToolArgument
 from tool_selection.toolset import ToolSet, ToolSetConfig, available_tool_sets, load_tool_set
 
 __version__ = "0.1.0"
@@ -22,6 +22,7 @@ __all__ = [
     "DuplicateToolError",
     "MultiToolDecision",
     "NoArguments",
+    "StrictArguments",
     "ToolArgument",
     "ToolArgumentError",
     "ToolCall",

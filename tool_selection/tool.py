@@ -36,10 +36,14 @@ __all__ = ["BaseTool", "NoArguments", "ToolArgument", "problems_from_validation_
 _NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
-class NoArguments(BaseModel):
-    """Arguments model for tools that take none."""
+class StrictArguments(BaseModel):
+    """A base for ``Arguments`` models that refuse arguments they do not declare."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class NoArguments(StrictArguments):
+    """Arguments model for tools that take none."""
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
-from tool_selection import BaseTool, register_tool
+from tool_selection import BaseTool, StrictArguments, register_tool
 from tool_sets.ecommerce.shop import Shop
 
 Category = Literal["electronics", "home_kitchen", "clothing_shoes", "sports_outdoors", "books", "beauty", "toys_games"]
@@ -31,7 +31,7 @@ def _order_id(purpose: str) -> Any:
     return Field(pattern=ORDER_ID, description=f"{purpose} Order number such as 'ORD-10388'.")
 
 
-class _Arguments(BaseModel):
+class _Arguments(StrictArguments):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 

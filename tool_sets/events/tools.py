@@ -6,10 +6,11 @@ import datetime as dt
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from tool_selection import BaseTool, register_tool
 from tool_selection.argtypes import IsoDate, end_not_before_start
+from tool_selection.tool import StrictArguments
 from tool_sets.events.state import TODAY, EventsState
 
 Category = Literal["concert", "theatre", "sports", "comedy", "festival", "workshop", "exhibition", "film"]
@@ -29,10 +30,6 @@ _STOPWORDS = frozenset(
     "a an and any are at event events for i in is me of on or show shows some the ticket tickets to "
     "upcoming what whats with".split()
 )
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class EventsTool(BaseTool, abstract=True):
@@ -63,7 +60,7 @@ class SearchEvents(EventsTool):
         "or its id from a name or topic; for 'what is on' a given date, use find_events_by_date."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         query: str = Field(min_length=1, max_length=200, description="Keywords, e.g. 'jazz' or 'Nova Lights'.")
         category: Category | None = Field(default=None, description="Only events of this category.")
         city: City | None = Field(default=None, description="Only events in this city.")
@@ -98,7 +95,7 @@ class FindEventsByDate(EventsTool):
         f"'what is on' questions about dates; the calendar's today is {TODAY.isoformat()}."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         start_date: IsoDate = Field(description="First date (YYYY-MM-DD).")
         end_date: IsoDate | None = Field(
             default=None, description="Last date, inclusive (YYYY-MM-DD); omit for the start date alone.")
@@ -130,7 +127,7 @@ class GetEventDetails(EventsTool):
         "ticket prices. Not for remaining tickets (check_availability) or the venue itself (get_venue_info)."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         event_id: str = _event_id()
 
     def execute(self, event_id: str) -> dict[str, Any]:
@@ -151,7 +148,7 @@ class ListVenues(EventsTool):
     NAME = "list_venues"
     description = "List the venues in the catalog (name, city, kind, capacity), optionally in one city."
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         city: City | None = Field(default=None, description="Only venues in this city.")
 
     def execute(self, city: str | None) -> dict[str, Any]:
@@ -168,7 +165,7 @@ class GetVenueInfo(EventsTool):
         "its upcoming events. Takes the venue's name or id."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         venue: str = Field(min_length=2, max_length=100,
                            description="Venue name (or part of it, e.g. 'Rose Theatre') or id such as 'V3'.")
 
@@ -196,7 +193,7 @@ class CheckAvailability(EventsTool):
         "be bought. Reserves nothing; use book_tickets to buy."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         event_id: str = _event_id()
         tickets: int = _tickets()
         ticket_type: TicketType | None = Field(default=None, description="Only this ticket type; omit for all.")
@@ -224,7 +221,7 @@ class BookTickets(EventsTool):
     NAME = "book_tickets"
     description = "Buy tickets for an event now, creating a booking. Fails if not enough tickets remain."
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         event_id: str = _event_id()
         tickets: int = _tickets()
         ticket_type: TicketType = Field(default="general", description="Ticket type: 'general' or 'vip'.")
@@ -255,7 +252,7 @@ class JoinWaitlist(EventsTool):
         "ticket types with too few tickets left; otherwise book_tickets."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         event_id: str = _event_id()
         tickets: int = _tickets()
         ticket_type: TicketType = Field(default="general", description="Ticket type: 'general' or 'vip'.")
@@ -284,7 +281,7 @@ class CancelBooking(EventsTool):
         "event, half 2-6 days before, none within 48 hours; past events cannot be cancelled."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         booking_id: str = Field(pattern=r"^[Bb]\d{4}$", description="Booking id, e.g. 'B1001'.")
 
     def execute(self, booking_id: str) -> dict[str, Any]:
@@ -306,7 +303,7 @@ class ListMyBookings(EventsTool):
     NAME = "list_my_bookings"
     description = "List my ticket bookings (id, event, date, tickets, price, status), newest event first."
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         status: Literal["active", "cancelled", "all"] = Field(
             default="active", description="Which bookings: 'active', 'cancelled' or 'all'.")
 

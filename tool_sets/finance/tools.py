@@ -12,8 +12,6 @@ import re
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     InstanceOf,
     model_validator,
@@ -21,6 +19,7 @@ from pydantic import (
 
 from tool_selection import BaseTool, register_tool
 from tool_selection.argtypes import IsoDate, end_not_before_start
+from tool_selection.tool import StrictArguments
 from tool_sets.finance.data import SQL_TABLES, FinanceData, load_data, money, run_select, significant, unknown
 
 SpendingCategory = Literal["housing", "groceries", "dining", "transport", "utilities", "entertainment", "shopping",
@@ -51,10 +50,6 @@ def _years(purpose: str) -> Any:
     return Field(ge=1, le=50, description=f"{purpose} in whole years (1-50).")
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 class FinanceTool(BaseTool, abstract=True):
     """Base of the finance tools: the read-only data they compute over."""
 
@@ -78,7 +73,7 @@ class GetStockPrice(FinanceTool):
     description = ("Latest quote for one stock: the most recent closing price, with the change from the previous "
                    "close and the day's volume. For prices over a period use get_price_history.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         symbol: str = _symbol("The stock to quote.")
 
     def execute(self, symbol: str) -> dict[str, Any]:
@@ -99,7 +94,7 @@ class GetPriceHistory(FinanceTool):
                    f"average and the percent return over the range. Data covers {_FIRST} to {_AS_OF}. For just "
                    "the current price use get_stock_price.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         symbol: str = _symbol("The stock.")
         start_date: IsoDate | None = Field(default=None,
                                            description="First day of the range (YYYY-MM-DD); omit for the earliest.")
@@ -138,7 +133,7 @@ class SearchTicker(FinanceTool):
     description = ("Find ticker symbols by company name, symbol or sector (e.g. 'Globex' or 'healthcare'). "
                    "Returns matching companies without prices.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         query: str = Field(min_length=1, max_length=100,
                            description="Part of a company name, a symbol or a sector, e.g. 'Umbrella'.")
 
@@ -172,7 +167,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return inline(schema)
 
 
-class Holding(_Args):
+class Holding(StrictArguments):
     symbol: str = _symbol("The stock held.")
     shares: float = Field(gt=0, le=1e9, description="Number of shares held (fractions allowed).")
 
@@ -183,7 +178,7 @@ class ValuePortfolio(FinanceTool):
     description = ("Value a stock portfolio at the latest closing prices: each holding's value and weight, the "
                    "total, and the change since the previous close. Values are in USD.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         holdings: list[Holding] = Field(min_length=1, max_length=20,
                                         description="The positions, e.g. [{\"symbol\": \"ACME\", \"shares\": 10}].")
 
@@ -220,7 +215,7 @@ class ConvertCurrency(FinanceTool):
     description = ("Convert an amount of money from one currency to another at the current exchange rate; "
                    "returns the converted amount. For the rate alone use get_exchange_rate.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         amount: float = Field(gt=0, le=1e12, description="The amount to convert, in from_currency.")
         from_currency: str = _currency("Currency of the amount.")
         to_currency: str = _currency("Currency to convert into.")
@@ -241,7 +236,7 @@ class GetExchangeRate(FinanceTool):
     description = ("The current exchange rate between two currencies (units of to_currency per one from_currency) "
                    "and its inverse. To convert a specific amount use convert_currency.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         from_currency: str = _currency("Base currency.")
         to_currency: str = _currency("Quote currency.")
 
@@ -260,7 +255,7 @@ class CalculateLoanPayment(FinanceTool):
     description = ("Monthly payment of a fixed-rate amortizing loan or mortgage, with the total paid and the total "
                    "interest over its term.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         principal: float = Field(gt=0, le=1e9, description="Amount borrowed.")
         annual_rate_percent: float = _rate()
         years: int = _years("Loan term")
@@ -279,7 +274,7 @@ class CalculateCompoundInterest(FinanceTool):
     description = ("Future value of savings or an investment with compound interest: a starting balance plus "
                    "optional monthly contributions, with the interest earned and the balance at each year's end.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         principal: float = Field(ge=0, le=1e9, description="Starting balance (0 if only contributing monthly).")
         annual_rate_percent: float = _rate()
         years: int = _years("How long the money grows")
@@ -321,7 +316,7 @@ class SummarizeSpending(FinanceTool):
     description = ("Summarize my spending for one month by category against my monthly budgets (spent, budget, "
                    "remaining, over budget), with income and net; give a category to also list its transactions.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         month: str = Field(pattern=MONTH, description="The month, YYYY-MM, e.g. '2025-02'.")
         category: SpendingCategory | None = Field(default=None, description="Only this spending category.")
 
@@ -364,7 +359,7 @@ class QueryTransactions(FinanceTool):
     timeout_s: float = Field(default=1.0, gt=0, description="Wall-clock limit of one query, in seconds.")
     max_rows: int = Field(default=100, ge=1, description="Most rows returned; more are cut off.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         sql: str = Field(min_length=1, max_length=2000,
                          description="A single SELECT statement, e.g. \"SELECT merchant, SUM(amount) FROM "
                                      "transactions GROUP BY merchant\".")

@@ -15,9 +15,9 @@ import re
 from collections import Counter
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator
+from pydantic import Field, InstanceOf, field_validator
 
-from tool_selection import BaseTool, register_tool
+from tool_selection import BaseTool, StrictArguments, register_tool
 from tool_sets.language.data import LanguageData, load_data
 from tool_sets.language.text import (
     ELIDING_LANGUAGES,
@@ -59,10 +59,6 @@ def _text(purpose: str, max_length: int = 20_000) -> Any:
 
 def _english_word(purpose: str) -> Any:
     return Field(min_length=1, max_length=40, pattern=ENGLISH_WORD, description=f"{purpose} One English word.")
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class LanguageTool(BaseTool, abstract=True):
@@ -203,7 +199,7 @@ class TranslateText(LanguageTool):
                    "kept as they are and listed. To only find out which language a text is in, use "
                    "detect_language.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The text to translate.", max_length=5000)
         target_language: str = Field(pattern=LANGUAGE_CODE,
                                      description=f"Language to translate into, as a lowercase ISO 639-1 code: "
@@ -234,7 +230,7 @@ class DetectLanguage(LanguageTool):
     description = (f"Identify which language a text is written in ({', '.join(SUPPORTED_LANGUAGES)}) from its "
                    "common words, with a confidence and a score per language. It does not translate.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The text whose language to identify.")
 
     def execute(self, text: str) -> dict[str, Any]:
@@ -272,7 +268,7 @@ class DefineWord(_DictionaryTool):
     description = ("Look up what an English word means: its part of speech, its definitions and an example "
                    "sentence. For other words with the same meaning use find_synonyms.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         word: str = _english_word("The word to define, e.g. 'ephemeral'.")
 
     def execute(self, word: str) -> dict[str, Any]:
@@ -290,7 +286,7 @@ class FindSynonyms(_DictionaryTool):
     description = ("List English words with a similar meaning (synonyms) to a word, and optionally its opposites "
                    "(antonyms). For the meaning of a word use define_word.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         word: str = _english_word("The word to find alternatives for, e.g. 'happy'.")
         max_results: int = Field(default=10, ge=1, le=30, description="Most synonyms (and antonyms) to return.")
         include_antonyms: bool = Field(default=False, description="Also list words with the opposite meaning.")
@@ -320,7 +316,7 @@ class SpellCheck(LanguageTool):
                    "distance), and return the text with each misspelling replaced by its best suggestion. "
                    "Acronyms and capitalised words that look like names are not flagged.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The English text to check.")
         max_suggestions: int = Field(default=3, ge=1, le=10, description="Most suggestions per misspelled word.")
 
@@ -389,7 +385,7 @@ class CountWords(LanguageTool):
                    "or how many times one given word occurs in it. For sentences, syllables and readability "
                    "scores use text_statistics.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The text to count.", max_length=100_000)
         word: str | None = Field(default=None, max_length=40, pattern=r"^[^\W_]+(?:['’-][^\W_]+)*$",
                                  description="Also count the occurrences of this word (whole words, any case).")
@@ -420,7 +416,7 @@ class TextStatistics(LanguageTool):
                    "length and sentence length, Flesch reading ease (0-100, higher is easier), Flesch-Kincaid "
                    "grade level and a reading-level label. For just word or character counts use count_words.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The English text to analyse.", max_length=100_000)
 
     def execute(self, text: str) -> dict[str, Any]:
@@ -454,7 +450,7 @@ class SummarizeText(LanguageTool):
                    "scored by how frequent its content words are in the whole text, and the best max_sentences "
                    "are returned in their original order. For a list of key terms use extract_keywords.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The text to summarise.", max_length=100_000)
         max_sentences: int = Field(default=3, ge=1, le=20, description="Most sentences in the summary.")
 
@@ -479,7 +475,7 @@ class ExtractKeywords(LanguageTool):
                    "plurals merged) with counts, and its repeated two-word phrases. For a shortened version of the "
                    "text use summarize_text.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The text to extract keywords from.", max_length=100_000)
         max_keywords: int = Field(default=10, ge=1, le=50, description="Most keywords to return.")
 
@@ -507,7 +503,7 @@ class ChangeCase(LanguageTool):
     description = ("Rewrite text in another letter case: UPPER, lower, Title Case, Sentence case, or as an "
                    "identifier in snake_case, kebab-case, camelCase or PascalCase.")
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         text: str = _text("The text to rewrite.")
         case: CaseStyle = Field(description="The case to convert to; snake, kebab, camel and pascal join the "
                                             "words into one identifier.")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from tool_selection import BaseTool, register_tool
+from tool_selection import BaseTool, StrictArguments, register_tool
 from tool_sets.treasure_hunt.game import DIRECTIONS, WORLD, GameState, item_view, matches
 
 Direction = Literal[DIRECTIONS]
@@ -18,10 +18,6 @@ LocationId = Literal[tuple(WORLD.locations)]
 ItemId = Literal[tuple(WORLD.items)]
 
 _HINT_COUNT = len(WORLD.hints)
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class TreasureHuntTool(BaseTool, abstract=True):
@@ -49,7 +45,7 @@ class ExamineLocation(TreasureHuntTool):
         "places, not items (inspect_item); does not uncover hidden things (search_area)."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         location_id: LocationId | None = Field(default=None, description="Place to describe; omit for here.")
 
     def execute(self, location_id: str | None) -> dict[str, Any]:
@@ -78,7 +74,7 @@ class Move(TreasureHuntTool):
         "visited several steps away, use travel_to."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         direction: Direction = Field(description="Direction to walk: north, south, east, west, up or down.")
 
     def execute(self, direction: str) -> dict[str, Any]:
@@ -104,7 +100,7 @@ class TravelTo(TreasureHuntTool):
         "at once). Unvisited places must be reached step by step with move."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         destination: LocationId = Field(description="Id of a previously visited place, e.g. 'shipwreck'.")
 
     def execute(self, destination: str) -> dict[str, Any]:
@@ -131,7 +127,7 @@ class SearchArea(TreasureHuntTool):
         "search_map."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         focus: str | None = Field(default=None, min_length=2, max_length=60,
                                   description="A landmark here to search around, e.g. 'broken mast'; omit for all.")
 
@@ -163,7 +159,7 @@ class SearchMap(TreasureHuntTool):
         "places have it and how many steps away they are. Does not search for hidden items (search_area)."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         landmark: str = Field(min_length=2, max_length=60, description="Landmark to look for, e.g. 'stone idol'.")
 
     def execute(self, landmark: str) -> dict[str, Any]:
@@ -187,7 +183,7 @@ class InspectItem(TreasureHuntTool):
         "places, use examine_location."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         item_id: ItemId = Field(description="Id of the item, e.g. 'brass_compass'.")
 
     def execute(self, item_id: str) -> dict[str, Any]:
@@ -206,7 +202,7 @@ class TakeItem(TreasureHuntTool):
     NAME = "take_item"
     description = "Pick up an item the player can see at the current location and put it in the pack."
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         item_id: ItemId = Field(description="Id of the item to pick up, e.g. 'shovel'.")
 
     def execute(self, item_id: str) -> dict[str, Any]:
@@ -230,7 +226,7 @@ class UseItem(TreasureHuntTool):
         "a lock with a key."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         item_id: ItemId = Field(description="Id of a carried item, e.g. 'rope'.")
         target: str = Field(min_length=2, max_length=60, description="What to use it on, e.g. 'stone well'.")
 
@@ -312,7 +308,7 @@ class GiveHint(TreasureHuntTool):
         "more hints the player has already received."
     )
 
-    class Arguments(_Args):
+    class Arguments(StrictArguments):
         hint_total: int = Field(ge=0, description="How many hints the player has received so far (0 for the first).")
 
     def execute(self, hint_total: int) -> dict[str, Any]:
