@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import subprocess
 import tempfile
@@ -13,16 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from tool_selection.tracking import DEFAULT_TRACKING_URI, EXPERIMENT, tracking_uri
+
 __all__ = ["DEFAULT_TRACKING_URI", "git_commit", "log_run", "results_from_mlflow", "tracking_uri"]
-
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
-EXPERIMENT = "tool-selection"
-
-
-def tracking_uri(uri: str | None = None) -> str:
-    """``uri``, else ``$MLFLOW_TRACKING_URI``, else a SQLite store in the working directory."""
-    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
-
 
 def git_commit() -> str:
     try:

@@ -12,7 +12,6 @@ calls, and the problems found when checking them against the tools), so the scor
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -22,11 +21,10 @@ import dspy
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.tracking import EXPERIMENT
+from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
 __all__ = ["ServedSelector", "log_selector", "load_served_selector"]
-
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"  # as the evaluation harness
-EXPERIMENT = "tool-selection"
 
 
 class ServedSelector(dspy.Module):
@@ -75,8 +73,7 @@ def log_selector(
     lm = get_lm(model, constrained=True) if isinstance(model, str) else model
     signature = ModelSignature(inputs=Schema([ColSpec(DataType.string, "request")]))
     requirements = pip_requirements or _requirements(model)
-    if tracking_uri or not os.environ.get("MLFLOW_TRACKING_URI"):
-        mlflow.set_tracking_uri(tracking_uri or DEFAULT_TRACKING_URI)
+    mlflow.set_tracking_uri(resolve_tracking_uri(tracking_uri))
     mlflow.set_experiment(EXPERIMENT)
     with dspy.context(lm=lm, adapter=ToolSelectionAdapter()):
         active = mlflow.active_run()
