@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from importlib import metadata
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,11 @@ def split_for(case_id: str) -> str:
 
 
 def load_bfcl(categories: Iterable[str]) -> Suite:
-    """One suite from BFCL categories (see ``BFCL_CATEGORIES``), or from paths to files of the same format."""
-    cases: list[Case] = []
+    """One suite from BFCL categories (see ``BFCL_CATEGORIES``), or from paths to files of the same format.
+
+    Several categories are interleaved case by case, so the first N cases of any split (``--limit N``) draw on
+    every category about equally."""
+    per_category: list[list[Case]] = []
     names = []
     for category in categories:
         path = Path(category)
@@ -60,7 +64,8 @@ def load_bfcl(categories: Iterable[str]) -> Suite:
             answers = None if category == "irrelevance" else data / "possible_answer" / file_name
             suite = load_bfcl_file(data / file_name, answers, category=category)
         names.append(suite.name)
-        cases.extend(suite.cases)
+        per_category.append(suite.cases)
+    cases = [case for group in zip_longest(*per_category) for case in group if case is not None]
     return Suite("bfcl_" + "+".join(names), cases, source="bfcl-eval")
 
 

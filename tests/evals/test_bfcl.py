@@ -67,3 +67,11 @@ def test_files_of_the_same_format_import(tmp_path):
     (tmp_path / "possible_answer" / "BFCL_v4_mine.json").write_text(json.dumps({"id": "other", "ground_truth": []}) + "\n")
     with pytest.raises(SuiteError, match="do not match"):
         load_bfcl_file(tmp_path / "BFCL_v4_mine.json", tmp_path / "possible_answer" / "BFCL_v4_mine.json")
+
+
+def test_categories_interleave_so_a_limited_split_draws_on_each():
+    suite = load_suite("bfcl:multiple+irrelevance")
+    first = suite.split("test").limit(20)
+    categories = [case.id.split("_")[0] for case in first]
+    assert abs(categories.count("multiple") - categories.count("irrelevance")) <= 2
+    assert len(suite) == len(load_bfcl(["multiple"])) + len(load_bfcl(["irrelevance"]))
