@@ -218,9 +218,14 @@ want wants need needs like let s t user request asked asks ask tool tools call c
 
 GIVE_UP_PHRASES = (
     "i'm not sure how to", "i am not sure how to", "not sure how", "i'm unable to", "i am unable to", "unable to",
-    "i cannot", "i can't", "i can not", "cannot be done", "no tool can", "none of the tools", "none of the available",
-    "no available tool", "no suitable tool", "not possible", "i don't know", "i do not know", "beyond my",
-    "i'm stuck", "i am stuck", "unclear how", "i give up",
+    "i cannot", "i can't", "i can not", "cannot be done", "not possible", "i don't know", "i do not know",
+    "beyond my", "i'm stuck", "i am stuck", "unclear how", "i give up",
+)
+# Statements about the catalog, not about the model: with no call they explain an abstention (what the selector
+# is asked to write); next to a call they contradict it, which is a sign of confusion.
+NO_FIT_PHRASES = (
+    "no tool can", "none of the tools", "none of the available", "no available tool", "no suitable tool",
+    "no listed tool", "no tool fits", "no tool is", "not one of the available", "no relevant tool",
 )
 HEDGE_PHRASES = (
     "maybe", "perhaps", "might", "i think", "possibly", "probably", "i guess", "it seems", "seems like",
@@ -261,7 +266,8 @@ class HeuristicDetector(StuckDetector):
     """Phrases of giving up and of hedging, and a quality score (length, relevance, actionability).
 
     ``score = 1 - (1 - give_up) * (1 - hedge_weight * hedging) * quality`` where ``give_up = min(1,
-    give_up_weight * phrases)``, ``hedging = min(1, phrases / hedge_saturation)`` and ``quality`` is the weighted
+    give_up_weight * phrases)`` (a "no tool fits" statement counts only when the decision calls a tool anyway: with
+    no call it is the reasoned abstention the selector is asked for), ``hedging = min(1, phrases / hedge_saturation)`` and ``quality`` is the weighted
     mean of ``length`` (words of reasoning and arguments: 0 when empty, 1 from ``min_words`` to ``max_words``,
     fading to 0 at twice ``max_words``), ``relevance`` (share of the request's content words found in the
     reasoning, tool names and argument values) and ``actionable`` (share of calls that carry their arguments, or
@@ -279,18 +285,22 @@ class HeuristicDetector(StuckDetector):
         self.give_up_weight, self.hedge_weight, self.hedge_saturation = give_up_weight, hedge_weight, hedge_saturation
         self.quality_weights = quality_weights
         self._give_up, self._hedges = _phrase_pattern(GIVE_UP_PHRASES), _phrase_pattern(HEDGE_PHRASES)
+        self._no_fit = _phrase_pattern(NO_FIT_PHRASES)
 
     def detect(self, attempt: Attempt) -> StuckSignal:
         decision = attempt.decision
         reasoning = decision.reasoning.lower().replace("\u2019", "'")
         give_ups, hedges = self._give_up.findall(reasoning), self._hedges.findall(reasoning)
-        give_up = min(1.0, self.give_up_weight * len(give_ups))
+        no_fit = self._no_fit.findall(reasoning)
+        contradictions = no_fit if decision.tool_calls else []
+        give_up = min(1.0, self.give_up_weight * (len(give_ups) + len(contradictions)))
         hedging = min(1.0, len(hedges) / self.hedge_saturation)
         parts = {"length": self.length(decision), "relevance": self.relevance(attempt.request, decision),
                  "actionable": self.actionable(decision, attempt.tools)}
         quality = sum(w * v for w, v in zip(self.quality_weights, parts.values())) / sum(self.quality_weights)
         score = 1 - (1 - give_up) * (1 - self.hedge_weight * hedging) * quality
-        return self._signal(score, give_up_phrases=give_ups, hedge_phrases=hedges, quality=round(quality, 4),
+        return self._signal(score, give_up_phrases=give_ups, hedge_phrases=hedges,
+                            no_fit_phrases=no_fit, contradicts_calls=bool(contradictions), quality=round(quality, 4),
                             **{k: round(v, 4) for k, v in parts.items()})
 
     def length(self, decision: MultiToolDecision) -> float:

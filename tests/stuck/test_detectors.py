@@ -86,6 +86,17 @@ def test_actionable_content_and_length():
     assert heuristic(attempt("Tell me a joke", unparsed)).score == 1.0
 
 
+def test_a_reasoned_abstention_is_not_giving_up_but_contradicting_a_call_is():
+    heuristic = HeuristicDetector()
+    abstains = heuristic(attempt("Tell me a joke", decision("No listed tool can tell a joke, so no call fits.")))
+    contradicts = heuristic(attempt(WEATHER_OSLO, decision("None of the tools gives the weather in Oslo.",
+                                                           ("get_weather", {"city": "Oslo"}))))
+    gives_up = heuristic(attempt("Tell me a joke", decision("I'm unable to tell which tool tells a joke.")))
+    assert abstains.evidence["give_up_phrases"] == [] and not abstains.evidence["contradicts_calls"]
+    assert contradicts.evidence["contradicts_calls"] and contradicts.score > 0.5
+    assert abstains.score < gives_up.score
+
+
 # ------------------------------------------------------------------------------------------------ validation
 
 
