@@ -72,12 +72,14 @@ __all__ = [
     "routing_curve",
     "run_stuck_bench",
     "sweep_thresholds",
+    "threshold_candidates",
 ]
 
 log = logging.getLogger(__name__)
 
 RECOMMENDATION_CRITERION = ("the cheapest threshold whose accuracy is within 1 point of the secondary's accuracy; "
-                            "if none, the one with the best accuracy (chosen on dev, reported on test)")
+                            "if none, the one with the best accuracy (chosen on dev among the grid and every "
+                            "distinct dev score, reported on test)")
 GUIDE_NOTE = ("Sweeps are the delegate strategy, computed offline from the per-case tables of each model alone. "
               "The guide strategy changes the primary's answer and needs live runs "
               "(--live-threshold T --strategy guide).")
@@ -244,6 +246,13 @@ def sweep_thresholds(table: pd.DataFrame, score: str, thresholds: Sequence[float
             "pgr": (accuracy - p.mean()) / gap if gap > 0 else math.nan,
         })
     return pd.DataFrame(rows)
+
+
+def threshold_candidates(scores: pd.Series, grid: Sequence[float]) -> list[float]:
+    """Thresholds the recommendation may choose: the grid, and every distinct score seen (each one a reachable
+    operating point), so that scores bunched between two grid values still give intermediate escalation rates."""
+    seen = scores.fillna(1.0).clip(0.0, 1.0).astype(float).tolist()
+    return sorted(set(map(float, grid)) | set(seen))
 
 
 def recommend(sweep: pd.DataFrame, secondary_accuracy: float, tolerance: float = TOLERANCE) -> tuple[pd.Series, bool]:
@@ -481,7 +490,7 @@ def _assemble(names, splits, detectors, grid, per_model, notes):
                     "apgr": apgr(curve, p_acc, s_acc),
                     "escalation_for_50pct_gap": escalation_to_recover(curve, p_acc, s_acc, 0.5),
                     "escalation_for_80pct_gap": escalation_to_recover(curve, p_acc, s_acc, 0.8),
-                    "_sweep": sweep,
+                    "_table": table, "_score": f"score_{d}", "_overhead": f"overhead_cost_{d}", "_grid": grid,
                 })
     summary = _pivot_summary(pd.DataFrame(summaries), splits)
     columns = ["pair", "primary", "secondary", "detector", "split", "threshold", "accuracy", "accuracy_ci_low",
@@ -509,8 +518,12 @@ def _pivot_summary(rows: pd.DataFrame, splits: list[str]) -> pd.DataFrame:
             for split, r in by_split.items():
                 for tag in [t for t, name in (("dev", dev), ("test", test)) if name == split]:
                     row.update({f"{tag}_{metric}": r[metric] for metric in SPLIT_METRICS})
-            chosen, met = recommend(by_split[dev]["_sweep"], by_split[dev]["secondary_accuracy"])
-            applied = by_split[test]["_sweep"].set_index("threshold").loc[chosen["threshold"]]
+            dev_row, test_row = by_split[dev], by_split[test]
+            candidates = threshold_candidates(dev_row["_table"][dev_row["_score"]], dev_row["_grid"])
+            dev_sweep = sweep_thresholds(dev_row["_table"], dev_row["_score"], candidates, overhead=dev_row["_overhead"])
+            chosen, met = recommend(dev_sweep, dev_row["secondary_accuracy"])
+            applied = sweep_thresholds(test_row["_table"], test_row["_score"], [float(chosen["threshold"])],
+                                       overhead=test_row["_overhead"]).iloc[0]
             row.update({
                 "recommended_threshold": float(chosen["threshold"]), "criterion_met_on_dev": met,
                 "dev_accuracy_at_threshold": float(chosen["accuracy"]), "dev_cost_at_threshold": float(chosen["cost"]),

@@ -12,6 +12,7 @@ from evals.stuck_bench import (
     recommend,
     routing_curve,
     sweep_thresholds,
+    threshold_candidates,
 )
 from tool_selection.errors import ToolSelectionError
 
@@ -105,3 +106,16 @@ def test_thresholds_parse_and_refuse_values_outside_the_unit_interval():
         parse_thresholds("low:high:step")
     with pytest.raises(ToolSelectionError, match="step must be positive"):
         parse_thresholds("0:1:0")
+
+
+def test_bunched_scores_still_reach_intermediate_escalation_rates():
+    # Every score sits between two grid values: the grid alone jumps from 0% to 100% escalation.
+    bunched = [0.42, 0.415, 0.41, 0.405, 0.401, 0.404, 0.403, 0.402, 0.4005, 0.4001]
+    frame = table(PRIMARY, SECONDARY, bunched)
+    on_grid = sweep_thresholds(frame, "score", GRID)
+    assert set(on_grid["escalation_rate"]) == {0.0, 1.0}
+    candidates = threshold_candidates(frame["score"], GRID)
+    assert set(GRID) <= set(candidates) and 0.41 in candidates
+    chosen, met = recommend(sweep_thresholds(frame, "score", candidates), secondary_accuracy=0.9)
+    assert met and 0 < chosen["escalation_rate"] < 1
+    assert chosen["threshold"] == pytest.approx(0.405)  # escalating the four highest scores (all errors) suffices
