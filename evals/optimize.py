@@ -20,7 +20,7 @@ from evals.suite import Case, Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
-from tool_selection.selector import MultiToolSelector
+from tool_selection.selector import MultiToolSelector, compact_demo
 
 __all__ = ["OPTIMIZERS", "OptimizeResult", "feedback_metric", "make_examples", "optimize", "selection_metric"]
 
@@ -103,17 +103,15 @@ def feedback_metric(gold: dspy.Example, pred: dspy.Prediction, trace=None, pred_
 
 
 def _compact_demos(program: MultiToolSelector) -> None:
-    """Drop the tool listing from demonstrations: every prompt lists the tools already, and on a CPU each
-    repeated listing costs seconds."""
+    """Keep demonstrations as the model saw them during optimization (``selector.DEMO_OMITS``)."""
     for predictor in program.predictors():
-        predictor.demos = [
-            dspy.Example({k: v for k, v in dict(d).items() if k not in ("tools", "case")})
-            for d in predictor.demos
-        ]
+        predictor.demos = [compact_demo(d) for d in predictor.demos]
 
 
-def build_optimizer(name: str, budget: Budget, *, teacher_lm: dspy.BaseLM | None, reflection_lm: dspy.BaseLM | None,
+def build_optimizer(name: str, budget: Budget, *, student_lm: dspy.BaseLM, teacher_lm: dspy.BaseLM | None,
                     threads: int, log_dir: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The DSPy optimizer and the arguments it was given. The teacher (default: the student) bootstraps
+    demonstrations, proposes MIPRO's instructions and is GEPA's reflection model."""
     sizes = BUDGETS[budget]
     teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
     if name == "bootstrap":
@@ -127,12 +125,15 @@ def build_optimizer(name: str, budget: Budget, *, teacher_lm: dspy.BaseLM | None
     if name == "mipro":
         args = {"auto": budget, "max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
                 "num_threads": threads}
-        optimizer = dspy.MIPROv2(metric=selection_metric, prompt_model=teacher_lm, teacher_settings=teacher_settings,
-                                 auto=budget, num_threads=threads, verbose=False)
+        optimizer = dspy.MIPROv2(metric=selection_metric, prompt_model=teacher_lm or student_lm, task_model=student_lm,
+                                 teacher_settings=teacher_settings, auto=budget, num_threads=threads, verbose=False,
+                                 max_bootstrapped_demos=sizes["demos"], max_labeled_demos=sizes["labeled"],
+                                 log_dir=str(log_dir) if log_dir else None)
         return optimizer, args
     if name == "gepa":
         args = {"auto": budget, "num_threads": threads, "log_dir": str(log_dir) if log_dir else None}
-        optimizer = dspy.GEPA(metric=feedback_metric, auto=budget, reflection_lm=reflection_lm, num_threads=threads,
+        optimizer = dspy.GEPA(metric=feedback_metric, auto=budget, reflection_lm=teacher_lm or student_lm,
+                              num_threads=threads,
                               log_dir=str(log_dir) if log_dir else None, track_stats=True)
         return optimizer, args
     raise ToolSelectionError(f"Unknown optimizer {name!r}. Choose one of: {', '.join(OPTIMIZERS)}.")
@@ -208,7 +209,7 @@ def optimize(
     tool_set = next(iter(tool_sets)) if len(tool_sets) == 1 and None not in tool_sets else None
 
     optimizer_obj, optimizer_args = build_optimizer(
-        optimizer, budget, teacher_lm=teacher_lm, reflection_lm=teacher_lm or lm, threads=threads,
+        optimizer, budget, student_lm=lm, teacher_lm=teacher_lm, threads=threads,
         log_dir=out_dir / "optimizer_log",
     )
     counter = _CallCounter()

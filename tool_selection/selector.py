@@ -28,8 +28,11 @@ from tool_selection.interop import drop_strict_nulls, to_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.toolset import ToolSet
 
-__all__ = ["MultiToolSelector", "SelectTools", "ToolSelectionAdapter", "check_decision", "response_schema"]
+__all__ = ["MultiToolSelector", "SelectTools", "ToolSelectionAdapter", "check_decision", "compact_demo", "response_schema"]
 
+# Demonstrations never show these: every prompt lists the tools once (a repeated listing costs seconds on a CPU
+# and hundreds of tokens), and a training example's case is for scoring, not for the model.
+DEMO_OMITS = ("tools", "case")
 MAX_REASONING_CHARS = 400  # a few sentences; longer reasoning costs latency without helping small models
 MAX_CALLS = 8
 
@@ -172,8 +175,9 @@ class MultiToolSelector(dspy.Module):
         registry = self._registry(tools)
         constrained = self.constrain and isinstance(dspy.settings.adapter, ToolSelectionAdapter)
         config = {ToolSelectionAdapter.SCHEMA_KEY: response_schema(registry)} if constrained else {}
+        demos = [compact_demo(d) for d in self.select.predict.demos]
         try:
-            prediction = self.select(request=request, tools=render_tools(registry), config=config)
+            prediction = self.select(request=request, tools=render_tools(registry), config=config, demos=demos)
         except AdapterParseError as error:
             decision = _salvage(error.lm_response or "", registry) or MultiToolDecision(
                 parse_error=_short(f"{type(error).__name__}: {error.message or error}"),
@@ -186,6 +190,14 @@ class MultiToolSelector(dspy.Module):
         return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=calls)
 
     load = _LoadDescriptor()
+
+    def dump_state(self, json_mode: bool = True) -> dict[str, Any]:
+        """DSPy's state, with demonstrations as the model sees them (see ``DEMO_OMITS``)."""
+        state = super().dump_state(json_mode=json_mode)
+        for predictor_state in state.values():
+            if isinstance(predictor_state, dict) and "demos" in predictor_state:
+                predictor_state["demos"] = [compact_demo(d) for d in predictor_state["demos"]]
+        return state
 
     @classmethod
     def from_directory(cls, directory: str | Path, tools: Tools | None = None, *,
@@ -215,6 +227,16 @@ class MultiToolSelector(dspy.Module):
                 "(a ToolSet such as load_tool_set('finance'), or a ToolRegistry)."
             )
         return self.tools
+
+
+def compact_demo(demo: Any) -> Any:
+    """A demonstration without the fields in ``DEMO_OMITS`` (a ``dspy.Example`` stays one)."""
+    keys = demo.keys() if isinstance(demo, dict | dspy.Example) else ()
+    if not any(k in DEMO_OMITS for k in keys):
+        return demo
+    if isinstance(demo, dspy.Example):
+        return demo.without(*[k for k in DEMO_OMITS if k in keys])
+    return {k: v for k, v in demo.items() if k not in DEMO_OMITS}
 
 
 def _short(text: str, limit: int = 500) -> str:

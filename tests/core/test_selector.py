@@ -103,3 +103,20 @@ def test_adapter_sends_the_per_call_schema_as_response_format():
     names = [s["properties"]["tool_name"]["const"] for s in sent["json_schema"]["schema"]["properties"]["tool_calls"]["items"]["anyOf"]]
     assert sorted(names) == ["add_numbers", "echo", "get_time"]
     assert "tool_selection_response_schema" not in lm.history[-1]["kwargs"]
+
+
+def test_demonstrations_never_show_the_tool_listing_and_the_state_saves_as_json(tmp_path):
+    lm = DummyLM([answer(("get_time", {}))])
+    selector = MultiToolSelector(TOOLS)
+    registry = TOOLS.registry()
+    selector.select.predict.demos = [dspy.Example(request="add 1 and 2", tools=registry, case={"id": "c-1"},
+                                                  reasoning="sum", tool_calls=[{"tool_name": "add_numbers",
+                                                                                "arguments": {"a": 1, "b": 2}}])]
+    with dspy.context(lm=lm):
+        selector.decide("what time is it?")
+    prompt = "\n".join(m["content"] for m in lm.history[-1]["messages"])
+    assert "add 1 and 2" in prompt and "ToolRegistry" not in prompt and "c-1" not in prompt
+    assert prompt.count("add_numbers:") == 1  # the listing appears once, for the request itself
+    selector.save(str(tmp_path / "program.json"))
+    (demo,) = json.loads((tmp_path / "program.json").read_text())["select.predict"]["demos"]
+    assert set(demo) == {"request", "reasoning", "tool_calls"}

@@ -1,6 +1,7 @@
 """Optimization with DSPy's dummy LM, compiled selectors on disk, and the GEPA feedback metric."""
 
 import json
+import re
 
 import dspy
 import pytest
@@ -98,3 +99,52 @@ def test_metric_and_feedback_name_what_was_wrong():
     assert "could not be parsed" in describe_errors(case, MultiToolDecision(parse_error="bad"))
     none_case = Case(id="n", request="joke", tool_set="x", expected_calls=[])
     assert "should have abstained" in describe_errors(none_case, pred(("echo", {})).decision)
+
+
+class ProposingLM(CountingLM):
+    """The selector's scripted answers, and for every other call (MIPRO's proposers, GEPA's reflection) a new
+    instruction: as JSON fields when the prompt names output fields, as a fenced block otherwise."""
+
+    INSTRUCTION = "Call the one listed tool that does what is asked; answer [] when none does."
+
+    def forward(self, prompt=None, messages=None, **kwargs):
+        messages = messages or [{"role": "user", "content": prompt}]
+        text = "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        self.answers = dict(ANSWERS)
+        if "[[ ## request ## ]]" not in messages[-1]["content"]:
+            listed = text.split("Your output fields are:", 1)
+            fields = re.findall(r"^\d+\. `(\w+)`", listed[1].split("All interactions", 1)[0], re.M) if len(listed) > 1 else []
+            self.answers = {"": {name: self.INSTRUCTION for name in fields} if fields else f"```\n{self.INSTRUCTION}\n```"}
+        return super().forward(prompt=prompt, messages=messages, **kwargs)
+
+    def _format_answer_fields(self, field_names_and_values):
+        if isinstance(field_names_and_values, str):
+            return field_names_and_values
+        return super()._format_answer_fields(field_names_and_values)
+
+
+@pytest.fixture
+def split_suite(tmp_path):
+    from tests.evals.conftest import CLOCK, WEATHER
+
+    cities = ["Oslo", "Paris", "Rome", "Lima", "Kyiv", "Baku", "Oslo", "Paris", "Quito", "Rome", "Lima", "Oslo"]
+    splits = ["train"] * 6 + ["dev"] * 4 + ["test"] * 2
+    cases = [{"id": f"c-{i}", "request": f"What is the weather in {city}?", "tools": [WEATHER, CLOCK],
+              "expected_calls": [{"tool_name": "get_weather", "arguments": {"city": city}}],
+              "tags": ["single"], "split": split} for i, (city, split) in enumerate(zip(cities, splits))]
+    path = tmp_path / "split.jsonl"
+    path.write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("optimizer", ["mipro", "gepa"])
+def test_instruction_optimizers_compile_save_and_score(optimizer, split_suite, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lm = ProposingLM(ANSWERS, adapter=ToolSelectionAdapter())
+    result = optimize(str(split_suite), lm, optimizer=optimizer, out=tmp_path / optimizer, mlflow=False)
+    manifest = json.loads((tmp_path / optimizer / "manifest.json").read_text())
+    assert manifest["optimizer"] == optimizer and 0 <= manifest["scores"]["test_accuracy"] <= 1
+    assert 0 <= result.dev_score <= 1 and result.model_calls > 0
+    assert result.candidate_scores, "instruction optimizers record each candidate's score"
+    loaded = MultiToolSelector.load(tmp_path / optimizer)
+    assert loaded.select.predict.signature.instructions == result.program.select.predict.signature.instructions
