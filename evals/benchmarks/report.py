@@ -1,0 +1,128 @@
+"""Markdown tables of measured results: zero-shot vs optimized selectors, and the stuck-detection benchmark.
+
+    python -m evals.benchmarks.report ecommerce finance language bfcl
+
+Reads what ``evals/benchmarks/measure_suite.sh SUITE`` leaves behind: ``runs/stuck_bench/SUITE`` (each model
+alone, uncached, and the detector sweep) and ``programs/SUITE-OPTIMIZER`` (compiled selectors with their test
+evaluation), plus the MLflow runs of the optimizations for wall time and model calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+SMALL, LARGE = "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b"
+OPTIMIZERS = ("bootstrap", "random-search", "mipro", "gepa")
+
+
+def _pct(value: float, low: float | None = None, high: float | None = None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    text = f"{100 * value:.1f}"
+    if low is not None and high is not None and not math.isnan(low):
+        text += f" [{100 * low:.0f}, {100 * high:.0f}]"
+    return text
+
+
+def _share(value: float) -> str:
+    return "-" if value is None or math.isnan(value) else f"{100 * value:.0f}%"
+
+
+def _optimize_run(out_dir: Path, tracking_uri: str) -> dict[str, float]:
+    """wall_time_s and model_calls of the newest MLflow optimize run that wrote ``out_dir``."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri)
+    runs = mlflow.search_runs(experiment_names=["tool-selection"],
+                              filter_string=f"params.program_dir = '{out_dir}'", order_by=["start_time DESC"],
+                              max_results=1)
+    if runs.empty:
+        return {}
+    row = runs.iloc[0]
+    return {k: float(row.get(f"metrics.{k}", math.nan)) for k in ("wall_time_s", "model_calls")}
+
+
+def optimization_rows(suite: str, tracking_uri: str) -> list[dict[str, str]]:
+    rows = []
+    baselines = Path("runs/stuck_bench") / suite / "baselines.csv"
+    if baselines.exists():
+        base = pd.read_csv(baselines).set_index(["model", "split"])
+        for model in (SMALL, LARGE):
+            if (model, "test") in base.index:
+                r = base.loc[(model, "test")]
+                rows.append({"suite": suite, "selector": f"{model.split('-')[-1]} zero-shot", "cases": int(r["cases"]),
+                             "test accuracy % [95% CI]": _pct(r["accuracy"], r["accuracy_ci_low"],
+                                                              r["accuracy_ci_high"]),
+                             "dev %": _pct(base.loc[(model, "dev"), "accuracy"]) if (model, "dev") in base.index else "-",
+                             "wall time": "-", "model calls": "-"})
+    for optimizer in OPTIMIZERS:
+        program = Path("programs") / f"{suite}-{optimizer}"
+        summary_file = program / "test_eval" / "summary.json"
+        if not summary_file.exists():
+            continue
+        summary = json.loads(summary_file.read_text())["summary"]
+        manifest = json.loads((program / "manifest.json").read_text())
+        cost = _optimize_run(program, tracking_uri)
+        args = manifest.get("optimizer_args", {})
+        rows.append({
+            "suite": suite, "selector": f"0.5b + {optimizer} ({args.get('budget', '?')})",
+            "cases": int(summary["cases"]),
+            "test accuracy % [95% CI]": _pct(summary["accuracy"], summary.get("accuracy_ci_low"),
+                                             summary.get("accuracy_ci_high")),
+            "dev %": _pct(manifest["scores"].get("dev_accuracy", math.nan)),
+            "wall time": f"{cost['wall_time_s']:.0f} s" if cost else "-",
+            "model calls": f"{cost['model_calls']:.0f}" if cost else "-",
+        })
+    return rows
+
+
+def stuck_rows(suite: str) -> list[dict[str, str]]:
+    path = Path("runs/stuck_bench") / suite / "summary.csv"
+    if not path.exists():
+        return []
+    rows = []
+    for r in pd.read_csv(path).to_dict("records"):
+        if not r.get("available", True):
+            continue
+        rows.append({
+            "suite": suite, "detector": r["detector"], "AUROC": f"{r['test_auroc']:.2f}",
+            "APGR": f"{r['test_apgr']:.2f}",
+            "esc. for 50% / 80% of gap": f"{_share(r['test_escalation_for_50pct_gap'])} / "
+                                         f"{_share(r['test_escalation_for_80pct_gap'])}",
+            "threshold (dev)": f"{r['recommended_threshold']:.3f}",
+            "test accuracy %": _pct(r["test_accuracy"], r["test_accuracy_ci_low"], r["test_accuracy_ci_high"]),
+            "escalated": _share(r["test_escalation_rate"]),
+            "cost vs 1.5B": f"{r['test_cost_vs_secondary']:.2f}x",
+            "0.5B / 1.5B test %": f"{100 * r['test_primary_accuracy']:.1f} / {100 * r['test_secondary_accuracy']:.1f}",
+        })
+    return rows
+
+
+def markdown(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return "(no results)"
+    columns = list(rows[0])
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("suites", nargs="+", help="Suite slugs as measure_suite.sh names them (e.g. ecommerce, bfcl).")
+    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    args = parser.parse_args(argv)
+    print("## Optimization\n")
+    print(markdown([row for s in args.suites for row in optimization_rows(s, args.tracking_uri)]))
+    print("\n## Stuck detection\n")
+    print(markdown([row for s in args.suites for row in stuck_rows(s)]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
