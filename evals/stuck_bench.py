@@ -372,7 +372,8 @@ def run_stuck_bench(
     for split in splits:
         for name, lm in lms.items():
             table = _run_model(suite_obj, name, lm, split, out_dir, detectors=detectors if name in primaries else (),
-                               detector_options=detector_options, limit=limit, threads=threads, progress=progress)
+                               detector_options=detector_options, limit=limit, threads=threads, progress=progress,
+                               mlflow=mlflow, tracking_uri=tracking_uri)
             per_model[(name, split)] = _priced(table, name, cost_fn, detectors)
             if not (table["input_tokens"] + table["output_tokens"]).any():
                 notes.append(f"{name} ({split}): every token count is 0, so its costs are 0 (DSPy cache hits carry "
@@ -406,8 +407,11 @@ def _check_detectors(detectors: Sequence[str]) -> list[str]:
 
 
 def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Path, *, detectors: Sequence[str],
-               detector_options: dict[str, Any], limit: int | None, threads: int, progress: bool) -> pd.DataFrame:
-    """One model alone on one split, through the harness; scored by ``detectors`` when it is a primary."""
+               detector_options: dict[str, Any], limit: int | None, threads: int, progress: bool,
+               mlflow: bool = False, tracking_uri: str | None = None) -> pd.DataFrame:
+    """One model alone on one split, through the harness; scored by ``detectors`` when it is a primary. Logged
+    as an ordinary zero-shot eval run (the detectors do not change the prompt), so ``toolsel eval compare`` and
+    the optimization notebook find it."""
     name = _slug(name)
     if detectors:
         key = hashlib.sha256(json.dumps([list(detectors), detector_options], sort_keys=True).encode()).hexdigest()[:6]
@@ -416,7 +420,7 @@ def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Pa
     else:
         program, run_dir = MultiToolSelector(), out_dir / "runs" / split / name
     result = evaluate(suite, lm, split=split, limit=limit, threads=threads, program=program, adapter="json",
-                      run_dir=run_dir, mlflow=False, progress=progress)
+                      run_dir=run_dir, mlflow=mlflow, tracking_uri=tracking_uri, progress=progress)
     return result.results.copy()
 
 

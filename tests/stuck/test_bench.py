@@ -80,6 +80,9 @@ def test_files_plots_live_run_and_mlflow(bench_run):
     assert run.data.metrics[key] == pytest.approx(result.summary.set_index("detector").loc["confidence", "test_apgr"])
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(result.mlflow_run_id)}
     assert {"sweep.parquet", "summary.csv", f"cost_quality_{slug}.png", "bench.json"} <= artifacts
+    evals = mlflow.search_runs(experiment_names=["tool-selection"], filter_string="params.kind = 'eval'")
+    logged = set(zip(evals["params.model"], evals["params.split"], evals["params.program"]))
+    assert logged == {(m, s, "zero-shot") for m in ("test/weak", "test/strong") for s in ("dev", "test")}
 
 
 @pytest.fixture
