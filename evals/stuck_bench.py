@@ -67,6 +67,7 @@ __all__ = [
     "apgr",
     "auroc",
     "escalation_to_recover",
+    "oracle_escalation",
     "parse_thresholds",
     "recommend",
     "routing_curve",
@@ -219,6 +220,13 @@ def escalation_to_recover(curve: pd.DataFrame, primary_accuracy: float, secondar
         return math.nan
     reached = curve[(curve["accuracy"] - primary_accuracy) / gap >= fraction - 1e-12]
     return float(reached["escalation_rate"].min()) if len(reached) else math.nan
+
+
+def oracle_escalation(primary_correct: Sequence[float], secondary_correct: Sequence[float]) -> float:
+    """The escalation rate at which a perfect detector reaches the secondary's accuracy: each escalated case can
+    gain at most one correct answer, so no detector gets there escalating less than the accuracy gap."""
+    p, s = np.asarray(primary_correct, dtype=float), np.asarray(secondary_correct, dtype=float)
+    return float(max(0.0, s.mean() - p.mean())) if len(p) else math.nan
 
 
 def sweep_thresholds(table: pd.DataFrame, score: str, thresholds: Sequence[float], *,
@@ -490,6 +498,7 @@ def _assemble(names, splits, detectors, grid, per_model, notes):
                     **key, "available": True, "cases": len(table), "primary_accuracy": p_acc,
                     "secondary_accuracy": s_acc, "primary_cost": table["primary_cost"].mean(),
                     "secondary_cost": table["secondary_cost"].mean(),
+                    "oracle_escalation": oracle_escalation(table["primary_correct"], table["secondary_correct"]),
                     "auroc": auroc(filled, 1 - table["primary_correct"]),
                     "apgr": apgr(curve, p_acc, s_acc),
                     "escalation_for_50pct_gap": escalation_to_recover(curve, p_acc, s_acc, 0.5),
@@ -505,7 +514,8 @@ def _assemble(names, splits, detectors, grid, per_model, notes):
             pd.concat(cases, ignore_index=True), pd.DataFrame(baselines))
 
 
-SPLIT_METRICS = ("auroc", "apgr", "escalation_for_50pct_gap", "escalation_for_80pct_gap", "primary_accuracy",
+SPLIT_METRICS = ("auroc", "apgr", "escalation_for_50pct_gap", "escalation_for_80pct_gap", "oracle_escalation",
+                 "primary_accuracy",
                  "secondary_accuracy", "primary_cost", "secondary_cost")
 
 
@@ -706,6 +716,7 @@ def format_report(result: BenchResult) -> str:
                 "AUROC": shown.get("test_auroc"), "APGR": shown.get("test_apgr"),
                 "esc@50%gap": shown.get("test_escalation_for_50pct_gap"),
                 "esc@80%gap": shown.get("test_escalation_for_80pct_gap"),
+                "oracle esc": shown.get("test_oracle_escalation"),
                 "threshold(dev)": shown["recommended_threshold"],
                 "met": shown["criterion_met_on_dev"],
                 "test acc": shown["test_accuracy"], "test esc": shown["test_escalation_rate"],

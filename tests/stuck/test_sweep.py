@@ -8,6 +8,7 @@ from evals.stuck_bench import (
     apgr,
     auroc,
     escalation_to_recover,
+    oracle_escalation,
     parse_thresholds,
     recommend,
     routing_curve,
@@ -119,3 +120,12 @@ def test_bunched_scores_still_reach_intermediate_escalation_rates():
     chosen, met = recommend(sweep_thresholds(frame, "score", candidates), secondary_accuracy=0.9)
     assert met and 0 < chosen["escalation_rate"] < 1
     assert chosen["threshold"] == pytest.approx(0.405)  # escalating the four highest scores (all errors) suffices
+
+
+def test_oracle_escalation_is_the_least_any_detector_needs_to_match_the_secondary():
+    assert oracle_escalation(PRIMARY, SECONDARY) == pytest.approx(0.4)  # 90% - 50%: four of the five it alone gets
+    frame = table(PRIMARY, SECONDARY, PERFECT)
+    reached = sweep_thresholds(frame, "score", GRID)
+    matching = reached[reached["accuracy"] >= frame["secondary_correct"].mean() - 1e-9]
+    assert matching["escalation_rate"].min() == pytest.approx(oracle_escalation(PRIMARY, SECONDARY))
+    assert oracle_escalation([1, 1], [1, 0]) == 0.0
