@@ -69,6 +69,7 @@ __all__ = [
     "escalation_to_recover",
     "oracle_escalation",
     "parse_thresholds",
+    "perfect_router_curve",
     "recommend",
     "routing_curve",
     "run_stuck_bench",
@@ -227,6 +228,17 @@ def oracle_escalation(primary_correct: Sequence[float], secondary_correct: Seque
     gain at most one correct answer, so no detector gets there escalating less than the accuracy gap."""
     p, s = np.asarray(primary_correct, dtype=float), np.asarray(secondary_correct, dtype=float)
     return float(max(0.0, s.mean() - p.mean())) if len(p) else math.nan
+
+
+def perfect_router_curve(primary_correct: Sequence[float], secondary_correct: Sequence[float]
+                         ) -> tuple[list[float], list[float]]:
+    """(escalation rates, accuracies) of a detector that escalates first the cases only the secondary gets right,
+    then those both get equally, last those only the primary gets right: the ceiling of every curve."""
+    p, s = np.asarray(primary_correct, dtype=float) > 0.5, np.asarray(secondary_correct, dtype=float) > 0.5
+    n = max(len(p), 1)
+    gain, loss = float((s & ~p).sum()) / n, float((p & ~s).sum()) / n
+    base = float(p.mean()) if len(p) else math.nan
+    return [0.0, gain, 1.0 - loss, 1.0], [base, base + gain, base + gain, base + gain - loss]
 
 
 def sweep_thresholds(table: pd.DataFrame, score: str, thresholds: Sequence[float], *,
@@ -646,6 +658,9 @@ def plot(result: BenchResult) -> list[Path]:
             line, = ax.plot(curve["escalation_rate"], curve["accuracy"], label=detector, alpha=0.8)
             ax.scatter(rows["escalation_rate"], rows["accuracy"], s=10, color=line.get_color())
         ax.plot([0, 1], [p_acc, s_acc], "k:", label="random router")
+        cases = result.cases.query("pair == @label and split == @test")
+        ax.plot(*perfect_router_curve(cases["primary_correct"], cases["secondary_correct"]), color="grey", lw=0.8,
+                ls="-.", label="perfect detector")
         ax.axhline(s_acc, color="grey", lw=0.8, ls="--")
         ax.set(xlabel="escalation rate", ylabel="accuracy", title=f"{label} ({test})", xlim=(0, 1))
         ax.legend(fontsize=8)

@@ -9,6 +9,7 @@ from evals.stuck_bench import (
     auroc,
     escalation_to_recover,
     oracle_escalation,
+    perfect_router_curve,
     parse_thresholds,
     recommend,
     routing_curve,
@@ -129,3 +130,11 @@ def test_oracle_escalation_is_the_least_any_detector_needs_to_match_the_secondar
     matching = reached[reached["accuracy"] >= frame["secondary_correct"].mean() - 1e-9]
     assert matching["escalation_rate"].min() == pytest.approx(oracle_escalation(PRIMARY, SECONDARY))
     assert oracle_escalation([1, 1], [1, 0]) == 0.0
+
+
+def test_the_perfect_router_curve_bounds_every_detector():
+    rates, accuracies = perfect_router_curve(PRIMARY, SECONDARY)
+    assert rates == [0.0, 0.5, 0.9, 1.0] and accuracies == pytest.approx([0.5, 1.0, 1.0, 0.9])
+    for scores in (PERFECT, list(reversed(PERFECT))):
+        curve = routing_curve(PRIMARY, SECONDARY, scores)
+        assert (curve["accuracy"] <= np.interp(curve["escalation_rate"], rates, accuracies) + 1e-9).all()
