@@ -10,6 +10,8 @@ likely stuck, and the evidence behind it.
 - ``validation``: the decision did not parse, names an unknown tool, or has arguments that fail validation.
 - ``confidence``: ``1 - exp(mean log-probability)`` of the tokens that spell the chosen tool names (of the
   empty list ``[]`` when the model abstained), located in the generated text.
+- ``confidence_min``: ``1 - exp(min log-probability)`` over every token of the tool calls (names, argument
+  values, and the token that ends the list).
 - ``consistency``: ``1 - share`` of k sampled decisions (temperature > 0, one ``rollout_id`` each so that
   DSPy's cache cannot answer k times alike) that agree with the modal set of tool names.
 - ``combined``: the maximum or a weighted mean of other detectors' scores.
@@ -51,6 +53,7 @@ __all__ = [
     "DetectorUnavailable",
     "Generation",
     "HeuristicDetector",
+    "LeastConfidenceDetector",
     "Samples",
     "StuckDetector",
     "StuckSignal",
@@ -62,7 +65,7 @@ __all__ = [
     "usage_totals",
 ]
 
-DETECTORS = ("heuristic", "validation", "confidence", "consistency", "combined")
+DETECTORS = ("heuristic", "validation", "confidence", "confidence_min", "consistency", "combined")
 
 
 class DetectorUnavailable(ToolSelectionError):
@@ -357,12 +360,16 @@ class ConfidenceDetector(StuckDetector):
     name = "confidence"
     needs_logprobs = True
 
-    def detect(self, attempt: Attempt) -> StuckSignal:
+    def generation(self, attempt: Attempt) -> Generation:
         generation = attempt.generation
         if generation is None or not generation.has_logprobs:
             raise DetectorUnavailable(
-                "The confidence detector needs token log-probabilities of the decision: call the primary with "
+                f"The {self.name} detector needs token log-probabilities of the decision: call the primary with "
                 "logprobs=True (get_lm(spec, logprobs=True)) on an engine that returns them (the local engine does).")
+        return generation
+
+    def detect(self, attempt: Attempt) -> StuckSignal:
+        generation = self.generation(attempt)
         spans, target = answer_spans(generation.text, attempt.decision)
         offsets, alignment = align_tokens(generation)
         chosen = [i for i, (start, end) in enumerate(offsets) if any(start < b and a < end for a, b in spans)]
@@ -371,6 +378,26 @@ class ConfidenceDetector(StuckDetector):
         mean = sum(generation.tokens[i][1] for i in chosen) / len(chosen)
         return self._signal(1 - math.exp(mean), target=target, alignment=alignment, mean_logprob=round(mean, 6),
                             tokens=[generation.tokens[i][0] for i in chosen][:64])
+
+
+class LeastConfidenceDetector(ConfidenceDetector):
+    """``1 - (the lowest probability of any token in the tool calls)``: from where the ``tool_calls`` value starts
+    to the end of the answer, so argument values and the token that closes the list (rather than adding another
+    call) count as well as the names. One uncertain choice is enough to flag the answer, where a mean over the
+    names would dilute it."""
+
+    name = "confidence_min"
+
+    def detect(self, attempt: Attempt) -> StuckSignal:
+        generation = self.generation(attempt)
+        keys = list(_CALLS_KEY.finditer(generation.text))
+        offsets, alignment = align_tokens(generation)
+        start, target = (keys[-1].end(), "tool_calls") if keys else (0, "whole_answer")
+        chosen = [i for i, (_, end) in enumerate(offsets) if end > start] or list(range(len(generation.tokens)))
+        weakest = min(chosen, key=lambda i: generation.tokens[i][1])
+        token, logprob, _ = generation.tokens[weakest]
+        return self._signal(1 - math.exp(logprob), target=target, alignment=alignment, min_logprob=round(logprob, 6),
+                            weakest_token=token, weakest_at=offsets[weakest][0], tokens_considered=len(chosen))
 
 
 _CALLS_KEY = re.compile(r'(?<!\\)"tool_calls"\s*:|\[\[\s*##\s*tool_calls\s*##\s*\]\]')
@@ -526,6 +553,8 @@ def make_detector(name: str, *, consistency_k: int = 3, temperature: float = 0.7
         return ValidationDetector()
     if name == "confidence":
         return ConfidenceDetector()
+    if name == "confidence_min":
+        return LeastConfidenceDetector()
     if name == "consistency":
         return ConsistencyDetector(k=consistency_k, temperature=temperature)
     if name == "combined":

@@ -24,7 +24,7 @@ if [[ -n $limit ]]; then
 fi
 
 "$bin"/toolsel bench stuck --suite "$suite" --pair "$small,$large" \
-    --detectors heuristic,validation,confidence,combined --no-cache "${bench_limit[@]}" \
+    --detectors heuristic,validation,confidence,confidence_min,combined --no-cache "${bench_limit[@]}" \
     --out "runs/stuck_bench/$slug" 2>"$logs/bench.err" | tee "$logs/bench.log"
 
 for optimizer in bootstrap random-search; do

@@ -21,6 +21,7 @@ from tool_selection.stuck import (
     DetectorUnavailable,
     Generation,
     HeuristicDetector,
+    LeastConfidenceDetector,
     ValidationDetector,
     capture_generation,
     make_detector,
@@ -159,6 +160,22 @@ def test_confidence_aligns_byte_tokens_and_escaped_names():
     signal = ConfidenceDetector()(attempt(WEATHER_OSLO, dec, generation=Generation(text, tokens)))
     assert signal.evidence["alignment"] == "bytes" and signal.evidence["target"] == "tool_names"
     assert signal.score == pytest.approx(1 - math.exp(-3.0))
+
+
+def test_least_confidence_reads_the_weakest_token_of_the_calls_not_of_the_reasoning():
+    text = json.dumps({"reasoning": "maybe weather", "tool_calls": [{"tool_name": "get_weather",
+                                                                      "arguments": {"city": "Oslo"}}]})
+    dec = decision("maybe weather", ("get_weather", {"city": "Oslo"}))
+    doubtful_city = Generation(text, tokens_for(text, ["Oslo"], split=["maybe", "get_weather", "Oslo"]))
+    doubtful_reasoning = Generation(text, tokens_for(text, ["maybe"], split=["maybe", "get_weather", "Oslo"]))
+    signal = LeastConfidenceDetector()(attempt(WEATHER_OSLO, dec, generation=doubtful_city))
+    assert signal.score == pytest.approx(1 - math.exp(-2.0)) and signal.evidence["weakest_token"] == "Oslo"
+    assert signal.evidence["target"] == "tool_calls"
+    # the mean over the name misses an uncertain argument value; the reasoning's doubt is not the decision's
+    assert ConfidenceDetector()(attempt(WEATHER_OSLO, dec, generation=doubtful_city)).score < 0.05
+    assert LeastConfidenceDetector()(attempt(WEATHER_OSLO, dec, generation=doubtful_reasoning)).score < 0.05
+    with pytest.raises(DetectorUnavailable, match="confidence_min detector"):
+        LeastConfidenceDetector()(attempt(WEATHER_OSLO, dec))
 
 
 def test_confidence_falls_back_to_the_whole_answer_and_needs_logprobs():
