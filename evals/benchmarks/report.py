@@ -18,6 +18,7 @@ import pandas as pd
 
 SMALL, LARGE = "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b"
 OPTIMIZERS = ("bootstrap", "random-search", "mipro", "gepa")
+MAX_ESCALATION = 0.4  # the stuck-detection target: the secondary's accuracy with at most this share escalated
 
 
 def _pct(value: float, low: float | None = None, high: float | None = None) -> str:
@@ -81,19 +82,44 @@ def optimization_rows(suite: str, tracking_uri: str) -> list[dict[str, str]]:
     return rows
 
 
+def eval_rows(suite: str, split: str = "test") -> list[dict[str, str]]:
+    """Each model alone on ``split``, from the benchmark's uncached harness runs."""
+    rows = []
+    for summary_file in sorted((Path("runs/stuck_bench") / suite / "runs" / split).glob("*/summary.json")):
+        data = json.loads(summary_file.read_text())
+        p, m = data["params"], data["summary"]
+        rows.append({
+            "suite (split)": f"{suite} ({split})", "model": p["model"].split("-")[-1], "cases": int(m["cases"]),
+            "accuracy % [95% CI]": _pct(m["accuracy"], m["accuracy_ci_low"], m["accuracy_ci_high"]),
+            "tool-set exact match %": _pct(m["tool_exact_match"], m["tool_exact_match_ci_low"],
+                                           m["tool_exact_match_ci_high"]),
+            "abstention accuracy %": _pct(m["abstention_accuracy"]),
+            "false abstention %": _pct(m["false_abstention_rate"]),
+            "parse failures %": _pct(m["parse_failure_rate"]),
+            "s/case": f"{m['latency_s']:.1f}",
+            "tokens in / out": f"{m['input_tokens']:.0f} / {m['output_tokens']:.0f}",
+        })
+    return rows
+
+
 def stuck_rows(suite: str) -> list[dict[str, str]]:
     path = Path("runs/stuck_bench") / suite / "summary.csv"
     if not path.exists():
         return []
+    curves = pd.read_parquet(path.parent / "curves.parquet")
     rows = []
     for r in pd.read_csv(path).to_dict("records"):
         if not r.get("available", True):
             continue
+        test_curve = curves[(curves["detector"] == r["detector"]) & (curves["split"] == "test")]
+        within = test_curve[test_curve["escalation_rate"] <= MAX_ESCALATION + 1e-9]
         rows.append({
             "suite": suite, "detector": r["detector"], "AUROC": f"{r['test_auroc']:.2f}",
             "APGR": f"{r['test_apgr']:.2f}",
             "esc. for 50% / 80% of gap": f"{_share(r['test_escalation_for_50pct_gap'])} / "
                                          f"{_share(r['test_escalation_for_80pct_gap'])}",
+            "oracle esc.": _share(r.get("test_oracle_escalation", math.nan)),
+            f"best test % at <= {MAX_ESCALATION:.0%} esc.": _pct(within["accuracy"].max()),
             "threshold (dev)": f"{r['recommended_threshold']:.3f}",
             "test accuracy %": _pct(r["test_accuracy"], r["test_accuracy_ci_low"], r["test_accuracy_ci_high"]),
             "escalated": _share(r["test_escalation_rate"]),
@@ -117,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("suites", nargs="+", help="Suite slugs as measure_suite.sh names them (e.g. ecommerce, bfcl).")
     parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     args = parser.parse_args(argv)
-    print("## Optimization\n")
+    print("## Each model alone\n")
+    print(markdown([row for s in args.suites for row in eval_rows(s)]))
+    print("\n## Optimization\n")
     print(markdown([row for s in args.suites for row in optimization_rows(s, args.tracking_uri)]))
     print("\n## Stuck detection\n")
     print(markdown([row for s in args.suites for row in stuck_rows(s)]))
