@@ -269,9 +269,9 @@ class HeuristicDetector(StuckDetector):
     """Phrases of giving up and of hedging, and a quality score (length, relevance, actionability).
 
     ``score = 1 - (1 - give_up) * (1 - hedge_weight * hedging) * quality`` where ``give_up = min(1,
-    give_up_weight * phrases)`` (a "no tool fits" statement counts only when the decision calls a tool anyway: with
-    no call it is the reasoned abstention the selector is asked for), ``hedging = min(1, phrases / hedge_saturation)`` and ``quality`` is the weighted
-    mean of ``length`` (words of reasoning and arguments: 0 when empty, 1 from ``min_words`` to ``max_words``,
+    give_up_weight * phrases)`` (a "no tool fits" statement counts only when the decision calls a tool anyway:
+    with no call it is the reasoned abstention the selector is asked for), ``hedging = min(1, phrases /
+    hedge_saturation)`` and ``quality`` is the weighted mean of ``length`` (words of reasoning and arguments: 0 when empty, 1 from ``min_words`` to ``max_words``,
     fading to 0 at twice ``max_words``), ``relevance`` (share of the request's content words found in the
     reasoning, tool names and argument values) and ``actionable`` (share of calls that carry their arguments, or
     1 for an abstention explained in at least ``min_words`` words; 0 for an unparsed answer).
@@ -390,9 +390,9 @@ class LeastConfidenceDetector(ConfidenceDetector):
 
     def detect(self, attempt: Attempt) -> StuckSignal:
         generation = self.generation(attempt)
-        keys = list(_CALLS_KEY.finditer(generation.text))
+        start = calls_start(generation.text)
         offsets, alignment = align_tokens(generation)
-        start, target = (keys[-1].end(), "tool_calls") if keys else (0, "whole_answer")
+        start, target = (start, "tool_calls") if start is not None else (0, "whole_answer")
         chosen = [i for i, (_, end) in enumerate(offsets) if end > start] or list(range(len(generation.tokens)))
         weakest = min(chosen, key=lambda i: generation.tokens[i][1])
         token, logprob, _ = generation.tokens[weakest]
@@ -403,11 +403,16 @@ class LeastConfidenceDetector(ConfidenceDetector):
 _CALLS_KEY = re.compile(r'(?<!\\)"tool_calls"\s*:|\[\[\s*##\s*tool_calls\s*##\s*\]\]')
 
 
+def calls_start(text: str) -> int | None:
+    """Where the value of the (last) ``tool_calls`` field begins in ``text``; None when there is none."""
+    keys = list(_CALLS_KEY.finditer(text))
+    return keys[-1].end() if keys else None
+
+
 def answer_spans(text: str, decision: MultiToolDecision) -> tuple[list[tuple[int, int]], str]:
     """Character spans of the chosen tool names in ``text`` (after the ``tool_calls`` key), or of the empty list
     when the decision abstained; ``([], "not_found")`` when they are not there."""
-    keys = list(_CALLS_KEY.finditer(text))
-    start = keys[-1].end() if keys else 0
+    start = calls_start(text) or 0
     if decision.tool_calls:
         spans, cursor = [], start
         for name in decision.tool_names:
