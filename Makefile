@@ -4,24 +4,35 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 EXTRAS ?= dev,local-small
-STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 comma  := ,
+STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+
+# llama.cpp build profile (tool_selection/lm/engine_build.py): portable (default; any x86-64 CPU with AVX2),
+# avx512 (opt-in; CPUs with AVX-512 only) or native (opt-in; tuned to this CPU). REBUILD=1 builds it again.
+ENGINE  ?= portable
+REBUILD ?=
 
 SUITE  ?= treasure_hunt
 MODEL  ?= local:qwen2.5-coder-0.5b
 SPLIT  ?= test
 
-.PHONY: setup eval test test-fast bench clean
+.PHONY: setup engine eval test test-fast bench doctor clean
 
-setup: $(STAMP)
+setup: $(STAMP) engine
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tool_selection/lm/engine_build.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# the engine first: left to the [local] extra, pip would build llama.cpp for this CPU (or reuse such a build)
+	$(BIN)/python tool_selection/lm/engine_build.py ensure --profile $(ENGINE)
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	# BFCL data; its own dependencies are heavy and unused here, hence --no-deps
 	$(BIN)/python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
 	touch $@
+
+# every time: a venv set up before (by an older make, or with another ENGINE) gets this profile's build
+engine: $(STAMP)
+	$(BIN)/python tool_selection/lm/engine_build.py ensure --profile $(ENGINE) $(if $(REBUILD),--rebuild)
 
 eval: setup
 	case "$(MODEL)" in local:*.gguf|local:/*) ;; local:*) $(BIN)/toolsel models pull $(subst local:,,$(MODEL)) ;; esac
@@ -36,6 +47,9 @@ test-fast: setup
 
 bench: setup
 	$(BIN)/python -m evals.benchmarks.local_engine
+
+doctor: setup
+	$(BIN)/toolsel doctor
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -94,11 +94,12 @@ def evaluate(
         raise ValueError(f"Suite {suite_obj.name!r} has no cases in split {split!r}.")
     selector = program if isinstance(program, MultiToolSelector) else load_program(program, allow_tool_changes=allow_tool_changes)
     if isinstance(model, str):
-        from tool_selection.lm import get_lm
+        from tool_selection.lm import get_lm, prepare_lm
 
         lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache,
                     constrained=adapter == "json")
         model_name = model
+        prepare_lm(lm)
     else:
         lm, model_name = model, getattr(model, "model", type(model).__name__)
     params = {

@@ -202,6 +202,11 @@ def optimize(
 
     lm = _lm(model, max_tokens=max_tokens, constrained=adapter == "json")
     teacher_lm = _lm(teacher, max_tokens=max_tokens, constrained=adapter == "json") if teacher else None
+    from tool_selection.lm import prepare_lm
+
+    for each in (lm, teacher_lm):
+        if each is not None:
+            prepare_lm(each)  # a broken engine stops here: DSPy's optimizers would count its error as a score
     model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
     teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
     out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{optimizer}-{_slug(model_name)}"

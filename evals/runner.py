@@ -93,7 +93,12 @@ class Evaluator:
         ) as bar:
             futures = {pool.submit(self._run_case, program, case, lm, adapter): case for case in pending}
             for future in as_completed(futures):
-                row = future.result()
+                try:
+                    row = future.result()
+                except BaseException:  # a setup problem or a bug: stop, keeping the finished cases
+                    for other in futures:
+                        other.cancel()
+                    raise
                 rows[row["id"]] = row
                 writer.write(row)
                 consecutive_errors = consecutive_errors + 1 if row["error_message"] else 0
@@ -123,6 +128,8 @@ class Evaluator:
             decision: MultiToolDecision = prediction.decision
             usage = prediction.get_lm_usage() or {}
             extras = dict(getattr(prediction, "row_extras", None) or {})
+        except ToolSelectionError:
+            raise  # the toolkit's own errors name a setup problem (engine, model file, tools), not a model failure
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"[:1000]
             decision = MultiToolDecision(parse_error=f"model call failed: {error[:200]}")

@@ -388,6 +388,10 @@ def run_stuck_bench(
 
     lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=max_tokens, cache=cache)
            for name, model in models.items()}
+    from tool_selection.lm import prepare_lm
+
+    for lm in lms.values():
+        prepare_lm(lm)
     per_model = {}
     for split in splits:
         for name, lm in lms.items():

@@ -23,6 +23,7 @@ COMMAND_GROUPS = (
     "evals.cli",
     "evals.bench_cli",
     "tool_selection.serving_cli",
+    "tool_selection.doctor",
 )
 
 

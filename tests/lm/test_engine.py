@@ -306,6 +306,7 @@ def test_each_model_is_loaded_once_per_settings(tmp_path, monkeypatch):
             pass
 
     monkeypatch.setattr(tracing, "TracingLlama", Recorder)
+    monkeypatch.setattr(engine, "require_working_engine", lambda path: None)  # no real model to smoke-test
     monkeypatch.setattr(engine, "_LOADED", {})
     gguf = tmp_path / "m.gguf"
     first = engine.load_model(gguf, LoadSettings(n_threads=3))

@@ -34,6 +34,7 @@ __all__ = [
     "get_lm",
     "load_catalog",
     "model_cost",
+    "prepare_lm",
     "unload_models",
 ]
 
@@ -64,3 +65,12 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
     kwargs.setdefault("num_retries", 0)  # a local failure is deterministic; retrying only repeats it
     return dspy.LM(engine.spec, engine=engine, async_engine=AsyncLocalEngine(engine), temperature=temperature,
                    max_tokens=max_tokens, cache=cache, **kwargs)
+
+
+def prepare_lm(lm: dspy.BaseLM) -> None:
+    """Load a local LM's model now, which proves the engine runs on this machine (``EngineCheckError`` if it
+    cannot); other LMs are left as they are. Commands call it before any work, so a broken engine stops them
+    before a result is written."""
+    engine = getattr(lm, "engine", None)
+    if isinstance(engine, LocalEngine):
+        engine.model  # noqa: B018 - loading is the point

@@ -49,6 +49,7 @@ from dspy.lm15 import (
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.assemble import ModelFileError, ensure_model
 from tool_selection.lm.catalog import load_catalog
+from tool_selection.lm.engine_check import require_working_engine
 from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
 
 __all__ = [
@@ -74,7 +75,8 @@ class LocalEngineError(ToolSelectionError, RuntimeError):
     """The local engine cannot run: llama-cpp-python is missing, or a model will not load."""
 
 
-def _available_cores() -> int:
+def available_cores() -> int:
+    """CPU cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -111,7 +113,7 @@ class LoadSettings:
     chat_format: str | None = None
 
     def llama_kwargs(self) -> dict[str, Any]:
-        threads = self.n_threads or _available_cores()
+        threads = self.n_threads or available_cores()
         return {"n_ctx": self.n_ctx, "n_threads": threads, "n_threads_batch": threads, "n_batch": self.n_batch,
                 "chat_format": self.chat_format}
 
@@ -144,6 +146,7 @@ def load_model(path: str | os.PathLike, settings: LoadSettings | None = None) ->
         if key in _LOADED:
             return _LOADED[key]
         _require_llama_cpp()
+        require_working_engine(key[0])
         from tool_selection.lm.tracing import TracingLlama
 
         try:
