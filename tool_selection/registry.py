@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar, overload
 
 from tool_selection.errors import DuplicateToolError, ToolArgumentError, UnknownToolError
+from tool_selection.failures import tool_failure
 from tool_selection.tool import BaseTool
 
 __all__ = ["ToolRegistry", "default_registry", "register_tool"]
@@ -68,8 +69,7 @@ class ToolRegistry:
         try:
             return {"ok": True, "result": self.execute(name, arguments, **config)}
         except UnknownToolError as error:
-            return {"ok": False, "error": "unknown_tool", "tool": name, "message": str(error),
-                    "suggestions": error.suggestions}
+            return tool_failure("unknown_tool", str(error), suggestions=error.suggestions, tool=name)
         except ToolArgumentError as error:
             return {"ok": False, **error.to_dict(), "message": str(error)}
 
