@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Benchmarks that compare strategies across models. 'toolsel bench stuck --help' for details.",
     )
     bench.set_defaults(handler=lambda args: _help(bench))
-    sub = bench.add_subparsers(dest="bench_command", metavar="stuck")
+    sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate")
 
     stuck = sub.add_parser(
         "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
@@ -57,6 +57,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stuck.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
     stuck.set_defaults(handler=_stuck)
 
+    gate = sub.add_parser(
+        "gate", help="Choose the relevance gate's threshold on dev, offline, and report it on test.",
+        description="Read two runs of a gate+NAME strategy made with the gate open (--gate-threshold -inf): sweep "
+                    "thresholds on the dev run, choose the most accurate, and report the test run at that threshold "
+                    "against the open gate, with the paired difference.",
+        epilog="example: toolsel bench gate --dev runs/bfcl-dev-... --test runs/bfcl-test-...")
+    gate.add_argument("--dev", required=True, help="Run directory (or MLflow run id) of the dev split.")
+    gate.add_argument("--test", required=True, help="Run directory (or MLflow run id) of the test split.")
+    gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
+    gate.set_defaults(handler=_gate)
+
 
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
@@ -96,4 +107,22 @@ def _stuck(args: argparse.Namespace) -> int:
     print(f"\nresults: {result.out_dir} (sweep, summary, recommendations, curves, cases; plots as PNG)")
     if result.mlflow_run_id:
         print(f"MLflow run: {result.mlflow_run_id}")
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from evals.cli import _load, compare_runs, format_summary
+    from evals.gate import choose_threshold, gated_results
+    from evals.metrics import summarize
+
+    dev, test = _load(args.dev, args.tracking_uri), _load(args.test, args.tracking_uri)
+    choice = choose_threshold(dev)
+    print(f"dev ({len(dev)} cases): threshold {choice.threshold:.3f} gives accuracy {100 * choice.dev_accuracy:.1f}%")
+    print(choice.dev.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    gated = gated_results(test, choice.threshold)
+    print(f"\ntest ({len(test)} cases) at threshold {choice.threshold:.3f} "
+          f"(gate closed on {100 * gated['gate_closed'].mean():.1f}% of cases):")
+    print(format_summary(summarize(gated)))
+    print("\nA = the gate open (selection alone), B = the gate at the dev threshold:")
+    print(compare_runs(test, gated).to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}"))
     return 0

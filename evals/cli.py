@@ -6,10 +6,9 @@ import argparse
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from evals.metrics import HEADLINE_METRICS, METRICS, summarize
+from evals.metrics import METRICS
 from evals.runner import load_results
 from tool_selection.errors import ToolSelectionError
 
@@ -32,8 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     run.add_argument("--allow-tool-changes", action="store_true",
                      help="Evaluate a compiled selector even if its tools changed since it was compiled.")
+    run.add_argument("--strategy", help="How the selector asks the model: json-cot (default), json, chat-cot, native, "
+                                        "native-cot, text:fenced, text:call, text:tags; gate+NAME puts the relevance "
+                                        "gate first (see 'toolsel strategies').")
+    run.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy (default: --model).")
+    run.add_argument("--gate-threshold", type=float, help="Relevance score below which the gate answers with no call "
+                                                          "(default: 0; choose it on dev).")
     run.add_argument("--adapter", choices=["json", "chat"], default="json",
-                     help="json: constrained JSON answers (default); chat: DSPy's field markers, unconstrained.")
+                     help="Former name of the strategy choice: chat = --strategy chat-cot.")
     run.add_argument("--max-tokens", type=int, default=512, help="Generation limit per decision (default: 512).")
     run.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
     run.add_argument("--run-dir", help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
@@ -64,6 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
     opt.add_argument("--out", help="Directory for the compiled selector (default: programs/<suite>-<optimizer>-<model>).")
     opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
+    opt.add_argument("--strategy", default="json-cot", help="Selection strategy to optimize (see 'toolsel "
+                                                          "strategies'; default: json-cot).")
     opt.add_argument("--adapter", choices=["json", "chat"], default="json", help="Answer format (default: json).")
     opt.add_argument("--train-limit", type=int, help="Use only the first N train cases.")
     opt.add_argument("--dev-limit", type=int, help="Use only the first N dev cases.")
@@ -72,6 +79,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--no-mlflow", action="store_true", help="Do not log to MLflow.")
     opt.add_argument("--tracking-uri", help="MLflow tracking URI.")
     opt.set_defaults(handler=_optimize)
+
+    strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
+                                       description="The selection strategies a selector can use (--strategy NAME; "
+                                                   "gate+NAME adds the relevance gate).")
+    strategies.set_defaults(handler=_strategies)
 
     suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
                                    description="List the available suites with case, tag and split counts.")
@@ -87,13 +99,14 @@ def _eval(args: argparse.Namespace) -> int:
     result = evaluate(
         args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
         threads=args.threads, program=args.program, adapter=args.adapter, max_tokens=args.max_tokens,
-        allow_tool_changes=args.allow_tool_changes,
+        allow_tool_changes=args.allow_tool_changes, strategy=args.strategy, gate_model=args.gate_model,
+        gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri,
     )
     print()
     print(f"suite {result.params['suite']} ({result.params['split']}, {len(result.results)} cases), "
-          f"model {result.params['model']}, program {result.params['program']}")
+          f"model {result.params['model']}, strategy {result.params['strategy']}, program {result.params['program']}")
     print(format_summary(result.summary))
     print()
     print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -114,7 +127,7 @@ def _optimize(args: argparse.Namespace) -> int:
         args.suite, args.model, optimizer=args.optimizer, teacher=args.teacher, budget=args.budget, out=args.out,
         threads=args.threads, adapter=args.adapter, train_limit=args.train_limit, dev_limit=args.dev_limit,
         evaluate_test=not args.no_test, test_limit=args.test_limit, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri,
+        tracking_uri=args.tracking_uri, strategy=args.strategy,
     )
     print(f"\ncompiled selector: {result.out_dir}")
     print(f"optimizer {args.optimizer} ({args.budget}): {result.wall_time_s:.0f} s, {result.model_calls} model calls")
@@ -162,27 +175,25 @@ def _load(ref: str, uri: str | None) -> pd.DataFrame:
 
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """Per metric: each run's mean and 95% CI, and the paired bootstrap CI of B - A over shared cases."""
-    shared = sorted(set(a["id"]) & set(b["id"]))
-    a_idx, b_idx = a.set_index("id").loc[shared], b.set_index("id").loc[shared]
-    rng = np.random.default_rng(seed)
-    rows = []
-    sa, sb = summarize(a), summarize(b)
-    for name, (column, _) in METRICS.items():
-        if column not in a or column not in b:
-            continue
-        row = {"metric": name, "A": sa.get(name), "B": sb.get(name)}
-        if name in HEADLINE_METRICS:
-            row["A_ci"] = f"[{_fmt(sa[name + '_ci_low'])}, {_fmt(sa[name + '_ci_high'])}]"
-            row["B_ci"] = f"[{_fmt(sb[name + '_ci_low'])}, {_fmt(sb[name + '_ci_high'])}]"
-            diff = (pd.to_numeric(b_idx[column]) - pd.to_numeric(a_idx[column])).to_numpy(dtype=float)
-            diff = diff[~np.isnan(diff)]
-            if diff.size:
-                means = diff[rng.integers(0, diff.size, (2000, diff.size))].mean(axis=1)
-                row["B-A"] = float(diff.mean())
-                row["B-A_ci"] = f"[{100 * np.quantile(means, 0.025):+.1f}, {100 * np.quantile(means, 0.975):+.1f}]"
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """Per metric over the cases both runs scored: A, B, the paired difference B - A with its 95% bootstrap
+    interval, McNemar's exact p for 0/1 metrics, and whether the difference is significant (``evals.stats``)."""
+    from evals.stats import compare_paired
+
+    columns = {name: column for name, (column, _) in METRICS.items()}
+    table = compare_paired(a, b, columns, seed=seed)
+    if table.empty:
+        return table
+    return pd.DataFrame({
+        "metric": table["metric"], "cases": table["n"], "A": table["a"], "B": table["b"], "B-A": table["difference"],
+        "B-A 95% CI": [_signed_interval(lo, hi, name) for lo, hi, name in
+                       zip(table["ci_low"], table["ci_high"], table["metric"], strict=True)],
+        "McNemar p": table["p_value"], "verdict": table["verdict"],
+    })
+
+
+def _signed_interval(low: float, high: float, metric: str) -> str:
+    scale = 1 if metric in ("latency_s", "input_tokens", "output_tokens") else 100  # rates in points
+    return f"[{scale * low:+.1f}, {scale * high:+.1f}]"
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -190,6 +201,21 @@ def _compare(args: argparse.Namespace) -> int:
     table = compare_runs(a, b)
     print(f"A: {args.run_a} ({len(a)} cases)\nB: {args.run_b} ({len(b)} cases)\n")
     print(table.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}"))
+    print("\nPaired over the cases both runs scored: B-A with its 95% bootstrap interval; McNemar's exact test for "
+          "0/1 metrics. 'not significant' means the interval includes 0 (or p >= 0.05).")
+    return 0
+
+
+def _strategies(args: argparse.Namespace) -> int:
+    from tool_selection.strategies import DEFAULT_STRATEGY, get_strategy, strategy_names
+
+    names = strategy_names()
+    width = max(len(n) for n in names)
+    for name in names:
+        default = " (default)" if name == DEFAULT_STRATEGY else ""
+        print(f"{name:<{width}}  {get_strategy(name).summary}{default}")
+    print(f"{'gate+NAME':<{width}}  a relevance question first (Yes/No, scored by log-probabilities); no call below "
+          "--gate-threshold")
     return 0
 
 

@@ -18,7 +18,9 @@ import dspy
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.suite import Suite, load_suite
 from evals.tracking import git_commit, log_run, write_json
+from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.strategies import DEFAULT_STRATEGY
 
 __all__ = ["build_adapter", "default_run_dir", "evaluate", "load_program"]
 
@@ -35,14 +37,21 @@ def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
     raise ValueError(f"Unknown adapter {kind!r}: use 'json' or 'chat'")
 
 
-def load_program(path: str | Path | None, *, allow_tool_changes: bool = False) -> MultiToolSelector:
-    """A fresh selector, or a compiled one from ``path`` (a program directory or DSPy state JSON)."""
+def load_program(path: str | Path | None, *, allow_tool_changes: bool = False,
+                 strategy: str | None = None) -> MultiToolSelector:
+    """A fresh selector with ``strategy``, or a compiled one from ``path`` (a program directory, whose manifest
+    names its strategy, or DSPy state JSON saved from a selector with ``strategy``)."""
     if path is None:
-        return MultiToolSelector()
+        return MultiToolSelector(strategy=strategy or DEFAULT_STRATEGY)
     path = Path(path)
     if path.is_dir():
-        return MultiToolSelector.load(path, allow_tool_changes=allow_tool_changes)
-    selector = MultiToolSelector()
+        selector = MultiToolSelector.load(path, allow_tool_changes=allow_tool_changes)
+        if strategy is not None and strategy != selector.strategy_name:
+            raise ToolSelectionError(f"The compiled selector in {path} was built with strategy "
+                                     f"{selector.strategy_name!r}, not {strategy!r}; leave --strategy out or "
+                                     "optimize a program for that strategy.")
+        return selector
+    selector = MultiToolSelector(strategy=strategy or DEFAULT_STRATEGY)
     selector.load(str(path))
     return selector
 
@@ -86,22 +95,34 @@ def evaluate(
     tracking_uri: str | None = None,
     progress: bool = True,
     allow_tool_changes: bool = False,
+    strategy: str | None = None,
+    gate_model: str | dspy.BaseLM | None = None,
+    gate_threshold: float | None = None,
 ) -> EvalResult:
-    """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow."""
+    """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
+
+    ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default json-cot, or the
+    compiled program's own); ``gate+NAME`` adds the relevance gate, with ``gate_threshold`` (default 0) and an
+    optional ``gate_model``."""
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = suite_obj.split(split).limit(limit)
     if not len(cases):
         raise ValueError(f"Suite {suite_obj.name!r} has no cases in split {split!r}.")
-    selector = program if isinstance(program, MultiToolSelector) else load_program(program, allow_tool_changes=allow_tool_changes)
-    if isinstance(model, str):
-        from tool_selection.lm import get_lm, prepare_lm
-
-        lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache,
-                    constrained=adapter == "json")
-        model_name = model
-        prepare_lm(lm)
-    else:
-        lm, model_name = model, getattr(model, "model", type(model).__name__)
+    if adapter == "chat" and strategy is None:
+        strategy = "chat-cot"  # the former --adapter chat
+    selector = program if isinstance(program, MultiToolSelector) else load_program(
+        program, allow_tool_changes=allow_tool_changes, strategy=strategy)
+    lm, model_name = _lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache)
+    gate_name = None
+    if gate_model is not None or gate_threshold is not None:
+        if selector.gate is None:
+            raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME), not "
+                                     f"{selector.strategy_name!r}.")
+        if gate_model is not None:
+            selector.gate_lm, gate_name = _lm(gate_model, temperature=0.0, max_tokens=2, cache=cache)
+        if gate_threshold is not None:
+            selector.gate_threshold = float(gate_threshold)
+    selector.check_lm(lm)
     params = {
         "kind": "eval",
         "suite": suite_obj.name,
@@ -111,10 +132,12 @@ def evaluate(
         "model": model_name,
         "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
         "program_fingerprint": program_fingerprint(selector),
-        "adapter": adapter,
+        "strategy": selector.strategy_name,
         "max_tokens": max_tokens,
         "temperature": temperature,
         "cases": len(cases),
+        **({"gate_model": gate_name or model_name, "gate_threshold": selector.gate_threshold}
+           if selector.gate is not None else {}),
         "threads": threads,
         "dspy_version": dspy.__version__,
         "git_commit": git_commit(),
@@ -123,9 +146,7 @@ def evaluate(
     if fresh and run_path.exists():
         for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
             (run_path / name).unlink(missing_ok=True)
-    result = Evaluator(suite=cases, threads=threads, progress=progress)(
-        selector, lm=lm, adapter=build_adapter(adapter), run_dir=run_path
-    )
+    result = Evaluator(suite=cases, threads=threads, progress=progress)(selector, lm=lm, run_dir=run_path)
     result.params = params
     result.results.to_parquet(run_path / TABLE_FILE, index=False)
     result.by_tag.to_csv(run_path / "by_tag.csv", index=False)
@@ -137,3 +158,14 @@ def evaluate(
             run_name=run_path.name,
         )
     return result
+
+
+def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache: bool) -> tuple[dspy.BaseLM, str]:
+    """The LM for a spec (loaded now if local, so a broken engine stops before any work) and its name."""
+    if not isinstance(model, str):
+        return model, getattr(model, "model", type(model).__name__)
+    from tool_selection.lm import get_lm, prepare_lm
+
+    lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache, constrained=True)
+    prepare_lm(lm)
+    return lm, model

@@ -21,6 +21,7 @@ from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector, compact_demo
+from tool_selection.strategies import DEFAULT_STRATEGY
 
 __all__ = ["OPTIMIZERS", "OptimizeResult", "feedback_metric", "make_examples", "optimize", "selection_metric"]
 
@@ -184,6 +185,7 @@ def optimize(
     test_limit: int | None = None,
     mlflow: bool = True,
     tracking_uri: str | None = None,
+    strategy: str = DEFAULT_STRATEGY,
 ) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``out``,
     then score it on test with the harness and log everything to MLflow."""
@@ -209,7 +211,8 @@ def optimize(
             prepare_lm(each)  # a broken engine stops here: DSPy's optimizers would count its error as a score
     model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
     teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
-    out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{optimizer}-{_slug(model_name)}"
+    label = optimizer if strategy == DEFAULT_STRATEGY else f"{optimizer}-{_slug(strategy)}"
+    out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{label}-{_slug(model_name)}"
     tool_sets = {c.tool_set for c in suite_obj.cases}
     tool_set = next(iter(tool_sets)) if len(tool_sets) == 1 and None not in tool_sets else None
 
@@ -218,7 +221,8 @@ def optimize(
         log_dir=out_dir / "optimizer_log",
     )
     counter = _CallCounter()
-    student = MultiToolSelector()
+    student = MultiToolSelector(strategy=strategy)
+    student.check_lm(lm)
     start = time.perf_counter()
     with dspy.context(lm=lm, adapter=build_adapter(adapter), callbacks=[counter.callback]):
         if optimizer == "bootstrap":
@@ -258,7 +262,7 @@ def optimize(
             "kind": "optimize", "suite": suite_obj.name, "suite_fingerprint": suite_obj.fingerprint,
             "train_cases": len(train), "dev_cases": len(dev),
             "model": model_name, "teacher": teacher_name, "optimizer": optimizer,
-            "optimizer_args": json.dumps(optimizer_args, default=str), "budget": budget, "adapter": adapter,
+            "optimizer_args": json.dumps(optimizer_args, default=str), "budget": budget, "strategy": student.strategy_name,
             "dspy_version": dspy.__version__, "git_commit": git_commit(), "program_dir": str(out_dir),
         }
         extra = {"wall_time_s": wall, "model_calls": float(counter.calls)}

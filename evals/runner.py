@@ -24,6 +24,7 @@ from evals.metrics import score_case, summarize, summarize_by_tag
 from evals.suite import Case, Suite, registry_for
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
+from tool_selection.parsing import safe_text
 
 __all__ = ["EvalAborted", "EvalResult", "Evaluator", "load_results"]
 
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
 TABLE_FILE = "results.parquet"
+MAX_FIELD_CHARS = 100_000
 
 
 class EvalAborted(ToolSelectionError):
@@ -51,6 +53,31 @@ class EvalResult:
     @property
     def accuracy(self) -> float:
         return self.summary["accuracy"]
+
+    def _repr_html_(self) -> str:
+        """The summary with its intervals, the per-tag table, and the cases that failed to parse, in Jupyter."""
+        from html import escape
+
+        from evals.metrics import METRICS
+
+        lines = []
+        for name, (_, description) in METRICS.items():
+            value = self.summary.get(name)
+            if value is None or value != value:
+                continue
+            low, high = self.summary.get(f"{name}_ci_low"), self.summary.get(f"{name}_ci_high")
+            interval = f" [{low:.3f}, {high:.3f}]" if low is not None and low == low else ""
+            lines.append(f"<tr><td>{name}</td><td>{value:.3f}{interval}</td><td>{escape(description)}</td></tr>")
+        title = ", ".join(f"{k} {self.params[k]}" for k in ("suite", "split", "model", "strategy") if k in self.params)
+        html = [f"<h4>{escape(title) or 'evaluation'}: {len(self.results)} cases</h4>",
+                f"<table><thead><tr><th>metric</th><th>value [95% CI]</th><th></th></tr></thead>"
+                f"<tbody>{''.join(lines)}</tbody></table>", self.by_tag.to_html(index=False, float_format="%.3f")]
+        if "parse_error" in self.results:
+            failed = self.results[self.results["parse_error"].notna()]
+            if len(failed):
+                html.append(f'<p style="color:#b00">{len(failed)} answer(s) could not be parsed:</p>')
+                html.append(failed[["id", "parse_error"]].head(10).to_html(index=False))
+        return "".join(html)
 
 
 class Evaluator:
@@ -137,7 +164,8 @@ class Evaluator:
         scores = score_case(case, decision)
         if error:
             scores["parse_failure"] = 0.0
-        return {
+        raw = getattr(prediction, "raw_response", None) if error is None else None
+        return _encodable({
             "id": case.id,
             "split": case.split,
             "tags": list(case.tags),
@@ -147,6 +175,7 @@ class Evaluator:
             "reasoning": decision.reasoning,
             "problems": json.dumps([p.model_dump() for p in decision.problems], ensure_ascii=False),
             "parse_error": decision.parse_error,
+            "raw_response": raw if decision.parse_error else None,
             "error_message": error,
             **scores,
             "error": float(error is not None),
@@ -154,7 +183,13 @@ class Evaluator:
             "input_tokens": _tokens(usage, "prompt_tokens"),
             "output_tokens": _tokens(usage, "completion_tokens"),
             **extras,
-        }
+        })
+
+
+def _encodable(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with every string encodable as UTF-8 (a model can answer a lone surrogate, which no file takes)."""
+    return {key: safe_text(value, limit=MAX_FIELD_CHARS) if isinstance(value, str) else value
+            for key, value in row.items()}
 
 
 def _tokens(usage: dict[str, Any], key: str) -> float:

@@ -1,4 +1,23 @@
-"""tool-selection: a research toolkit for studying how language models choose tools, built on DSPy."""
+"""tool-selection: a research toolkit for studying how language models choose tools, built on DSPy.
+
+The tool model (``BaseTool``, ``register_tool``, ``ToolSet``, ``ToolCall``, ...) imports eagerly and light, for
+tool authors. The rest loads on first use, so ``import tool_selection`` stays fast::
+
+    import dspy
+    from tool_selection import MultiToolSelector, get_lm, load_tool_set
+
+    dspy.configure(lm=get_lm("local:qwen2.5-coder-0.5b"))
+    MultiToolSelector(load_tool_set("finance")).decide("What was ACME's last closing price?")
+
+    from tool_selection import evaluate
+    result = evaluate("finance", "local:qwen2.5-coder-0.5b", split="test")   # an EvalResult
+    result.summary["accuracy"], result.results, result.by_tag
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
 from tool_selection.errors import (
@@ -13,16 +32,46 @@ from tool_selection.registry import ToolRegistry, default_registry, register_too
 from tool_selection.tool import BaseTool, NoArguments, StrictArguments, ToolArgument
 from tool_selection.toolset import ToolSet, ToolSetConfig, available_tool_sets, load_tool_set
 
+if TYPE_CHECKING:
+    from evals.evaluate import evaluate
+    from evals.optimize import OptimizeResult, optimize
+    from evals.runner import EvalResult
+    from evals.stuck_bench import BenchResult, run_stuck_bench
+    from evals.suite import Suite, load_suite
+    from tool_selection.lm import get_lm
+    from tool_selection.selector import MultiToolSelector
+    from tool_selection.strategies import strategy_names
+
 __version__ = "0.1.0"
+
+# name -> module; loaded on first attribute access (PEP 562)
+_LAZY = {
+    "BenchResult": "evals.stuck_bench",
+    "EvalResult": "evals.runner",
+    "MultiToolSelector": "tool_selection.selector",
+    "OptimizeResult": "evals.optimize",
+    "Suite": "evals.suite",
+    "evaluate": "evals.evaluate",
+    "get_lm": "tool_selection.lm",
+    "load_suite": "evals.suite",
+    "optimize": "evals.optimize",
+    "run_stuck_bench": "evals.stuck_bench",
+    "strategy_names": "tool_selection.strategies",
+}
 
 __all__ = [
     "ArgumentProblem",
     "BaseTool",
+    "BenchResult",
     "CallProblem",
     "DuplicateToolError",
+    "EvalResult",
     "MultiToolDecision",
+    "MultiToolSelector",
     "NoArguments",
+    "OptimizeResult",
     "StrictArguments",
+    "Suite",
     "ToolArgument",
     "ToolArgumentError",
     "ToolCall",
@@ -34,6 +83,25 @@ __all__ = [
     "UnknownToolError",
     "available_tool_sets",
     "default_registry",
+    "evaluate",
+    "get_lm",
+    "load_suite",
     "load_tool_set",
+    "optimize",
     "register_tool",
+    "run_stuck_bench",
+    "strategy_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tool_selection' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -57,3 +58,24 @@ class MultiToolDecision(BaseModel):
     @property
     def valid(self) -> bool:
         return self.parse_error is None and not self.problems
+
+    def _repr_html_(self) -> str:
+        """A readable table in Jupyter: the calls, then the reasoning, problems and any parse error."""
+        rows = "".join(
+            f"<tr><td><code>{escape(c.tool_name)}</code></td><td><code>{escape(_json(c.arguments))}</code></td></tr>"
+            for c in self.tool_calls) or '<tr><td colspan="2"><i>no call</i></td></tr>'
+        parts = [f"<table><thead><tr><th>tool</th><th>arguments</th></tr></thead><tbody>{rows}</tbody></table>"]
+        if self.reasoning:
+            parts.append(f"<p><b>reasoning</b>: {escape(self.reasoning)}</p>")
+        for problem in self.problems:
+            parts.append(f'<p style="color:#b00"><b>{problem.kind}</b> (call {problem.call_index}, '
+                         f"{escape(problem.tool_name)}): {escape(problem.detail)}</p>")
+        if self.parse_error:
+            parts.append(f'<p style="color:#b00"><b>parse error</b>: {escape(self.parse_error)}</p>')
+        return "<div>" + "".join(parts) + "</div>"
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)

@@ -12,6 +12,7 @@ from tool_selection.interop import from_openai
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, response_schema
 
 TOOLS = ToolSet(name="fixture", tools=(Echo, Add, Now))
+JSON = dspy.JSONAdapter()  # the selector answers in its strategy's format (json-cot: JSON), whatever is configured
 
 
 def answer(*calls, reasoning="because"):
@@ -19,7 +20,7 @@ def answer(*calls, reasoning="because"):
 
 
 def test_valid_calls_become_a_clean_decision():
-    lm = DummyLM([answer(("add_numbers", {"a": 1, "b": 2}), ("get_time", {}))])
+    lm = DummyLM([answer(("add_numbers", {"a": 1, "b": 2}), ("get_time", {}))], adapter=JSON)
     with dspy.context(lm=lm):
         decision = MultiToolSelector(TOOLS).decide("add 1 and 2, and what time is it?")
     assert decision.tool_names == ["add_numbers", "get_time"]
@@ -28,14 +29,14 @@ def test_valid_calls_become_a_clean_decision():
 
 
 def test_no_call_is_a_first_class_answer():
-    lm = DummyLM([answer()])
+    lm = DummyLM([answer()], adapter=JSON)
     with dspy.context(lm=lm):
         decision = MultiToolSelector(TOOLS).decide("tell me a joke")
     assert decision.abstained and decision.valid
 
 
 def test_unknown_tools_and_invalid_arguments_are_recorded_not_raised():
-    lm = DummyLM([answer(("echo", {"message": "", "times": 7}), ("send_email", {"to": "x"}))])
+    lm = DummyLM([answer(("echo", {"message": "", "times": 7}), ("send_email", {"to": "x"}))], adapter=JSON)
     with dspy.context(lm=lm):
         decision = MultiToolSelector(TOOLS).decide("echo nothing seven times and email x")
     assert decision.tool_names == ["echo", "send_email"]
@@ -57,7 +58,7 @@ def test_tools_can_be_given_per_call_including_schema_only_catalogs():
     catalog = from_openai([{"name": "get_weather", "description": "Weather for a city.",
                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                            "required": ["city"]}}])
-    lm = DummyLM({"Oslo": answer(("get_weather", {"city": "Oslo"}))})
+    lm = DummyLM({"Oslo": answer(("get_weather", {"city": "Oslo"}))}, adapter=JSON)
     with dspy.context(lm=lm):
         decision = MultiToolSelector().decide("weather in Oslo?", tools=catalog)
     assert decision.tool_names == ["get_weather"] and decision.valid

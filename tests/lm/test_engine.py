@@ -7,7 +7,7 @@ from typing import Literal
 
 import dspy
 import pytest
-from dspy.lm15 import Config, FunctionTool, Message, Request, UnsupportedFeatureError
+from dspy.lm15 import Config, FunctionTool, Message, Request, ToolCallPart, ToolChoice, UnsupportedFeatureError
 from dspy.utils import DummyLM
 from dspy.utils.exceptions import ContextWindowExceededError
 
@@ -129,7 +129,7 @@ def test_capabilities_follow_constrained(make_lm):
     assert not plain.supports_response_schema and "response_format" not in plain.supported_params
     assert constrained.supports_response_schema and "response_format" in constrained.supported_params
     assert {"logprobs", "top_logprobs"} <= plain.supported_params
-    assert not plain.supports_function_calling
+    assert plain.supports_function_calling  # tools render through the model's own chat template
 
 
 def test_json_adapter_schema_becomes_a_grammar(make_lm):
@@ -208,11 +208,37 @@ def test_relaxing_a_schema_keeps_properties_named_like_keywords():
         "flags": {"type": "array", "items": {"type": "string"}, "default": [{"pattern": "kept: data, not a schema"}]}}}
 
 
-def test_native_tools_are_refused_with_the_fix(tmp_path):
+def test_native_tools_reach_the_chat_template_and_calls_come_back_parsed(tmp_path):
+    answer = ('I will check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\n'
+              '```json\n{"name": "ignored", "arguments": {}}\n```')
+    llama = FakeLlama([answer, "No function fits this request."])
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    tool = FunctionTool(name="get_weather", description="Weather.", parameters={"type": "object", "properties": {
+        "city": {"type": "string"}}})
+    earlier = (Message.user("Rain in Rome?"),
+               Message.assistant([ToolCallPart(id="call_0", name="get_weather", input={"city": "Rome"})]),
+               Message.tool({"call_0": "sunny"}), Message.user("And in Oslo?"))
+    response = engine.complete(Request(model="local:m", messages=earlier, tools=(tool,)))
+    sent = llama.calls[0]
+    assert sent["tools"] == [{"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+                                                              "parameters": tool.parameters}}]
+    assert sent["messages"][1] == {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}]}
+    assert sent["messages"][2]["role"] == "tool" and sent["messages"][2]["content"] == "sunny"
+    calls = [p for p in response.message.parts if isinstance(p, ToolCallPart)]
+    assert [(c.name, dict(c.input)) for c in calls] == [("get_weather", {"city": "Oslo"})]
+    assert response.finish_reason == "tool_call"
+
+    plain = engine.complete(Request(model="local:m", messages=(Message.user("Tell a joke"),), tools=(tool,)))
+    assert plain.text == "No function fits this request." and plain.finish_reason == "stop"
+
+
+def test_forcing_a_tool_choice_is_refused_with_the_reason(tmp_path):
     engine = LocalEngine(tmp_path / "m.gguf", llama=FakeLlama(["x"]))
     tool = FunctionTool(name="f", description="d", parameters={"type": "object", "properties": {}})
-    with pytest.raises(UnsupportedFeatureError, match="does not do native function calling"):
-        engine.complete(Request(model="local:m", messages=(Message.user("hi"),), tools=(tool,)))
+    with pytest.raises(UnsupportedFeatureError, match="does not force tool_choice"):
+        engine.complete(Request(model="local:m", messages=(Message.user("hi"),), tools=(tool,),
+                                config=Config(tool_choice=ToolChoice(mode="required"))))
 
 
 def test_unknown_extensions_are_refused_and_llama_settings_pass(tmp_path):

@@ -39,7 +39,7 @@ def test_logged_selector_loads_as_pyfunc_and_answers_plain_json(tracking):
 
 def test_served_selector_reports_unknown_tools_as_problems():
     selector = MultiToolSelector(load_tool_set("finance"))
-    lm = DummyLM([_answer([{"tool_name": "launch_rocket", "arguments": {}}])])
+    lm = DummyLM([_answer([{"tool_name": "launch_rocket", "arguments": {}}])], adapter=JSONAdapter())
     with dspy.context(lm=lm):
         out = ServedSelector(selector)(request="Launch it.")
     assert [p["kind"] for p in out.problems] == ["unknown_tool"]

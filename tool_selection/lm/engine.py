@@ -35,11 +35,14 @@ from dspy.lm15 import (
     Adaptation,
     ConfigurationError,
     ContextLengthError,
+    FunctionTool,
     Message,
     Request,
     Response,
     TextPart,
     TokenLogprob,
+    ToolCallPart,
+    ToolResultPart,
     TopLogprob,
     UnsupportedFeatureError,
     Usage,
@@ -51,6 +54,7 @@ from tool_selection.lm.assemble import ModelFileError, ensure_model
 from tool_selection.lm.catalog import load_catalog
 from tool_selection.lm.engine_check import require_working_engine
 from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
+from tool_selection.parsing import parse_native
 
 __all__ = [
     "AsyncLocalEngine",
@@ -174,7 +178,7 @@ atexit.register(unload_models)  # free llama.cpp models while the interpreter ca
 class LocalEngine:
     """One synchronous llama.cpp completion per ``complete(Request)``. See the module docstring."""
 
-    supports_function_calling = False
+    supports_function_calling = True  # tools render through the model's own chat template; calls are parsed back
     supports_reasoning = False
 
     def __init__(self, model_path: str | os.PathLike, *, settings: LoadSettings | None = None,
@@ -230,8 +234,10 @@ class LocalEngine:
         validate_request(request)
         if self._closed:
             raise ConfigurationError("This local engine is closed; build a new LM with get_lm(...).")
-        messages = _chat_messages(request)
+        messages, tools = _chat_messages(request), _tools(request)
         options, adaptations = _generation_options(request)
+        if tools:
+            options["tools"] = tools
         model = self.model
         trace = GenerationTrace(top_logprobs=request.config.logprobs)
         with model.lock:
@@ -249,7 +255,14 @@ class LocalEngine:
                 raise
             finally:
                 model.llama.trace = None
-        return _response(request, raw, trace, adaptations)
+        return _response(request, raw, trace, adaptations, parse_calls=bool(tools))
+
+    def supports_native_tools(self) -> bool:
+        """Whether the model's chat template renders tools (its own tool-calling format). Loads the model."""
+        if self.settings.chat_format is not None:
+            return False  # llama-cpp-python's built-in chat formats ignore tools
+        template = self.model.llama.metadata.get("tokenizer.chat_template", "") or ""
+        return "tools" in template
 
     def stream(self, request: Request):
         return response_to_events(self.complete(request))
@@ -309,22 +322,50 @@ def _text(content, where: str) -> str:
     return "".join(texts)
 
 
-def _chat_messages(request: Request) -> list[dict[str, str]]:
-    if request.tools or request.config.tool_choice is not None:
-        raise UnsupportedFeatureError(
-            "The local engine does not do native function calling. Use an adapter that describes tools in the "
-            "prompt (DSPy's ChatAdapter or JSONAdapter do so unless use_native_function_calling=True).",
-            feature="tools")
-    messages = []
+def _chat_messages(request: Request) -> list[dict[str, Any]]:
+    """The request's messages as llama-cpp-python chat messages: tool calls and tool results in the shape chat
+    templates render (arguments as objects, as Hugging Face templates expect)."""
+    if request.config.tool_choice is not None:
+        raise UnsupportedFeatureError("The local engine lets the model decide whether to call a tool; it does not "
+                                      "force tool_choice.", feature="tool_choice")
+    messages: list[dict[str, Any]] = []
     if request.system is not None:
         messages.append({"role": "system", "content": _text(request.system, "the system prompt")})
     for index, message in enumerate(request.messages):
+        where = f"messages[{index}]"
+        if message.role == "tool":
+            for part in message.parts:
+                if isinstance(part, ToolResultPart):
+                    messages.append({"role": "tool", "tool_call_id": part.id, "name": part.name,
+                                     "content": _text(part.content, where)})
+            continue
         if message.role not in ("user", "assistant", "developer"):
-            raise UnsupportedFeatureError(f"The local engine takes user, assistant and developer messages, not "
-                                          f"{message.role!r} (messages[{index}]).", feature=f"messages[{index}]")
-        role = "system" if message.role == "developer" else message.role
-        messages.append({"role": role, "content": _text(message.parts, f"messages[{index}]")})
+            raise UnsupportedFeatureError(f"The local engine takes user, assistant, developer and tool messages, not "
+                                          f"{message.role!r} ({where}).", feature=where)
+        calls = [part for part in message.parts if isinstance(part, ToolCallPart)]
+        text = _text([part for part in message.parts if not isinstance(part, ToolCallPart)], where)
+        entry: dict[str, Any] = {"role": "system" if message.role == "developer" else message.role, "content": text}
+        if calls:
+            entry["tool_calls"] = [{"id": call.id, "type": "function",
+                                    "function": {"name": call.name, "arguments": dict(call.input)}} for call in calls]
+        messages.append(entry)
     return messages
+
+
+def _tools(request: Request) -> list[dict[str, Any]] | None:
+    """The request's function tools in the OpenAI shape chat templates take as ``tools``."""
+    if not request.tools:
+        return None
+    tools = []
+    for tool in request.tools:
+        if not isinstance(tool, FunctionTool):
+            raise UnsupportedFeatureError(f"The local engine takes function tools, not the provider tool "
+                                          f"{tool.name!r}.", feature="tools")
+        function = {"name": tool.name, "parameters": dict(tool.parameters)}
+        if tool.description:
+            function["description"] = tool.description
+        tools.append({"type": "function", "function": function})
+    return tools
 
 
 def _generation_options(request: Request) -> tuple[dict[str, Any], list[Adaptation]]:
@@ -447,18 +488,33 @@ def _compiled_grammar(schema_json: str | None) -> Any:
 
 
 # --- llama-cpp-python result -> Response ---------------------------------------------------------------------------
-def _response(request: Request, raw: dict[str, Any], trace, adaptations: list[Adaptation]) -> Response:
+def _response(request: Request, raw: dict[str, Any], trace, adaptations: list[Adaptation], *,
+              parse_calls: bool = False) -> Response:
     choice = raw["choices"][0]
     text = choice["message"].get("content") or ""
     usage = raw.get("usage") or {}
     logprobs, complete = None, True
     if trace.top_logprobs is not None:
         logprobs, complete = _token_logprobs(trace.tokens[: usage.get("completion_tokens", len(trace.tokens))], text)
+    parts: list[Any] = [TextPart(text)]
+    finish_reason = "length" if choice.get("finish_reason") == "length" else "stop"
+    if parse_calls:
+        parsed = parse_native(text)
+        if parsed.calls:  # a call fragment that could not be read keeps the whole text, for the caller to see
+            prose = text if parsed.failures else parsed.text
+            try:
+                calls = [ToolCallPart(id=f"call_{index}", name=call.tool_name, input=call.arguments)
+                         for index, call in enumerate(parsed.calls)]
+            except (TypeError, ValueError):  # arguments JSON cannot carry (NaN, infinity): the caller reads the text
+                calls, prose = [], text
+            parts = ([TextPart(prose)] if prose or not calls else []) + calls
+            if calls and finish_reason == "stop":
+                finish_reason = "tool_call"
     return Response(
         id=raw.get("id") or None,
         model=request.model,
-        message=Message.assistant([TextPart(text)]),
-        finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+        message=Message.assistant(parts),
+        finish_reason=finish_reason,
         usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
                     cache_read_tokens=trace.reused_tokens),
         logprobs=logprobs,

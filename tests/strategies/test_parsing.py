@@ -1,0 +1,79 @@
+"""The tolerant parsers: every shape small models write, and no answer that can make them raise."""
+
+import json
+
+import pytest
+
+from tool_selection.parsing import (
+    MAX_ANSWER_CHARS,
+    MAX_JSON_DEPTH,
+    parse_call_lines,
+    parse_fenced_tool_blocks,
+    parse_native,
+    parse_tool_tags,
+    safe_text,
+)
+
+
+def names(parsed):
+    return [(c.tool_name, c.arguments) for c in parsed.calls]
+
+
+def test_tool_call_tags_with_prose_around_them():
+    parsed = parse_native('Checking both.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n'
+                          '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>')
+    assert names(parsed) == [("a", {"x": 1}), ("b", {"y": 2})]
+    assert parsed.text == "Checking both." and not parsed.failures
+
+
+def test_json_fences_bare_objects_lists_and_other_key_spellings():
+    assert names(parse_native('```json\n{"name": "a", "arguments": {"x": 1}}\n```')) == [("a", {"x": 1})]
+    assert names(parse_native('```\n[{"name": "a", "parameters": {}}, {"tool_name": "b"}]\n```')) == [
+        ("a", {}), ("b", {})]
+    assert names(parse_native('{"function": {"name": "a", "arguments": "{}"}}')) == [("a", {})]
+    assert names(parse_native('<tool_call>\n{"name": "a", "arguments": {}}')) == [("a", {})]  # cut off before </tool_call>
+
+
+def test_prose_is_an_answer_without_calls_and_a_broken_call_is_a_failure():
+    prose = parse_native("None of the functions can do this.")
+    assert prose.calls == [] and prose.text == "None of the functions can do this." and not prose.failed
+    broken = parse_native('<tool_call>\n{"name": "a", "arguments": {"x": </tool_call>')
+    assert broken.failed and "not valid JSON" in broken.failures[0]
+    not_a_call = parse_native('```json\n{"city": "Oslo"}\n```')
+    assert not_a_call.failed and "not a call object" in not_a_call.failures[0]
+
+
+def test_text_protocols():
+    assert names(parse_fenced_tool_blocks('I will.\n```tool\n{"name": "a", "arguments": {"x": 1}}\n```')) == [
+        ("a", {"x": 1})]
+    assert names(parse_tool_tags('<tool>{"name": "a", "arguments": {}}</tool> and <tool>{"name": "b"}</tool>')) == [
+        ("a", {}), ("b", {})]
+    lines = parse_call_lines('TOOL_CALL: get_weather(city="Oslo", days=3, metric=true)\nTOOL_CALL: now()\n'
+                             "TOOL_CALL: f(city=Paris)\nTOOL_CALL: broken(")
+    assert names(lines) == [("get_weather", {"city": "Oslo", "days": 3, "metric": True}), ("now", {}),
+                            ("f", {"city": "Paris"})]
+    assert len(lines.failures) == 1 and "broken(" in lines.failures[0]
+    assert parse_call_lines("TOOL_CALL: f(1, 2)").failed  # positional arguments name nothing
+
+
+@pytest.mark.parametrize("answer", [
+    "[" * (MAX_JSON_DEPTH + 5) + "]" * (MAX_JSON_DEPTH + 5),
+    "<tool_call>" + "{\"a\": " * 2000 + "1" + "}" * 2000 + "</tool_call>",
+    '```json\n{"name": "a", "arguments": {"x": 1e999}}\n```',
+    '<tool_call>{"name": "\ud800", "arguments": {"t": "\udfff"}}</tool_call>',
+    "x" * (MAX_ANSWER_CHARS * 3),
+    "TOOL_CALL: f(" + "(" * 5000 + ")",
+    "TOOL_CALL: f(x=" + "[" * 3000 + "]" * 3000 + ")",
+    "",
+])
+def test_pathological_answers_never_raise(answer):
+    for parse in (parse_native, parse_fenced_tool_blocks, parse_tool_tags, parse_call_lines):
+        parsed = parse(answer)
+        parsed.text.encode("utf-8")  # always encodable
+        for call in parsed.calls:
+            json.dumps(call.model_dump(), ensure_ascii=False).encode("utf-8")
+
+
+def test_safe_text_replaces_lone_surrogates_and_caps_length():
+    assert safe_text("a\ud800b") == "a?b"
+    assert len(safe_text("x" * 10, limit=4)) == 4 and safe_text(None) == ""

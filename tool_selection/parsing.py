@@ -1,0 +1,235 @@
+"""Tolerant parsers for the tool calls models write as text. They never raise.
+
+Small models answer their own tool-calling format loosely: Qwen2.5 writes ``<tool_call>{...}</tool_call>`` tags
+or, as often, a ```` ```json ```` fence holding ``{"name": ..., "arguments": ...}``, or a bare object; the text
+protocols have their own shapes. Each parser returns a ``ParsedAnswer``: the calls it recovered, the prose left
+around them, and a note for every fragment that looked like a call but could not be read. Answers are capped in
+size, and JSON is checked for nesting depth before it is parsed, so no answer, however pathological (deep
+nesting, huge numbers, lone surrogates), can raise out of a parser.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tool_selection.decision import ToolCall
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_JSON_DEPTH",
+    "ParsedAnswer",
+    "load_json",
+    "parse_call_lines",
+    "parse_fenced_tool_blocks",
+    "parse_native",
+    "parse_tool_tags",
+    "safe_text",
+    "safe_value",
+    "too_large",
+]
+
+MAX_ANSWER_CHARS = 20_000  # a decision is a few hundred characters; more is a model looping
+MAX_JSON_DEPTH = 32
+MAX_CALLS = 16
+
+
+@dataclass
+class ParsedAnswer:
+    """What a parser recovered from an answer."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    text: str = ""  # the prose outside the calls (an abstention's explanation, or a thought before the calls)
+    failures: list[str] = field(default_factory=list)  # fragments that looked like calls but could not be read
+
+    @property
+    def failed(self) -> bool:
+        """Nothing usable: a fragment could not be read and no call was recovered."""
+        return bool(self.failures) and not self.calls
+
+
+def safe_text(text: Any, limit: int = MAX_ANSWER_CHARS) -> str:
+    """``text`` as a string that encodes to UTF-8 (lone surrogates replaced), cut to ``limit`` characters."""
+    text = text if isinstance(text, str) else ("" if text is None else str(text))
+    text = text[:limit]
+    return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
+def safe_value(value: Any, limit: int = MAX_ANSWER_CHARS) -> Any:
+    """``value`` (JSON-like) with every string, key included, made encodable by ``safe_text``."""
+    if isinstance(value, str):
+        return safe_text(value, limit)
+    if isinstance(value, dict):
+        return {safe_text(str(k), limit): safe_value(v, limit) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [safe_value(v, limit) for v in value]
+    return value
+
+
+def _depth(text: str) -> int:
+    """The deepest bracket nesting in ``text``, outside JSON strings."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def too_large(text: str) -> str | None:
+    """Why ``text`` is beyond what a parser should take on (too long, nested too deep), or None."""
+    if len(text) > MAX_ANSWER_CHARS:
+        return f"longer than {MAX_ANSWER_CHARS} characters"
+    if _depth(text) > MAX_JSON_DEPTH:
+        return f"nested deeper than {MAX_JSON_DEPTH} levels"
+    return None
+
+
+def load_json(text: str) -> tuple[Any, str | None]:
+    """``(value, None)`` for JSON text within the size and depth caps, else ``(None, why)``."""
+    problem = too_large(text)
+    if problem:
+        return None, problem
+    try:
+        return json.loads(text), None
+    except (ValueError, RecursionError, MemoryError) as error:
+        return None, f"not valid JSON ({type(error).__name__}: {str(error)[:80]})"
+
+
+def _as_call(item: Any) -> ToolCall | None:
+    """A call from the object shapes models write: ``{"name"|"tool_name"|"function": ..., "arguments"|
+    "parameters"|"args": {...} or a JSON string}``, or OpenAI's ``{"function": {"name", "arguments"}}``."""
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("function"), dict):
+        item = item["function"]
+    name = item.get("name", item.get("tool_name", item.get("function")))
+    arguments = item.get("arguments", item.get("parameters", item.get("args", {})))
+    if isinstance(arguments, str):
+        arguments, _ = load_json(arguments) if arguments.strip() else ({}, None)
+    if arguments is None:
+        arguments = {}
+    if not isinstance(name, str) or not name.strip() or not isinstance(arguments, dict):
+        return None
+    return ToolCall(tool_name=name.strip(), arguments=arguments)
+
+
+def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
+    """Add the calls in one JSON fragment (an object or a list of them); note it if unreadable."""
+    value, problem = load_json(text.strip())
+    if problem:
+        parsed.failures.append(f"{where}: {problem}: {safe_text(text, 200)}")
+        return False
+    items = value if isinstance(value, list) else [value]
+    calls = [_as_call(item) for item in items]
+    if not items or any(call is None for call in calls):
+        parsed.failures.append(f"{where}: not a call object ({{'name', 'arguments'}}): {safe_text(text, 200)}")
+        return False
+    parsed.calls.extend(calls[: MAX_CALLS - len(parsed.calls)])
+    return True
+
+
+def _parse_blocks(text: str, pattern: re.Pattern, where: str) -> ParsedAnswer:
+    """Calls from every block ``pattern`` matches (its group ``body`` holds the JSON); the rest is prose."""
+    text = safe_text(text)
+    parsed, prose, last = ParsedAnswer(), [], 0
+    for match in pattern.finditer(text):
+        prose.append(text[last:match.start()])
+        last = match.end()
+        _calls_from_json(match.group("body"), parsed, where)
+    prose.append(text[last:])
+    parsed.text = "".join(prose).strip()
+    return parsed
+
+
+_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_JSON_FENCE = re.compile(r"```(?:json|tool_call|tool_code)?[ \t]*\n?(?P<body>[\[{].*?)\s*(?:```|$)", re.DOTALL)
+
+
+def parse_native(text: str) -> ParsedAnswer:
+    """The model's own format: ``<tool_call>`` blocks, else ```` ```json ```` fences, else a bare JSON answer.
+
+    Text with none of these is prose (an answer without a call). An opened tag or fence whose content is not
+    a call object is a failure."""
+    text = safe_text(text)
+    if "<tool_call>" in text:
+        return _parse_blocks(text, _TOOL_CALL_TAG, "<tool_call> block")
+    if "```" in text and _JSON_FENCE.search(text):
+        return _parse_blocks(text, _JSON_FENCE, "fenced JSON")
+    stripped = text.strip()
+    if stripped[:1] in "[{" and stripped:
+        parsed = ParsedAnswer()
+        _calls_from_json(stripped, parsed, "JSON answer")
+        return parsed
+    return ParsedAnswer(text=stripped)
+
+
+_TOOL_FENCE = re.compile(r"```tool[ \t]*\n(?P<body>.*?)(?:```|$)", re.DOTALL)
+_TOOL_TAG = re.compile(r"<tool>\s*(?P<body>.*?)\s*(?:</tool>|$)", re.DOTALL)
+
+
+def parse_fenced_tool_blocks(text: str) -> ParsedAnswer:
+    """```` ```tool ```` fences, each holding one JSON call object (or a list of them)."""
+    return _parse_blocks(text, _TOOL_FENCE, "```tool block")
+
+
+def parse_tool_tags(text: str) -> ParsedAnswer:
+    """``<tool>{"name": ..., "arguments": {...}}</tool>`` tags."""
+    return _parse_blocks(text, _TOOL_TAG, "<tool> tag")
+
+
+_CALL_LINE = re.compile(r"^\s*TOOL_CALL\s*:\s*(?P<call>.*)$", re.MULTILINE)
+_CALL_SHAPE = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*\((?P<args>.*)\)\s*$", re.DOTALL)
+
+
+def _literal(node: ast.expr) -> Any:
+    """A keyword value: a Python or JSON literal; a bare word (``city=Paris``) is read as its text."""
+    if isinstance(node, ast.Name):
+        return {"true": True, "false": False, "null": None, "none": None}.get(node.id.lower(), node.id)
+    return ast.literal_eval(node)
+
+
+def parse_call_lines(text: str) -> ParsedAnswer:
+    """``TOOL_CALL: name(arg=value, ...)`` lines; values are Python or JSON literals (bare words as text)."""
+    text = safe_text(text)
+    parsed, prose, last = ParsedAnswer(), [], 0
+    for match in _CALL_LINE.finditer(text):
+        prose.append(text[last:match.start()])
+        last = match.end()
+        line = match.group("call").strip()
+        shape = _CALL_SHAPE.match(line)
+        if not shape or _depth(line) > MAX_JSON_DEPTH:
+            parsed.failures.append(f"TOOL_CALL line: not name(arg=value, ...): {safe_text(line, 200)}")
+            continue
+        try:
+            call = ast.parse(f"f({shape.group('args')})", mode="eval").body
+            if call.args:
+                raise ValueError("positional arguments")
+            arguments = {kw.arg: _literal(kw.value) for kw in call.keywords if kw.arg}
+        except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as error:
+            parsed.failures.append(f"TOOL_CALL line: {type(error).__name__}: {safe_text(line, 200)}")
+            continue
+        if len(parsed.calls) < MAX_CALLS:
+            parsed.calls.append(ToolCall(tool_name=shape.group("name"), arguments=arguments))
+    prose.append(text[last:])
+    parsed.text = "".join(prose).strip()
+    return parsed
+
+
+Parser = Callable[[str], ParsedAnswer]

@@ -1,0 +1,171 @@
+"""What a selection strategy is, and the registry that names them.
+
+A strategy is how a selector asks a model for tool calls and reads the answer: the DSPy predictor it builds
+(whose instructions and demonstrations optimizers tune, and which a compiled selector saves), the adapter that
+turns the predictor's signature into the prompt (JSON with a constrained schema, the model's own tool-calling
+format, a text protocol), and the reading of the answer into a ``MultiToolDecision``. Model mistakes (an
+unparseable answer, an unknown tool, invalid arguments) are recorded on the decision, never raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import dspy
+from dspy.utils.exceptions import AdapterParseError
+
+from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
+from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.interop import drop_strict_nulls
+from tool_selection.parsing import safe_text, safe_value
+from tool_selection.registry import ToolRegistry
+
+__all__ = [
+    "GATE_PREFIX",
+    "SelectionStrategy",
+    "UnknownStrategyError",
+    "check_decision",
+    "get_strategy",
+    "parse_strategy",
+    "register_strategy",
+    "strategy_names",
+]
+
+GATE_PREFIX = "gate+"
+_STRATEGIES: dict[str, type[SelectionStrategy]] = {}
+
+
+class UnknownStrategyError(ToolSelectionError, ValueError):
+    """A strategy name that no strategy is registered under."""
+
+
+class SelectionStrategy:
+    """Base class: subclasses set ``name`` and ``summary`` and implement the three methods below."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    reasoning: ClassVar[bool] = False  # does the predictor ask for reasoning before the calls?
+
+    def __init__(self, *, constrain: bool = True):
+        self.constrain = constrain
+
+    def build_predictor(self) -> dspy.Module:
+        """The DSPy predictor (``dspy.Predict`` or ``dspy.ChainOfThought``) the selector holds as ``select``."""
+        raise NotImplementedError
+
+    def adapter(self) -> dspy.Adapter:
+        """The adapter the predictor runs under (the selector sets it, whatever the caller configured)."""
+        raise NotImplementedError
+
+    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry) -> dspy.Prediction:
+        """Run ``predictor`` on ``request`` over ``registry``; a ``Prediction`` with ``decision`` (and
+        ``raw_response`` when the answer could not be read)."""
+        raise NotImplementedError
+
+    def check_lm(self, lm: dspy.BaseLM) -> None:
+        """Raise ``ToolSelectionError`` if ``lm`` cannot serve this strategy (checked before any work)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, constrain={self.constrain})"
+
+
+def register_strategy(cls: type[SelectionStrategy]) -> type[SelectionStrategy]:
+    """Class decorator: make a strategy available by its ``name``."""
+    if not getattr(cls, "name", None) or not getattr(cls, "summary", None):
+        raise TypeError(f"{cls.__qualname__} needs a name and a summary to be registered as a strategy")
+    existing = _STRATEGIES.get(cls.name)
+    if existing is not None and existing is not cls:
+        raise ToolSelectionError(f"Strategy name {cls.name!r} is taken by {existing.__qualname__}; rename "
+                                 f"{cls.__qualname__}.")
+    _STRATEGIES[cls.name] = cls
+    return cls
+
+
+def strategy_names() -> list[str]:
+    """Every registered strategy name, and the gated form ``gate+NAME`` of each is valid too."""
+    _load_builtins()
+    return list(_STRATEGIES)
+
+
+def parse_strategy(spec: str) -> tuple[bool, str]:
+    """``(gated, name)`` for ``NAME`` or ``gate+NAME``; an unknown name is an error listing the known ones."""
+    _load_builtins()
+    if not isinstance(spec, str) or not spec.strip():
+        raise UnknownStrategyError(f"A strategy is named by a string; known: {', '.join(_STRATEGIES)} "
+                                   f"(each also as {GATE_PREFIX}NAME).")
+    spec = spec.strip()
+    gated = spec.startswith(GATE_PREFIX)
+    name = spec.removeprefix(GATE_PREFIX)
+    if name not in _STRATEGIES:
+        similar = close_matches(name, _STRATEGIES)
+        hint = f" (did you mean {', '.join(similar)}?)" if similar else ""
+        raise UnknownStrategyError(
+            f"Unknown selection strategy {spec!r}{hint}. Known: {', '.join(_STRATEGIES)}; any of them can be put "
+            f"behind the relevance gate as {GATE_PREFIX}NAME.")
+    return gated, name
+
+
+def get_strategy(name: str, *, constrain: bool = True) -> SelectionStrategy:
+    """A strategy instance by name (without the gate prefix)."""
+    gated, base = parse_strategy(name)
+    if gated:
+        raise UnknownStrategyError(f"{name!r} is a gated strategy: the gate belongs to the selector "
+                                   "(MultiToolSelector(strategy=...)), not to get_strategy.")
+    return _STRATEGIES[base](constrain=constrain)
+
+
+def _load_builtins() -> None:
+    from tool_selection.strategies import json_strategies, native, text  # noqa: F401 - registers on import
+
+
+def check_decision(reasoning: str, calls: list[ToolCall], registry: ToolRegistry) -> MultiToolDecision:
+    """A decision whose unknown tools and invalid arguments are recorded as ``problems`` (the calls are kept as
+    given, with the null values OpenAI-strict answers use for omitted optional arguments dropped)."""
+    checked, problems = [], []
+    calls = [ToolCall(tool_name=safe_text(c.tool_name, 200), arguments=safe_value(c.arguments)) for c in calls]
+    for index, call in enumerate(calls):
+        if call.tool_name not in registry:
+            checked.append(call)
+            problems.append(CallProblem(kind="unknown_tool", tool_name=call.tool_name, call_index=index,
+                                        detail=f"{call.tool_name!r} is not one of the available tools"))
+            continue
+        tool = registry.get(call.tool_name)
+        call = ToolCall(tool_name=call.tool_name, arguments=drop_strict_nulls(tool, call.arguments))
+        checked.append(call)
+        arg_problems = tool.check_arguments(call.arguments)
+        if arg_problems:
+            problems.append(CallProblem(kind="invalid_arguments", tool_name=call.tool_name, call_index=index,
+                                        detail="; ".join(str(p) for p in arg_problems),
+                                        fields=[p.field for p in arg_problems]))
+    return MultiToolDecision(reasoning=safe_text(reasoning or "", 4000), tool_calls=checked, problems=problems)
+
+
+def parse_failure(error: AdapterParseError | str, raw: str | None) -> dspy.Prediction:
+    """The prediction of an answer that could not be read: a decision with ``parse_error``, the raw text kept."""
+    message = error if isinstance(error, str) else f"{type(error).__name__}: {error.message or error}"
+    decision = MultiToolDecision(parse_error=short(message))
+    return dspy.Prediction(decision=decision, reasoning="", tool_calls=[], raw_response=safe_text(raw or ""))
+
+
+def decided(decision: MultiToolDecision, raw: str | None = None) -> dspy.Prediction:
+    return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=decision.tool_calls,
+                           raw_response=safe_text(raw) if raw is not None else None)
+
+
+def short(text: str, limit: int = 500) -> str:
+    text = " ".join(safe_text(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def as_calls(values: Any) -> list[ToolCall]:
+    """Tool calls from what a predictor returned (``ToolCall``s or their dicts)."""
+    return [v if isinstance(v, ToolCall) else ToolCall.model_validate(v) for v in values or []]
+
+
+def inner_predict(predictor: dspy.Module) -> dspy.Predict:
+    """The ``dspy.Predict`` holding a predictor's demos (``ChainOfThought`` wraps one)."""
+    return predictor.predict if hasattr(predictor, "predict") else predictor
+
+
+ParseFn = Callable[[str], Any]

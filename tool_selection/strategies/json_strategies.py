@@ -1,0 +1,201 @@
+"""JSON strategies: the answer is a JSON object the response schema constrains to the listed tools.
+
+- ``json-cot``: DSPy ChainOfThought; reasoning about which tool fits, then ``tool_calls`` (the original selector).
+- ``json``: the same without reasoning (``dspy.Predict``): fewer output tokens, which dominate CPU time.
+- ``chat-cot``: ChainOfThought in DSPy's ``[[ ## field ## ]]`` chat format, unconstrained.
+
+Under ``ToolSelectionAdapter`` the response schema lists only the available tools, each with its own argument
+schema, so a constrained decoder (llama.cpp's grammar, a provider's structured outputs) can produce nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+import json_repair
+from dspy.adapters.json_adapter import JSONAdapter
+from dspy.utils.exceptions import AdapterParseError
+
+from tool_selection.decision import ToolCall
+from tool_selection.interop import to_text
+from tool_selection.parsing import too_large
+from tool_selection.registry import ToolRegistry
+from tool_selection.strategies.base import (
+    SelectionStrategy,
+    as_calls,
+    check_decision,
+    decided,
+    inner_predict,
+    parse_failure,
+    register_strategy,
+)
+
+__all__ = ["REASONING", "SelectTools", "ToolSelectionAdapter", "render_tools", "response_schema"]
+
+# Demonstrations never show these: every prompt lists the tools once (a repeated listing costs seconds on a CPU
+# and hundreds of tokens), and a training example's case is for scoring, not for the model.
+DEMO_OMITS = ("tools", "case")
+MAX_REASONING_CHARS = 400  # a few sentences; longer reasoning costs latency without helping small models
+MAX_CALLS = 8
+
+
+class SelectTools(dspy.Signature):
+    """Decide which of the available tools to call to fulfil the user's request.
+
+    Call a tool only when it directly serves the request; use its exact name from the list and take the
+    argument values from the request. Make several calls when the request asks for several things. When no
+    available tool can do what is asked, make no call: answer with an empty list."""
+
+    # Tools come first so that prompts over one catalog share a prefix (the local engine reuses its KV cache).
+    tools: str = dspy.InputField(desc="The available tools: name, description and arguments of each.")
+    request: str = dspy.InputField(desc="What the user asked for.")
+    tool_calls: list[ToolCall] = dspy.OutputField(desc="The tool calls to make, or [] when no tool fits.")
+
+
+# Small models asked to "think step by step" tend to solve the request themselves, then call any tool; reasoning
+# about which tool fits keeps them on the decision, and gives abstention an explicit path.
+REASONING = dspy.OutputField(
+    desc="Which listed tool, if any, does exactly what is asked, and which argument values the request gives it; "
+         "if none does, say that no listed tool can do this. Judge the tools; do not answer the request yourself."
+)
+
+
+def render_tools(registry: ToolRegistry) -> str:
+    return "\n\n".join(to_text(tool) for tool in registry)
+
+
+def response_schema(registry: ToolRegistry, *, reasoning: bool = True) -> dict[str, Any]:
+    """JSON Schema of an answer over ``registry``: (reasoning, then) calls of listed tools only."""
+    call_schemas = [
+        {
+            "type": "object",
+            "properties": {"tool_name": {"const": tool.NAME}, "arguments": tool.input_schema()},
+            "required": ["tool_name", "arguments"],
+        }
+        for tool in registry
+    ]
+    items: dict[str, Any] = {"anyOf": call_schemas} if call_schemas else {"not": {}}
+    properties: dict[str, Any] = {"tool_calls": {"type": "array", "items": items, "maxItems": MAX_CALLS}}
+    if reasoning:
+        properties = {"reasoning": {"type": "string", "maxLength": MAX_REASONING_CHARS}, **properties}
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+class _GuardedParse:
+    """Reads any answer, however pathological (too long, nested too deep, numbers too large), as a parse
+    failure (``AdapterParseError``) rather than an exception from the JSON machinery."""
+
+    def parse(self, signature, completion):
+        problem = too_large(completion)
+        if problem:
+            raise AdapterParseError(adapter_name=type(self).__name__, signature=signature,
+                                    lm_response=completion[:2000], message=f"The answer is {problem}.")
+        try:
+            return super().parse(signature, completion)
+        except (RecursionError, MemoryError, OverflowError, UnicodeError, ValueError, TypeError) as error:
+            raise AdapterParseError(adapter_name=type(self).__name__, signature=signature,
+                                    lm_response=completion[:2000],
+                                    message=f"{type(error).__name__}: {str(error)[:200]}") from None
+
+
+class ToolSelectionAdapter(_GuardedParse, JSONAdapter):
+    """JSONAdapter that constrains the answer to the call's own tools (see ``response_schema``)."""
+
+    SCHEMA_KEY = "tool_selection_response_schema"
+
+    def _prepare_response_format(self, lm, lm_kwargs, signature):
+        schema = lm_kwargs.pop(self.SCHEMA_KEY, None)
+        if schema is None or "response_format" not in lm.supported_params:
+            return super()._prepare_response_format(lm, lm_kwargs, signature)
+        lm_kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "tool_selection", "schema": schema, "strict": False},
+        }
+
+
+class GuardedChatAdapter(_GuardedParse, dspy.ChatAdapter):
+    """DSPy's chat format, without the JSON fallback call, reading any answer as a decision or a parse failure."""
+
+    def __init__(self, **kwargs):
+        super().__init__(use_json_adapter_fallback=False, **kwargs)
+
+
+def compact_demo(demo: Any) -> Any:
+    """A demonstration without the fields in ``DEMO_OMITS`` (a ``dspy.Example`` stays one)."""
+    keys = demo.keys() if isinstance(demo, dict | dspy.Example) else ()
+    if not any(k in DEMO_OMITS for k in keys):
+        return demo
+    if isinstance(demo, dspy.Example):
+        return demo.without(*[k for k in DEMO_OMITS if k in keys])
+    return {k: v for k, v in demo.items() if k not in DEMO_OMITS}
+
+
+def salvage(raw: str, registry: ToolRegistry):
+    """Recover calls from a JSON answer the adapter rejected (e.g. a tool name outside the list)."""
+    if too_large(raw):
+        return None
+    try:
+        data = json_repair.loads(raw)
+    except Exception:  # json_repair raises assorted errors on hopeless input
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("tool_calls"), list):
+        return None
+    calls = []
+    for item in data["tool_calls"]:
+        if not isinstance(item, dict):
+            return None
+        name = item.get("tool_name") or item.get("name")
+        arguments = item.get("arguments", {})
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            return None
+        calls.append(ToolCall(tool_name=name, arguments=arguments))
+    return check_decision(str(data.get("reasoning", "")), calls, registry)
+
+
+class _JsonStrategy(SelectionStrategy):
+    reasoning = True
+
+    def build_predictor(self) -> dspy.Module:
+        if self.reasoning:
+            return dspy.ChainOfThought(SelectTools, rationale_field=REASONING)
+        return dspy.Predict(SelectTools)
+
+    def adapter(self) -> dspy.Adapter:
+        return ToolSelectionAdapter()
+
+    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry) -> dspy.Prediction:
+        constrained = self.constrain and isinstance(dspy.settings.adapter, ToolSelectionAdapter)
+        config = {ToolSelectionAdapter.SCHEMA_KEY: response_schema(registry, reasoning=self.reasoning)} \
+            if constrained else {}
+        demos = [compact_demo(d) for d in inner_predict(predictor).demos]
+        try:
+            prediction = predictor(request=request, tools=render_tools(registry), config=config, demos=demos)
+        except AdapterParseError as error:
+            raw = error.lm_response or ""
+            recovered = salvage(raw, registry)
+            return decided(recovered, raw) if recovered is not None else parse_failure(error, raw)
+        calls = as_calls(prediction.tool_calls)
+        return decided(check_decision(getattr(prediction, "reasoning", ""), calls, registry))
+
+
+@register_strategy
+class JsonCoT(_JsonStrategy):
+    name = "json-cot"
+    summary = "ChainOfThought over JSON; the response schema admits only the listed tools and their arguments"
+
+
+@register_strategy
+class JsonPredict(_JsonStrategy):
+    name = "json"
+    summary = "JSON tool calls without reasoning (dspy.Predict), same constrained schema"
+    reasoning = False
+
+
+@register_strategy
+class ChatCoT(_JsonStrategy):
+    name = "chat-cot"
+    summary = "ChainOfThought in DSPy's [[ ## field ## ]] chat format, unconstrained"
+
+    def adapter(self) -> dspy.Adapter:
+        return GuardedChatAdapter()

@@ -1,0 +1,196 @@
+"""Native strategies: the model's own tool-calling format (BFCL's "FC" mode).
+
+The tools go to the model as tools, not as prose: a hosted model gets them through its provider's native function
+calling (``tools=`` via DSPy/LiteLLM); a local GGUF model gets them rendered by the chat template embedded in its
+file (for Qwen2.5, a ``<tools>`` block in the system turn), and the local engine parses its ``<tool_call>`` blocks
+(or the ```` ```json ```` fences small models often write instead) back into calls. Demonstrations are earlier
+turns in the same format: the user's request, the assistant's calls, a tool result.
+
+- ``native``: the calls only (``dspy.Predict``); any prose the model writes is kept as the decision's reasoning.
+- ``native-cot``: one short thought first (which function fits, or that none does), kept as the reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import dspy
+from dspy.utils.exceptions import AdapterParseError
+
+from tool_selection.decision import ToolCall
+from tool_selection.errors import ToolSelectionError
+from tool_selection.interop import to_openai
+from tool_selection.parsing import ParsedAnswer, parse_native, safe_text
+from tool_selection.registry import ToolRegistry
+from tool_selection.strategies.base import (
+    SelectionStrategy,
+    as_calls,
+    check_decision,
+    decided,
+    inner_predict,
+    parse_failure,
+    register_strategy,
+)
+
+__all__ = ["NativeSelect", "NativeToolAdapter"]
+
+ABSTAIN_TEXT = "None of the available functions can do this."
+DEMO_RESULT = "(example call; result not shown)"
+
+
+class NativeSelect(dspy.Signature):
+    """You choose function calls for the user's request. Call a function only when it does exactly what the user
+    asks, with argument values taken from the request; call several when the request asks for several things.
+    If none of the functions can do what is asked, do not call any: reply in one sentence that none of the
+    available functions can do this."""
+
+    request: str = dspy.InputField(desc="What the user asked for.")
+    tool_calls: list[ToolCall] = dspy.OutputField(desc="The function calls to make; none when no function fits.")
+
+
+THOUGHT = dspy.OutputField(desc="One short sentence before any call: which function fits and why, or that none "
+                                "of them can do what is asked.")
+THINK_FIRST = ("Before calling, write one short sentence saying which function fits and why, or that none of them "
+               "can do what is asked.")
+
+
+def _provider_call(call: dict[str, Any]) -> ToolCall | None:
+    function = call.get("function") or call
+    arguments = function.get("arguments") or {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return None
+    name = function.get("name")
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return None
+    return ToolCall(tool_name=name, arguments=arguments)
+
+
+class NativeToolAdapter(dspy.Adapter):
+    """Formats a request in the model's own tool-calling conversation and reads its calls back.
+
+    The tools come in the call's ``tools`` keyword (OpenAI shape) and go to the LM as tools; the LM returns calls
+    (its provider parsed them, or the local engine did) and/or text, which is parsed with ``parse_native`` for
+    calls the provider did not recognise. An answer whose call could not be read raises ``AdapterParseError``.
+    """
+
+    def __init__(self, callbacks=None):
+        super().__init__(callbacks=callbacks, use_native_function_calling=True)
+
+    def _call_preprocess(self, lm, lm_kwargs, signature, inputs):
+        return signature  # the tools stay in lm_kwargs; the signature has no dspy.Tool fields to rewrite
+
+    def format(self, signature, demos, inputs):
+        thinking = "reasoning" in signature.output_fields
+        system = signature.instructions + ("\n\n" + THINK_FIRST if thinking else "")
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        for index, demo in enumerate(demos):
+            messages.extend(self._demo_turns(demo, index, thinking))
+        messages.append({"role": "user", "content": inputs["request"]})
+        return messages
+
+    def _demo_turns(self, demo: Any, index: int, thinking: bool) -> list[dict[str, Any]]:
+        if "request" not in demo or demo.get("tool_calls") is None:
+            return []
+        calls = as_calls(demo["tool_calls"])
+        thought = (demo.get("reasoning") or "") if thinking else ""
+        if not calls:
+            return [{"role": "user", "content": demo["request"]},
+                    {"role": "assistant", "content": thought or ABSTAIN_TEXT}]
+        ids = [f"demo{index}_call{n}" for n in range(len(calls))]
+        turns = [{"role": "user", "content": demo["request"]},
+                 {"role": "assistant", "content": thought or None, "tool_calls": [
+                     {"id": call_id, "type": "function",
+                      "function": {"name": call.tool_name, "arguments": json.dumps(call.arguments)}}
+                     for call_id, call in zip(ids, calls, strict=True)]}]
+        turns += [{"role": "tool", "tool_call_id": call_id, "content": DEMO_RESULT} for call_id in ids]
+        return turns
+
+    def _call_postprocess(self, processed_signature, original_signature, outputs, lm, lm_kwargs):
+        values = []
+        for output in outputs:
+            text, provider_calls, logprobs = output, None, None
+            if isinstance(output, dict):
+                text, provider_calls, logprobs = output.get("text"), output.get("tool_calls"), output.get("logprobs")
+            text = safe_text(text or "")
+            if provider_calls:
+                calls = [_provider_call(call) for call in provider_calls]
+                if any(call is None for call in calls):
+                    raise AdapterParseError(adapter_name=type(self).__name__, signature=original_signature,
+                                            lm_response=text + json.dumps(provider_calls)[:2000],
+                                            message="A native tool call's arguments are not a JSON object.")
+                parsed = ParsedAnswer(calls=calls, text=parse_native(text).text if "<tool_call>" in text else text)
+            else:
+                parsed = self._parsed(original_signature, text)
+            value: dict[str, Any] = {"tool_calls": parsed.calls, "reasoning": parsed.text.strip()}
+            if logprobs:
+                value["logprobs"] = logprobs
+            values.append(value)
+        return values
+
+    def _parsed(self, signature, text: str) -> ParsedAnswer:
+        parsed = parse_native(text)
+        if parsed.failed:
+            raise AdapterParseError(adapter_name=type(self).__name__, signature=signature, lm_response=text,
+                                    message="; ".join(parsed.failures)[:500])
+        return parsed
+
+    def parse(self, signature, completion):
+        parsed = self._parsed(signature, safe_text(completion))
+        return {"tool_calls": parsed.calls, "reasoning": parsed.text.strip()}
+
+
+def openai_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
+    return [to_openai(tool) for tool in registry]
+
+
+class _NativeStrategy(SelectionStrategy):
+    def build_predictor(self) -> dspy.Module:
+        if self.reasoning:
+            return dspy.ChainOfThought(NativeSelect, rationale_field=THOUGHT)
+        return dspy.Predict(NativeSelect)
+
+    def adapter(self) -> dspy.Adapter:
+        return NativeToolAdapter()
+
+    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry) -> dspy.Prediction:
+        demos = list(inner_predict(predictor).demos)
+        try:
+            prediction = predictor(request=request, config={"tools": openai_tools(registry)}, demos=demos)
+        except AdapterParseError as error:
+            return parse_failure(error, error.lm_response)
+        # Predict keeps the adapter's prose under "reasoning" too (it is not a signature field there)
+        return decided(check_decision(getattr(prediction, "reasoning", "") or "", as_calls(prediction.tool_calls),
+                                      registry))
+
+    def check_lm(self, lm: dspy.BaseLM) -> None:
+        engine = getattr(lm, "engine", None)
+        from tool_selection.lm.engine import LocalEngine
+
+        if isinstance(engine, LocalEngine):
+            if not engine.supports_native_tools():
+                raise ToolSelectionError(
+                    f"{engine.spec} cannot serve the {self.name} strategy: its chat template does not render tools "
+                    "(a model without a tool-calling format, or a fixed chat_format in the catalog). Use json-cot "
+                    "or a text:* strategy.")
+            return
+        if not getattr(lm, "supports_function_calling", False):
+            raise ToolSelectionError(
+                f"{getattr(lm, 'model', lm)!r} cannot serve the {self.name} strategy: DSPy/LiteLLM report no native "
+                "function calling for it. Use json-cot or a text:* strategy.")
+
+
+@register_strategy
+class Native(_NativeStrategy):
+    name = "native"
+    summary = "the model's own tool-calling format (chat template tools / provider function calling), no reasoning"
+
+
+@register_strategy
+class NativeCoT(_NativeStrategy):
+    name = "native-cot"
+    summary = "the model's own tool-calling format, with one short thought before the calls"
+    reasoning = True
