@@ -20,7 +20,11 @@ from tool_selection.tool import BaseTool
 
 __all__ = ["ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"]
 
-BUILTIN_TOOL_SETS = ("treasure_hunt", "events", "ecommerce", "finance", "language")
+BUILTIN_TOOL_SETS = (
+    "treasure_hunt", "events", "ecommerce", "finance", "language",  # the domain sets, each with its suite
+    "mixed",  # the five together
+    "calculator", "datetime", "web_search", "context_search",  # general-purpose tools of agent systems
+)
 
 
 @dataclass(frozen=True)
