@@ -24,6 +24,7 @@ BUILTIN_TOOL_SETS = (
     "treasure_hunt", "events", "ecommerce", "finance", "language",  # the domain sets, each with its suite
     "mixed",  # the five together
     "calculator", "datetime", "web_search", "context_search",  # general-purpose tools of agent systems
+    "files", "code", "database",  # sandboxed tools that touch the machine
 )
 
 

@@ -318,6 +318,41 @@ def test_sql_bounds_rows_and_value_size():
     assert big["ok"] is False and big["reason"] == "sql_error"
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT printf('%.*c', 2147483647, 'x')",  # ran 6.8 s past a 1 s limit: one opcode, no progress check
+    "SELECT length(printf('%.*c', 2147483647, 'x')) FROM transactions LIMIT 3",  # ran 21 s
+])
+def test_sql_printf_cannot_outrun_the_time_limit(sql):
+    started = time.monotonic()
+    result = run("query_transactions", sql=sql)
+    assert result["ok"] is False and result["reason"] == "not_allowed" and "width or precision" in result["message"]
+    assert time.monotonic() - started < 0.5
+    assert run("query_transactions", sql="SELECT printf('%.2f', 1234.5)")["rows"] == [["1234.50"]]
+
+
+def test_sql_refuses_functions_off_the_allow_list():
+    result = run("query_transactions", sql="SELECT fts3_tokenizer('simple')")  # returned a native pointer
+    assert result["ok"] is False and result["reason"] == "not_allowed" and "fts3_tokenizer()" in result["message"]
+
+
+def test_sql_runaway_recursion_stops_within_ten_percent_of_its_limit():
+    tool = QueryTransactions(timeout_s=0.5)
+    started = time.monotonic()
+    result = tool.validate_and_execute(sql="WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+                                           "SELECT count(*) FROM n")
+    elapsed = time.monotonic() - started
+    assert result["reason"] == "timeout" and elapsed < 0.5 * 1.1 + 0.1  # + building the in-memory tables
+
+
+def test_sandbox_refuses_vacuum_into_and_attach(tmp_path):
+    db = _sandbox(load_data())
+    for statement in (f"VACUUM INTO '{tmp_path / 'copy.db'}'", f"ATTACH DATABASE '{tmp_path / 'x.db'}' AS x"):
+        with pytest.raises(sqlite3.DatabaseError):
+            db.execute(statement)
+    db.close()
+    assert list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------------------------------ validation
 INVALID = [
     ("get_stock_price", {"symbol": "acme"}, "symbol"),

@@ -10,9 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
-import sqlite3
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -20,6 +17,8 @@ from functools import cache
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
+
+from tool_sets._sandbox.sql import QueryRefused, SqlSandbox, connect
 
 __all__ = ["DATA_FILES", "FinanceData", "PricePoint", "load_data", "money", "run_select", "significant", "unknown"]
 
@@ -118,15 +117,11 @@ SQL_TABLES = {
     "prices": "date TEXT, symbol TEXT, close REAL, volume INTEGER",
     "companies": "symbol TEXT PRIMARY KEY, name TEXT, sector TEXT, exchange TEXT, currency TEXT",
 }
-# Everything else (writes, PRAGMA, ATTACH, DDL, transactions) is denied by the authorizer.
-_ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-_LEADING_COMMENTS = re.compile(r"^\s*(?:(?:--[^\n]*(?:\n|$))|(?:/\*.*?\*/)|\s)*", re.DOTALL)
-_MAX_VALUE_BYTES = 100_000
 
 
-def _sandbox(data: FinanceData) -> sqlite3.Connection:
-    """A private in-memory database with the shipped tables, then locked down: read-only, SELECT-only."""
-    db = sqlite3.connect(":memory:")
+def _sandbox(data: FinanceData) -> SqlSandbox:
+    """A private in-memory database with the shipped tables, then locked down (``tool_sets._sandbox.sql``)."""
+    db = connect()
     for table, columns in SQL_TABLES.items():
         db.execute(f"CREATE TABLE {table} ({columns})")
     db.executemany("INSERT INTO transactions VALUES (:id, :date, :merchant, :category, :amount, :account)",
@@ -136,50 +131,22 @@ def _sandbox(data: FinanceData) -> sqlite3.Connection:
     db.executemany("INSERT INTO companies VALUES (:symbol, :name, :sector, :exchange, :currency)",
                    [dict(c) for c in data.companies.values()])
     db.commit()
-    db.execute("PRAGMA query_only = ON")
-    db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
-    db.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    db.set_authorizer(lambda action, *_: sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY)
-    return db
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 4)
-    if isinstance(value, bytes):
-        return value.hex()
-    return value
+    return db.lock_down()
 
 
 def run_select(data: FinanceData, sql: str, *, timeout_s: float, max_rows: int) -> dict[str, Any]:
     """Run one read-only SELECT over the shipped tables; every failure is a structured result, not an error."""
-    body = _LEADING_COMMENTS.sub("", sql, count=1)
-    first_word = body.split(None, 1)[0].lower() if body.split() else ""
-    if first_word not in ("select", "with"):
-        return {"ok": False, "reason": "not_select", "message": "Only a single SELECT query (or WITH ... SELECT) "
-                "is allowed; the data is read-only."}
     db = _sandbox(data)
-    deadline = time.monotonic() + timeout_s
-    db.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
     try:
-        cursor = db.execute(sql)
-        rows = cursor.fetchmany(max_rows + 1)
-        columns = [d[0] for d in cursor.description or ()]
-    except (sqlite3.ProgrammingError, sqlite3.Warning) as error:  # more than one statement
-        return {"ok": False, "reason": "one_statement_only", "message": str(error)}
-    except sqlite3.DatabaseError as error:
-        message = str(error)
-        if "interrupted" in message:
-            return {"ok": False, "reason": "timeout",
-                    "message": f"The query ran longer than {timeout_s:g} s and was stopped."}
-        reason = "not_allowed" if "not authorized" in message or "readonly" in message else "sql_error"
-        return {"ok": False, "reason": reason, "message": message}
+        result = db.select(sql, timeout_s=timeout_s, max_rows=max_rows)
+    except QueryRefused as refusal:
+        return {"ok": False, "reason": refusal.code, "message": refusal.message}
     finally:
         db.close()
     return {
         "ok": True,
-        "columns": columns,
-        "rows": [[_cell(v) for v in row] for row in rows[:max_rows]],
-        "row_count": min(len(rows), max_rows),
-        "truncated": len(rows) > max_rows,
+        "columns": result.columns,
+        "rows": [[round(v, 4) if isinstance(v, float) else v for v in row] for row in result.rows],
+        "row_count": len(result.rows),
+        "truncated": result.truncated,
     }

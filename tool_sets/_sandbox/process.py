@@ -1,0 +1,184 @@
+"""Run a program in a child process with bounded wall-clock time, CPU, memory, processes, file size and output.
+
+A research sandbox, not a security boundary for hostile code: the child runs as the same user, can read what
+that user can read, and can reach the network. What it does give: a fresh working directory, a minimal
+environment (no inherited API keys), stdin closed, ``setrlimit`` limits set before ``exec`` (``RLIMIT_CPU``,
+``RLIMIT_AS``/``RLIMIT_DATA``, ``RLIMIT_NPROC``, ``RLIMIT_FSIZE``, no core files), output cut at a bound, and
+the whole process group killed when the program exits, times out, floods its output or starts too many
+processes. ``RLIMIT_NPROC`` is not enforced for root, so the process count of the group is also watched (from
+``/proc``, where there is one). A child that calls ``setsid`` leaves the group and escapes that clean-up.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Limits", "Outcome", "minimal_environment", "run_limited"]
+
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+_TICK_S = 0.02
+_PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 5.0
+    cpu_s: float = 5.0
+    memory_bytes: int = 512 * 2**20
+    max_processes: int = 32
+    max_file_bytes: int = 10 * 2**20
+    max_output_bytes: int = 20_000  # per stream
+    limit_address_space: bool = True  # False for runtimes such as node that reserve gigabytes they never use
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_code: int  # negative: killed by that signal
+    stdout: str
+    stderr: str
+    duration_s: float
+    stopped: str | None  # "timeout", "cpu_limit", "output_limit" or "process_limit"; None when it ended itself
+
+
+def minimal_environment(home: Path) -> dict[str, str]:
+    """The whole environment a child gets: nothing inherited, so no API keys or tokens."""
+    return {"PATH": SAFE_PATH, "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8"}
+
+
+def run_limited(argv: Sequence[str], *, cwd: Path, limits: Limits) -> Outcome:
+    """Run ``argv`` in ``cwd`` (also its home) under ``limits``; never raises for what the program does."""
+    started = time.monotonic()
+    deadline = started + limits.timeout_s
+    process = subprocess.Popen(
+        list(argv), cwd=cwd, env=minimal_environment(cwd), stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+        preexec_fn=_apply(_rlimits(limits)),
+    )
+    output = {process.stdout: bytearray(), process.stderr: bytearray()}
+    stopped, next_census = None, started
+    with selectors.DefaultSelector() as selector:
+        for stream in output:
+            selector.register(stream, selectors.EVENT_READ)
+        while stopped is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                stopped = "timeout"
+                break
+            if selector.get_map():
+                events = selector.select(min(_TICK_S, remaining))
+            else:
+                time.sleep(min(_TICK_S, remaining))
+                events = []
+            for key, _ in events:
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                kept = output[key.fileobj]
+                room = limits.max_output_bytes - len(kept)
+                kept += chunk[:room]
+                if len(chunk) > room:
+                    stopped = "output_limit"
+            if stopped is not None:
+                break
+            if _has_exited(process.pid):
+                _kill_group(process.pid)  # background children would hold the pipes open
+                if not selector.get_map():
+                    break
+            elif time.monotonic() >= next_census:  # reading /proc costs about 1 ms, so once a tick
+                next_census = time.monotonic() + _TICK_S
+                if _group_size(process.pid) > limits.max_processes:
+                    stopped = "process_limit"
+    _kill_group(process.pid, until_empty_s=1.0)
+    exit_code = process.wait()
+    for stream in output:
+        stream.close()
+    if stopped is None and exit_code == -signal.SIGXCPU:
+        stopped = "cpu_limit"
+    return Outcome(exit_code=exit_code, stdout=output[process.stdout].decode("utf-8", errors="replace"),
+                   stderr=output[process.stderr].decode("utf-8", errors="replace"),
+                   duration_s=round(time.monotonic() - started, 3), stopped=stopped)
+
+
+def _rlimits(limits: Limits) -> list[tuple[int, int]]:
+    cpu = max(1, math.ceil(limits.cpu_s))
+    wanted = [(resource.RLIMIT_CPU, cpu), (resource.RLIMIT_DATA, limits.memory_bytes),
+              (resource.RLIMIT_FSIZE, limits.max_file_bytes), (resource.RLIMIT_CORE, 0)]
+    if limits.limit_address_space:
+        wanted.append((resource.RLIMIT_AS, limits.memory_bytes))
+    if _PROC.is_dir():  # the limit counts every task of the user, so it is set relative to what is running
+        wanted.append((resource.RLIMIT_NPROC, _user_tasks() + limits.max_processes))
+    return wanted
+
+
+def _apply(wanted: list[tuple[int, int]]) -> Callable[[], None]:
+    """The ``preexec_fn``: values are computed here, so the child only calls ``setrlimit``."""
+    settings = []
+    for limit, value in wanted:
+        hard = resource.getrlimit(limit)[1]
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        top = value + 1 if limit == resource.RLIMIT_CPU else value  # SIGXCPU at the soft limit, SIGKILL after
+        settings.append((limit, (value, top if hard == resource.RLIM_INFINITY else min(top, hard))))
+
+    def apply() -> None:
+        for limit, values in settings:
+            resource.setrlimit(limit, values)
+
+    return apply
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether ``pid`` has exited, without reaping it: its id, and so the group's, stays taken until waited for."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _kill_group(pgid: int, until_empty_s: float = 0.0) -> None:
+    """SIGKILL every process in group ``pgid``; with ``until_empty_s``, repeat until none is left running (a
+    killed process dies when next scheduled, so on a busy machine that takes a moment)."""
+    give_up = time.monotonic() + until_empty_s
+    while True:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        if time.monotonic() >= give_up or _group_size(pgid, running_only=True) == 0:
+            return
+        time.sleep(0.005)
+
+
+def _proc_stats() -> list[tuple[int, list[str]]]:
+    """``(owner uid, fields after the command name)`` of every process in ``/proc``."""
+    stats = []
+    for entry in os.scandir(_PROC):
+        if entry.name.isdigit():
+            try:
+                owner = entry.stat().st_uid
+                with open(f"{entry.path}/stat", "rb") as file:
+                    stats.append((owner, file.read().rsplit(b")", 1)[1].decode().split()))
+            except (OSError, IndexError):  # it ended while being read
+                continue
+    return stats
+
+
+def _user_tasks() -> int:
+    """Threads of every process of this user (what ``RLIMIT_NPROC`` counts)."""
+    uid = os.getuid()
+    return sum(int(fields[17]) for owner, fields in _proc_stats() if owner == uid)
+
+
+def _group_size(pgid: int, running_only: bool = False) -> int:
+    """Processes in process group ``pgid``, zombies left out with ``running_only`` (0 without ``/proc``)."""
+    if not _PROC.is_dir():
+        return 0
+    group, ended = str(pgid), ("Z", "X") if running_only else ()
+    return sum(fields[2] == group and fields[0] not in ended for _, fields in _proc_stats())
