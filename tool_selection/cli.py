@@ -24,6 +24,7 @@ COMMAND_GROUPS = (
     "evals.bench_cli",
     "tool_selection.serving_cli",
     "tool_selection.doctor",
+    "tool_selection.mcp.cli",
 )
 
 
