@@ -51,6 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="Also run the collaboration protocol live on the test split at this threshold.")
     stuck.add_argument("--strategy", choices=["guide", "delegate"], default="guide",
                        help="Strategy of the live run (default: guide; delegate live checks the offline sweep).")
+    stuck.add_argument("--selection-strategy", default="json-cot",
+                       help="How the selectors ask the models (see 'toolsel strategies'; default: json-cot).")
     stuck.add_argument("--live-detector", help="Detector of the live run (default: each pair's recommended one).")
     stuck.add_argument("--out", help="Output directory (default: runs/stuck_bench/<suite>-<hash>).")
     stuck.add_argument("--no-mlflow", action="store_true", help="Do not log the benchmark to MLflow.")
@@ -102,6 +104,7 @@ def _stuck(args: argparse.Namespace) -> int:
         consistency_k=args.consistency_k, temperature=args.temperature, out=args.out, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, threads=args.threads, max_tokens=args.max_tokens, cache=not args.no_cache,
         live_threshold=args.live_threshold, strategy=args.strategy, live_detector=args.live_detector,
+        selection_strategy=args.selection_strategy,
     )
     print(format_report(result))
     print(f"\nresults: {result.out_dir} (sweep, summary, recommendations, curves, cases; plots as PNG)")

@@ -10,6 +10,7 @@ import pandas as pd
 
 from evals.metrics import METRICS
 from evals.runner import load_results
+from evals.stats import compare_runs
 from tool_selection.errors import ToolSelectionError
 
 DEFAULT_SUITE = "treasure_hunt"
@@ -39,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                           "(default: 0; choose it on dev).")
     run.add_argument("--adapter", choices=["json", "chat"], default="json",
                      help="Former name of the strategy choice: chat = --strategy chat-cot.")
+    run.add_argument("--mcp", metavar="CMD_OR_URL",
+                     help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
+                          "the server's tool list, and its expected calls name those tools.")
     run.add_argument("--max-tokens", type=int, default=512, help="Generation limit per decision (default: 512).")
     run.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
     run.add_argument("--run-dir", help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
@@ -92,18 +96,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from evals.evaluate import evaluate
-
     if args.limit is not None and args.limit < 1:
         raise ToolSelectionError("--limit must be a positive number of cases")
-    result = evaluate(
+    if args.mcp:
+        from tool_selection.mcp import connect_mcp
+
+        with connect_mcp(args.mcp) as server:
+            return _report(_run_eval(args, tools=server.tool_set().registry()))
+    return _report(_run_eval(args))
+
+
+def _run_eval(args: argparse.Namespace, tools=None):
+    from evals.evaluate import evaluate
+
+    return evaluate(
         args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
         threads=args.threads, program=args.program, adapter=args.adapter, max_tokens=args.max_tokens,
         allow_tool_changes=args.allow_tool_changes, strategy=args.strategy, gate_model=args.gate_model,
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri,
+        tracking_uri=args.tracking_uri, tools=tools,
     )
+
+
+def _report(result) -> int:
     print()
     print(f"suite {result.params['suite']} ({result.params['split']}, {len(result.results)} cases), "
           f"model {result.params['model']}, strategy {result.params['strategy']}, program {result.params['program']}")
@@ -172,28 +188,6 @@ def _load(ref: str, uri: str | None) -> pd.DataFrame:
         return results_from_mlflow(ref, uri)[0]
     except Exception as error:
         raise ToolSelectionError(f"{ref!r} is neither a run directory nor a readable MLflow run id ({error}).") from None
-
-
-def compare_runs(a: pd.DataFrame, b: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """Per metric over the cases both runs scored: A, B, the paired difference B - A with its 95% bootstrap
-    interval, McNemar's exact p for 0/1 metrics, and whether the difference is significant (``evals.stats``)."""
-    from evals.stats import compare_paired
-
-    columns = {name: column for name, (column, _) in METRICS.items()}
-    table = compare_paired(a, b, columns, seed=seed)
-    if table.empty:
-        return table
-    return pd.DataFrame({
-        "metric": table["metric"], "cases": table["n"], "A": table["a"], "B": table["b"], "B-A": table["difference"],
-        "B-A 95% CI": [_signed_interval(lo, hi, name) for lo, hi, name in
-                       zip(table["ci_low"], table["ci_high"], table["metric"], strict=True)],
-        "McNemar p": table["p_value"], "verdict": table["verdict"],
-    })
-
-
-def _signed_interval(low: float, high: float, metric: str) -> str:
-    scale = 1 if metric in ("latency_s", "input_tokens", "output_tokens") else 100  # rates in points
-    return f"[{scale * low:+.1f}, {scale * high:+.1f}]"
 
 
 def _compare(args: argparse.Namespace) -> int:

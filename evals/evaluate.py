@@ -19,6 +19,7 @@ from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.suite import Suite, load_suite
 from evals.tracking import git_commit, log_run, write_json
 from tool_selection.errors import ToolSelectionError
+from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
 from tool_selection.strategies import DEFAULT_STRATEGY
 
@@ -98,12 +99,14 @@ def evaluate(
     strategy: str | None = None,
     gate_model: str | dspy.BaseLM | None = None,
     gate_threshold: float | None = None,
+    tools: ToolRegistry | None = None,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
     ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default json-cot, or the
     compiled program's own); ``gate+NAME`` adds the relevance gate, with ``gate_threshold`` (default 0) and an
-    optional ``gate_model``."""
+    optional ``gate_model``. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
+    tools, imported with ``tool_selection.mcp.connect_mcp``)."""
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = suite_obj.split(split).limit(limit)
     if not len(cases):
@@ -136,6 +139,7 @@ def evaluate(
         "max_tokens": max_tokens,
         "temperature": temperature,
         "cases": len(cases),
+        **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
         **({"gate_model": gate_name or model_name, "gate_threshold": selector.gate_threshold}
            if selector.gate is not None else {}),
         "threads": threads,
@@ -146,7 +150,7 @@ def evaluate(
     if fresh and run_path.exists():
         for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
             (run_path / name).unlink(missing_ok=True)
-    result = Evaluator(suite=cases, threads=threads, progress=progress)(selector, lm=lm, run_dir=run_path)
+    result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools)(selector, lm=lm, run_dir=run_path)
     result.params = params
     result.results.to_parquet(run_path / TABLE_FILE, index=False)
     result.by_tag.to_csv(run_path / "by_tag.csv", index=False)

@@ -25,6 +25,7 @@ from evals.suite import Case, Suite, registry_for
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.parsing import safe_text
+from tool_selection.registry import ToolRegistry
 
 __all__ = ["EvalAborted", "EvalResult", "Evaluator", "load_results"]
 
@@ -88,13 +89,16 @@ class Evaluator:
     to the case's row (e.g. stuck-detector scores).
     """
 
-    def __init__(self, *, suite: Suite, threads: int = 1, progress: bool = True, abort_after_errors: int = 3):
+    def __init__(self, *, suite: Suite, threads: int = 1, progress: bool = True, abort_after_errors: int = 3,
+                 tools: ToolRegistry | None = None):
+        """``tools``: one catalog for every case (e.g. an MCP server's tools) instead of each case's own."""
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.suite = suite
         self.threads = threads
         self.progress = progress
         self.abort_after_errors = abort_after_errors
+        self.tools = tools
 
     def __call__(
         self,
@@ -106,7 +110,7 @@ class Evaluator:
         threads: int | None = None,
     ) -> EvalResult:
         run_path = Path(run_dir) if run_dir else None
-        done = load_rows(run_path / RESULTS_FILE) if run_path else {}
+        done = load_rows(run_path / RESULTS_FILE, finished_only=True) if run_path else {}
         pending = [case for case in self.suite if case.id not in done]
         if run_path:
             run_path.mkdir(parents=True, exist_ok=True)
@@ -149,7 +153,7 @@ class Evaluator:
         extras: dict[str, Any] = {}
         start = time.perf_counter()
         try:
-            registry = registry_for(case)
+            registry = self.tools if self.tools is not None else registry_for(case)
             with dspy.context(lm=lm or dspy.settings.lm, adapter=adapter or dspy.settings.adapter, track_usage=True):
                 prediction = program(request=case.prompt, tools=registry)
             decision: MultiToolDecision = prediction.decision
@@ -221,18 +225,26 @@ class _RowWriter:
             handle.flush()
 
 
-def load_rows(path: Path) -> dict[str, dict[str, Any]]:
-    """Rows of a results file by case id; a torn last line (a run killed mid-write) is ignored."""
+def load_rows(path: Path, *, finished_only: bool = False) -> dict[str, dict[str, Any]]:
+    """Rows of a results file by case id (the last row of a case wins). A damaged line (torn by a kill, not UTF-8,
+    not a JSON object with an ``id``) is skipped with a warning. ``finished_only`` leaves out the cases whose
+    model call failed, so that a resumed run tries them again (a scored answer, parse failures included, stays)."""
     rows: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return rows
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
+                row = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                row = None
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+                if raw.strip():
+                    log.warning("%s line %d is damaged and was skipped: %r", path, number, raw[:80])
                 continue
             rows[row["id"]] = row
+    if finished_only:
+        rows = {case_id: row for case_id, row in rows.items() if not row.get("error_message")}
     return rows
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["PairedComparison", "compare_paired", "mcnemar_exact", "paired_bootstrap_ci"]
+__all__ = ["PairedComparison", "compare_paired", "compare_runs", "mcnemar_exact", "paired_bootstrap_ci"]
 
 CONFIDENCE = 0.95
 RESAMPLES = 5000
@@ -101,3 +101,25 @@ def compare_paired(a: pd.DataFrame, b: pd.DataFrame, columns: dict[str, str], *,
         rows.append(PairedComparison(name, int(va.size), float(va.mean()), float(vb.mean()), float((vb - va).mean()),
                                      low, high, p_value, a_only, b_only).as_row())
     return pd.DataFrame(rows)
+
+
+def compare_runs(a: pd.DataFrame, b: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Per metric over the cases both runs scored: A, B, the paired difference B - A with its 95% bootstrap
+    interval, McNemar's exact p for 0/1 metrics, and whether the difference is significant (``evals.stats``)."""
+    from evals.metrics import METRICS
+
+    columns = {name: column for name, (column, _) in METRICS.items()}
+    table = compare_paired(a, b, columns, seed=seed)
+    if table.empty:
+        return table
+    return pd.DataFrame({
+        "metric": table["metric"], "cases": table["n"], "A": table["a"], "B": table["b"], "B-A": table["difference"],
+        "B-A 95% CI": [_signed_interval(lo, hi, name) for lo, hi, name in
+                       zip(table["ci_low"], table["ci_high"], table["metric"], strict=True)],
+        "McNemar p": table["p_value"], "verdict": table["verdict"],
+    })
+
+
+def _signed_interval(low: float, high: float, metric: str) -> str:
+    scale = 1 if metric in ("latency_s", "input_tokens", "output_tokens") else 100  # rates in points
+    return f"[{scale * low:+.1f}, {scale * high:+.1f}]"

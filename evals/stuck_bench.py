@@ -48,6 +48,7 @@ from tool_selection.collaboration import (
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.strategies import DEFAULT_STRATEGY, parse_strategy
 from tool_selection.stuck import (
     DETECTORS,
     Attempt,
@@ -100,15 +101,15 @@ class StuckScoredSelector(MultiToolSelector):
     the harness's token counts stay those of the decision itself."""
 
     def __init__(self, detectors: Sequence[StuckDetector], tools: ToolRegistry | ToolSet | None = None, *,
-                 constrain: bool = True):
-        super().__init__(tools, constrain=constrain)
+                 constrain: bool = True, strategy: str = DEFAULT_STRATEGY):
+        super().__init__(tools, constrain=constrain, strategy=strategy)
         ordered = sorted(detectors, key=lambda d: d.name == "combined")  # combined reuses the others' signals
         self.detectors = ordered
 
     @classmethod
     def wrap(cls, selector: MultiToolSelector, detectors: Sequence[StuckDetector]) -> StuckScoredSelector:
         """The same (possibly compiled) selector, with detectors."""
-        scored = cls(detectors, selector.tools, constrain=selector.constrain)
+        scored = cls(detectors, selector.tools, constrain=selector.constrain, strategy=selector.strategy_name)
         scored.load_state(selector.dump_state())
         return scored
 
@@ -337,9 +338,11 @@ def run_stuck_bench(
     strategy: Literal["delegate", "guide"] = "guide",
     live_detector: str | None = None,
     progress: bool = True,
+    selection_strategy: str = DEFAULT_STRATEGY,
 ) -> BenchResult:
     """Run the benchmark (see the module docstring); returns the tables, also saved under ``out``."""
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+    parse_strategy(selection_strategy)  # an unknown name stops here, before any model loads
     detectors = _check_detectors(detectors)
     grid = parse_thresholds(thresholds) if isinstance(thresholds, str) else sorted(set(map(float, thresholds)))
     if any(not 0 <= t <= 1 for t in grid) or not grid:
@@ -377,10 +380,12 @@ def run_stuck_bench(
         "dev_split": dev_split, "test_split": test_split, "limit": limit, "consistency_k": consistency_k,
         "temperature": temperature, "max_tokens": max_tokens, "live_threshold": live_threshold,
         "strategy": strategy if live_threshold is not None else "delegate (offline)",
+        "selection_strategy": selection_strategy,
         "dspy_version": dspy.__version__, "git_commit": git_commit(),
     }
     digest = hashlib.sha256(json.dumps({k: params[k] for k in ("suite_fingerprint", "pairs", "detectors", "limit",
-                                                               "consistency_k", "temperature", "max_tokens")},
+                                                               "consistency_k", "temperature", "max_tokens",
+                                                               "selection_strategy")},
                                        sort_keys=True).encode()).hexdigest()[:8]
     out_dir = Path(out) if out else DEFAULT_BENCH_DIR / f"{_slug(suite_obj.name)}-{digest}"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -397,7 +402,7 @@ def run_stuck_bench(
         for name, lm in lms.items():
             table = _run_model(suite_obj, name, lm, split, out_dir, detectors=detectors if name in primaries else (),
                                detector_options=detector_options, limit=limit, threads=threads, progress=progress,
-                               mlflow=mlflow, tracking_uri=tracking_uri)
+                               mlflow=mlflow, tracking_uri=tracking_uri, strategy=selection_strategy)
             per_model[(name, split)] = _priced(table, name, cost_fn, detectors)
             if not (table["input_tokens"] + table["output_tokens"]).any():
                 notes.append(f"{name} ({split}): every token count is 0, so its costs are 0 (DSPy cache hits carry "
@@ -432,17 +437,20 @@ def _check_detectors(detectors: Sequence[str]) -> list[str]:
 
 def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Path, *, detectors: Sequence[str],
                detector_options: dict[str, Any], limit: int | None, threads: int, progress: bool,
-               mlflow: bool = False, tracking_uri: str | None = None) -> pd.DataFrame:
+               mlflow: bool = False, tracking_uri: str | None = None,
+               strategy: str = DEFAULT_STRATEGY) -> pd.DataFrame:
     """One model alone on one split, through the harness; scored by ``detectors`` when it is a primary. Logged
     as an ordinary zero-shot eval run (the detectors do not change the prompt), so ``toolsel eval compare`` and
     the optimization notebook find it."""
     name = _slug(name)
     if detectors:
         key = hashlib.sha256(json.dumps([list(detectors), detector_options], sort_keys=True).encode()).hexdigest()[:6]
-        program = StuckScoredSelector([make_detector(d, **detector_options) for d in detectors])
+        program = StuckScoredSelector([make_detector(d, **detector_options) for d in detectors], strategy=strategy)
         run_dir = out_dir / "runs" / split / f"{name}-scored-{key}"
     else:
-        program, run_dir = MultiToolSelector(), out_dir / "runs" / split / name
+        program, run_dir = MultiToolSelector(strategy=strategy), out_dir / "runs" / split / name
+    if strategy != DEFAULT_STRATEGY:
+        run_dir = run_dir.with_name(f"{run_dir.name}-{_slug(strategy)}")
     result = evaluate(suite, lm, split=split, limit=limit, threads=threads, program=program, adapter="json",
                       run_dir=run_dir, mlflow=mlflow, tracking_uri=tracking_uri, progress=progress)
     return result.results.copy()

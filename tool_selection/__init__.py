@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from evals.evaluate import evaluate
     from evals.optimize import OptimizeResult, optimize
     from evals.runner import EvalResult
+    from evals.stats import compare_runs
     from evals.stuck_bench import BenchResult, run_stuck_bench
     from evals.suite import Suite, load_suite
     from tool_selection.lm import get_lm
@@ -51,6 +52,7 @@ _LAZY = {
     "MultiToolSelector": "tool_selection.selector",
     "OptimizeResult": "evals.optimize",
     "Suite": "evals.suite",
+    "compare_runs": "evals.stats",
     "evaluate": "evals.evaluate",
     "get_lm": "tool_selection.lm",
     "load_suite": "evals.suite",
@@ -82,6 +84,7 @@ __all__ = [
     "ToolSetConfig",
     "UnknownToolError",
     "available_tool_sets",
+    "compare_runs",
     "default_registry",
     "evaluate",
     "get_lm",

@@ -40,15 +40,16 @@ __all__ = [
 
 
 def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int = 512, cache: bool = True,
-           constrained: bool = False, logprobs: bool = False, model_dir: str | os.PathLike | None = None,
+           constrained: bool = True, logprobs: bool = False, model_dir: str | os.PathLike | None = None,
            n_ctx: int | None = None, n_threads: int | None = None, **kwargs) -> dspy.LM:
     """A ``dspy.LM`` for ``spec``.
 
     ``cache``: DSPy's response cache (a repeated call at temperature 0 makes no new model call).
     ``logprobs``: outputs carry token log-probabilities (DSPy puts them on each output as ``"logprobs"``, and on
-    a ``Prediction`` as ``.logprobs``). ``constrained``: for local models, tell DSPy's adapters that structured
-    output is supported, so ``JSONAdapter`` sends the signature's JSON schema and llama.cpp enforces it with a
-    grammar (hosted models use their provider's own structured outputs). ``model_dir``, ``n_ctx`` and
+    a ``Prediction`` as ``.logprobs``). ``constrained`` (default): for local models, tell DSPy's adapters that
+    structured output is supported, so ``JSONAdapter`` sends the signature's JSON schema and llama.cpp enforces it
+    with a grammar (hosted models use their provider's own structured outputs); the same default as the CLI, so a
+    selector behaves alike in both. ``model_dir``, ``n_ctx`` and
     ``n_threads`` apply to local models. Other keyword arguments go to ``dspy.LM`` (``api_base``, ``num_retries``).
     """
     parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
