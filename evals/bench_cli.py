@@ -67,6 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="example: toolsel bench gate --dev runs/bfcl-dev-... --test runs/bfcl-test-...")
     gate.add_argument("--dev", required=True, help="Run directory (or MLflow run id) of the dev split.")
     gate.add_argument("--test", required=True, help="Run directory (or MLflow run id) of the test split.")
+    gate.add_argument("--dev-split", default="dev", help="Rows of --dev used to choose (default: dev).")
+    gate.add_argument("--test-split", default="test", help="Rows of --test reported (default: test). One run of "
+                                                           "--split all can serve as both.")
     gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     gate.set_defaults(handler=_gate)
 
@@ -118,7 +121,8 @@ def _gate(args: argparse.Namespace) -> int:
     from evals.gate import choose_threshold, gated_results
     from evals.metrics import summarize
 
-    dev, test = _load(args.dev, args.tracking_uri), _load(args.test, args.tracking_uri)
+    dev = _rows_of_split(_load(args.dev, args.tracking_uri), args.dev_split)
+    test = _rows_of_split(_load(args.test, args.tracking_uri), args.test_split)
     choice = choose_threshold(dev)
     print(f"dev ({len(dev)} cases): threshold {choice.threshold:.3f} gives accuracy {100 * choice.dev_accuracy:.1f}%")
     print(choice.dev.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -129,3 +133,11 @@ def _gate(args: argparse.Namespace) -> int:
     print("\nA = the gate open (selection alone), B = the gate at the dev threshold:")
     print(compare_runs(test, gated).to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}"))
     return 0
+
+
+def _rows_of_split(results, split: str):
+    rows = results[results["split"] == split] if "split" in results else results
+    if rows.empty:
+        raise ToolSelectionError(f"The run has no {split!r} rows (its splits: "
+                                 f"{sorted(results['split'].unique()) if 'split' in results else 'none'}).")
+    return rows.reset_index(drop=True)

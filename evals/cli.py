@@ -28,6 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--model", default=DEFAULT_MODEL, help=f"Model spec (default: {DEFAULT_MODEL}).")
     run.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
     run.add_argument("--limit", type=int, help="Only the first N cases of the split.")
+    run.add_argument("--sample", type=int, help="A fixed seeded sample of N cases of the split (see --seed).")
+    run.add_argument("--seed", type=int, default=0, help="Seed of --sample (default: 0).")
     run.add_argument("--threads", type=int, default=1, help="Cases evaluated in parallel (default: 1).")
     run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     run.add_argument("--allow-tool-changes", action="store_true",
@@ -96,8 +98,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 1:
-        raise ToolSelectionError("--limit must be a positive number of cases")
+    for option in ("limit", "sample"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            raise ToolSelectionError(f"--{option} must be a positive number of cases")
     if args.mcp:
         from tool_selection.mcp import connect_mcp
 
@@ -115,7 +118,7 @@ def _run_eval(args: argparse.Namespace, tools=None):
         allow_tool_changes=args.allow_tool_changes, strategy=args.strategy, gate_model=args.gate_model,
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri, tools=tools,
+        tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed,
     )
 
 

@@ -100,15 +100,18 @@ def evaluate(
     gate_model: str | dspy.BaseLM | None = None,
     gate_threshold: float | None = None,
     tools: ToolRegistry | None = None,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
     ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default json-cot, or the
     compiled program's own); ``gate+NAME`` adds the relevance gate, with ``gate_threshold`` (default 0) and an
-    optional ``gate_model``. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
+    optional ``gate_model``. ``sample``: a fixed seeded sample of the split (``seed``), for categories too slow
+    to run whole. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
     tools, imported with ``tool_selection.mcp.connect_mcp``)."""
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
-    cases = suite_obj.split(split).limit(limit)
+    cases = suite_obj.split(split).sample(sample, seed).limit(limit)
     if not len(cases):
         raise ValueError(f"Suite {suite_obj.name!r} has no cases in split {split!r}.")
     if adapter == "chat" and strategy is None:
@@ -132,6 +135,7 @@ def evaluate(
         "suite_fingerprint": suite_obj.fingerprint,
         "split": split or "all",
         "limit": limit,
+        **({"sample": sample, "seed": seed} if sample is not None else {}),
         "model": model_name,
         "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
         "program_fingerprint": program_fingerprint(selector),

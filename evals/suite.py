@@ -137,6 +137,15 @@ class Suite:
     def limit(self, n: int | None) -> Suite:
         return self if n is None else Suite(self.name, self.cases[:n], self.source, self.metadata)
 
+    def sample(self, n: int | None, seed: int = 0) -> Suite:
+        """A fixed sample of ``n`` cases, the same for a given seed whatever else runs (in suite order)."""
+        if n is None or n >= len(self.cases):
+            return self
+        ranked = sorted(self.cases, key=lambda c: hashlib.sha256(f"{seed}:{c.id}".encode()).hexdigest())
+        chosen = {c.id for c in ranked[:n]}
+        return Suite(f"{self.name}~{n}@{seed}", [c for c in self.cases if c.id in chosen], self.source,
+                     self.metadata)
+
     def tag_counts(self) -> Counter:
         return Counter(tag for case in self.cases for tag in case.tags)
 

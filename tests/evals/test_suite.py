@@ -62,3 +62,15 @@ def test_duplicate_ids_and_unknown_suites(tmp_path):
 def test_builtin_suites_are_listed():
     names = available_suites()
     assert "bfcl:multiple" in names and "bfcl:irrelevance" in names
+
+
+def test_a_seeded_sample_is_fixed_and_keeps_suite_order():
+    from evals.suite import load_suite
+
+    suite = load_suite("treasure_hunt").split("test")
+    first, again, other = suite.sample(20, 0), suite.sample(20, 0), suite.sample(20, 1)
+    assert [c.id for c in first] == [c.id for c in again] and len(first) == 20
+    assert [c.id for c in first] != [c.id for c in other]
+    order = [c.id for c in suite]
+    assert [c.id for c in first] == sorted((c.id for c in first), key=order.index)
+    assert suite.sample(10_000) is suite
