@@ -50,12 +50,14 @@ def _as_registry(tools: Tools) -> ToolRegistry:
 
 class _LoadDescriptor:
     """``MultiToolSelector.load(DIR)`` builds a selector from a compiled directory; on an instance, ``load(path)``
-    is DSPy's state loader."""
+    loads a bare state file, checked first (``compiled.load_program_state``: nothing but a selector's state)."""
 
     def __get__(self, instance, owner):
         if instance is None:
             return owner.from_directory
-        return functools.partial(dspy.Module.load, instance)
+        from tool_selection.compiled import load_program_state
+
+        return functools.partial(load_program_state, instance)
 
 
 class MultiToolSelector(dspy.Module):
@@ -82,7 +84,8 @@ class MultiToolSelector(dspy.Module):
         self.gate_threshold = float(gate_threshold)
         self.gate_lm = gate_lm
 
-    def forward(self, request: str, tools: Tools | None = None) -> dspy.Prediction:
+    def forward(self, request: str, tools: Tools | None = None,
+                conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         registry = self._registry(tools)
         extras: dict[str, Any] = {}
         if self.gate is not None:
@@ -94,7 +97,7 @@ class MultiToolSelector(dspy.Module):
                 return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=[],
                                        raw_response=None, row_extras=extras)
         with dspy.context(adapter=self.strategy.adapter()):
-            prediction = self.strategy.decide(self.select, request, registry)
+            prediction = self.strategy.decide(self.select, request, registry, conversation=conversation)
         if extras:
             prediction.row_extras = extras
         return prediction

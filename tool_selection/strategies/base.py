@@ -58,9 +58,11 @@ class SelectionStrategy:
         """The adapter the predictor runs under (the selector sets it, whatever the caller configured)."""
         raise NotImplementedError
 
-    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry) -> dspy.Prediction:
+    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
+               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         """Run ``predictor`` on ``request`` over ``registry``; a ``Prediction`` with ``decision`` (and
-        ``raw_response`` when the answer could not be read)."""
+        ``raw_response`` when the answer could not be read). ``conversation``: the turns so far as chat messages,
+        for strategies that send them as turns (the request then holds the same conversation as text)."""
         raise NotImplementedError
 
     def check_lm(self, lm: dspy.BaseLM) -> None:

@@ -164,7 +164,8 @@ class _JsonStrategy(SelectionStrategy):
     def adapter(self) -> dspy.Adapter:
         return ToolSelectionAdapter()
 
-    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry) -> dspy.Prediction:
+    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
+               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         constrained = self.constrain and isinstance(dspy.settings.adapter, ToolSelectionAdapter)
         config = {ToolSelectionAdapter.SCHEMA_KEY: response_schema(registry, reasoning=self.reasoning)} \
             if constrained else {}

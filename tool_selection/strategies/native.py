@@ -46,6 +46,8 @@ class NativeSelect(dspy.Signature):
     available functions can do this."""
 
     request: str = dspy.InputField(desc="What the user asked for.")
+    conversation: list[dict[str, Any]] = dspy.InputField(
+        default=[], desc="The turns so far, when the request is part of a tool-calling loop (chat messages).")
     tool_calls: list[ToolCall] = dspy.OutputField(desc="The function calls to make; none when no function fits.")
 
 
@@ -89,7 +91,10 @@ class NativeToolAdapter(dspy.Adapter):
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for index, demo in enumerate(demos):
             messages.extend(self._demo_turns(demo, index, thinking))
-        messages.append({"role": "user", "content": inputs["request"]})
+        conversation = list(inputs.get("conversation") or [])
+        if conversation and conversation[0].get("role") == "system":  # an agent's own system prompt joins ours
+            messages[0]["content"] += "\n\n" + conversation.pop(0)["content"]
+        messages.extend(conversation or [{"role": "user", "content": inputs["request"]}])
         return messages
 
     def _demo_turns(self, demo: Any, index: int, thinking: bool) -> list[dict[str, Any]]:
@@ -156,10 +161,12 @@ class _NativeStrategy(SelectionStrategy):
     def adapter(self) -> dspy.Adapter:
         return NativeToolAdapter()
 
-    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry) -> dspy.Prediction:
+    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
+               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         demos = list(inner_predict(predictor).demos)
         try:
-            prediction = predictor(request=request, config={"tools": openai_tools(registry)}, demos=demos)
+            prediction = predictor(request=request, conversation=conversation or [],
+                                   config={"tools": openai_tools(registry)}, demos=demos)
         except AdapterParseError as error:
             return parse_failure(error, error.lm_response)
         # Predict keeps the adapter's prose under "reasoning" too (it is not a signature field there)

@@ -137,7 +137,8 @@ class _TextStrategy(SelectionStrategy):
     def adapter(self) -> dspy.Adapter:
         return TextProtocolAdapter(self.protocol)
 
-    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry) -> dspy.Prediction:
+    def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
+               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         demos = [{k: v for k, v in dict(d).items() if k != "tools"} for d in inner_predict(predictor).demos]
         try:
             prediction = predictor(request=request, tools=render_tools(registry), demos=demos)

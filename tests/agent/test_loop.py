@@ -1,0 +1,103 @@
+"""The tool-calling loop over a scripted model: execution, results fed back as tool turns, errors as
+observations, the call limit, shared tool state, stuck detection and escalation, per-agent tools."""
+
+import json
+
+import dspy
+import pytest
+
+from tests.lm.conftest import FakeLlama
+from tool_selection import load_tool_set
+from tool_selection.agent import AgentConfig, AgentLoop, LoopStuckDetector, Role
+from tool_selection.lm import LocalEngine
+
+TREASURE = load_tool_set("treasure_hunt")
+
+
+def call(name, **arguments):
+    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+
+
+def lm_for(answers, tmp_path, name="fake"):
+    llama = FakeLlama(answers)
+    engine = LocalEngine(tmp_path / f"{name}.gguf", llama=llama, spec=f"local:{name}", constrained=True)
+    return dspy.LM(f"local:{name}", engine=engine, cache=False, num_retries=0), llama
+
+
+def test_a_turn_executes_calls_feeds_results_back_and_ends_with_an_answer(tmp_path):
+    lm, llama = lm_for([call("move", direction="north"), call("check_inventory"), "You are on the jungle path."],
+                       tmp_path)
+    transcript = AgentLoop(TREASURE, lm=lm).run("Walk north, then tell me what I carry.")
+    assert transcript.stop_reason == "answered" and transcript.final_answer == "You are on the jungle path."
+    assert [c.tool_name for c in transcript.calls] == ["move", "check_inventory"] and all(c.ok for c in transcript.calls)
+    assert [m.role for m in transcript.messages] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT, Role.TOOL,
+                                                    Role.ASSISTANT]
+    second = llama.calls[1]["messages"]  # the model saw its call and the tool's result as turns
+    assert second[-2]["tool_calls"][0]["function"]["name"] == "move" and second[-1]["role"] == "tool"
+    assert '"ok": true' in second[-1]["content"] and "jungle" in second[-1]["content"].lower()
+
+
+def test_tool_state_persists_across_calls_of_one_session(tmp_path):
+    lm, _ = lm_for([call("move", direction="north"), call("examine_location"), "done"], tmp_path)
+    transcript = AgentLoop(TREASURE, lm=lm).run("Go north and look around.")
+    assert transcript.calls[1].result["location_id"] == "jungle_path"  # the move is remembered
+
+
+def test_errors_are_observations_the_model_can_correct(tmp_path):
+    lm, llama = lm_for([call("teleport", to="x"), call("move", direction="sideways"), call("move", direction="north"),
+                        "ok"], tmp_path)
+    transcript = AgentLoop(TREASURE, lm=lm).run("Go north.")
+    kinds = [c.error for c in transcript.calls]
+    assert kinds == ["unknown_tool", "invalid_arguments", None]
+    assert transcript.tool_errors == 2 and transcript.errors_recovered == 1
+    fed_back = llama.calls[2]["messages"][-1]["content"]
+    assert "invalid_arguments" in fed_back and "direction" in fed_back
+
+
+def test_the_call_limit_counts_failed_calls(tmp_path):
+    lm, _ = lm_for([call("move", direction="sideways")] * 5, tmp_path)
+    transcript = AgentLoop(TREASURE, lm=lm, max_tool_calls=3).run("Go.")
+    assert transcript.stop_reason == "call_limit" and len(transcript.calls) == 3
+
+
+def test_a_stuck_primary_delegates_the_step_to_the_secondary(tmp_path):
+    primary, _ = lm_for([call("move", direction="sideways"), call("move", direction="sideways"), "gave up"],
+                        tmp_path, "small")
+    secondary, big = lm_for([call("move", direction="north"), "You are on the jungle path."], tmp_path, "large")
+    loop = AgentLoop(TREASURE, lm=primary, secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.9)
+    transcript = loop.run("Go north.")
+    assert [s.decided_by for s in transcript.steps] == ["primary", "secondary", "primary"]
+    assert transcript.steps[1].stuck_reasons[0].startswith("repeats a failed call")
+    assert transcript.calls[1].ok and transcript.escalations == 1 and len(big.calls) == 1
+
+
+def test_escalations_are_bounded(tmp_path):
+    primary, _ = lm_for([call("move", direction="sideways")] * 6, tmp_path, "small")
+    secondary, big = lm_for([call("move", direction="sideways")] * 6, tmp_path, "large")
+    loop = AgentLoop(TREASURE, lm=primary, secondary_lm=secondary, threshold=0.5, max_escalations=2,
+                     max_tool_calls=6)
+    transcript = loop.run("Go.")
+    assert transcript.escalations == 2 and len(big.calls) == 2
+
+
+def test_an_agent_config_keeps_known_tools_and_warns_about_the_rest():
+    config = AgentConfig(name="scout", tools=["move", {"type": "function", "function": {"name": "dig"}}, "fly"],
+                         max_tool_calls=4, system_prompt="You explore the island.")
+    with pytest.warns(UserWarning, match="tool 'fly' matches no registered tool"):
+        loop = AgentLoop.from_config(config, TREASURE)
+    assert sorted(loop.registry.names()) == ["dig", "move"] and loop.max_tool_calls == 4
+
+
+def test_an_agent_system_prompt_joins_the_strategy_instructions(tmp_path):
+    lm, llama = lm_for([call("move", direction="north"), "done"], tmp_path)
+    AgentLoop(TREASURE, lm=lm, system_prompt="You are a careful explorer.").run("Go north.")
+    system = llama.calls[1]["messages"][0]
+    assert system["role"] == "system" and system["content"].endswith("You are a careful explorer.")
+    assert sum(m["role"] == "system" for m in llama.calls[1]["messages"]) == 1
+
+
+def test_image_attachments_become_image_parts():
+    from tool_selection.agent import Attachment, Message
+
+    message = Message(role=Role.USER, content="What is in this photo?", attachments=[Attachment(data="aGk=")])
+    assert message.openai()["content"][1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGk="}}

@@ -1,0 +1,412 @@
+"""The tool-calling loop: decide, execute, feed the results back, decide again; stuck detection inside it.
+
+``AgentLoop(tools, selector=...)`` runs one user turn: the selector (any strategy) decides on the conversation so
+far; each call runs through the tool's validating entry point; results (and errors, as observations the model can
+correct: an unknown tool, invalid arguments with the tool's own message, a failed execution, a tool's
+structured failure) go back as tool turns; the turn ends when the model answers without a call, or when the
+per-turn tool-call limit is reached (failed calls count). A ``LoopStuckDetector`` scores every step; a stuck
+primary hands the step to a secondary model (``delegate``) or gets its written guidance (``guide``), a bounded
+number of times. Every call, argument, result, error, timing and escalation is kept on a typed ``Transcript``.
+
+Tools of one tool set that declare the same configuration field (treasure_hunt's game ``state``, ecommerce's
+``shop``) share one value for the whole session (``ToolSession``), so the world the loop acts on persists from
+call to call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from enum import Enum
+from typing import Any, Literal
+
+import dspy
+from pydantic import BaseModel, Field
+
+from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.errors import ToolArgumentError, ToolSelectionError, UnknownToolError
+from tool_selection.failures import is_failure, tool_failure
+from tool_selection.registry import ToolRegistry
+from tool_selection.tool import BaseTool
+from tool_selection.toolset import ToolSet
+
+__all__ = [
+    "AgentConfig",
+    "AgentLoop",
+    "Attachment",
+    "CallRecord",
+    "LoopStuckDetector",
+    "Message",
+    "Role",
+    "Step",
+    "ToolSession",
+    "Transcript",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOOL_CALLS = 10
+MAX_RESULT_CHARS = 2000  # a tool result longer than this is cut before it goes back to the model
+GIVE_UP = re.compile(r"\b(i (can ?not|can't|am unable to|'m unable to)|unable to (help|do|complete)|give up|"
+                     r"no (listed |available )?(tool|function)s? (can|could|fits?))\b", re.IGNORECASE)
+
+
+class Role(str, Enum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Attachment(BaseModel):
+    """An image sent with a user message (base64), for a vision-capable hosted model."""
+
+    media_type: str = "image/png"
+    data: str = Field(description="Base64-encoded bytes.")
+
+    def data_url(self) -> str:
+        return f"data:{self.media_type};base64,{self.data}"
+
+
+class Message(BaseModel):
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    call_ids: list[str] = Field(default_factory=list)  # ids of ``tool_calls``, for the tool turns that answer them
+    tool_call_id: str | None = None  # on a tool turn: the call it answers
+    name: str | None = None  # on a tool turn: the tool
+    attachments: list[Attachment] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def openai(self) -> dict[str, Any]:
+        """The message in the OpenAI chat shape (what chat templates and providers take)."""
+        if self.role is Role.TOOL:
+            return {"role": "tool", "tool_call_id": self.tool_call_id, "content": self.content}
+        message: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        if self.attachments:
+            message["content"] = [{"type": "text", "text": self.content}] + [
+                {"type": "image_url", "image_url": {"url": a.data_url()}} for a in self.attachments]
+        if self.tool_calls:
+            message["tool_calls"] = [{"id": call_id, "type": "function", "function": {
+                "name": call.tool_name, "arguments": json.dumps(call.arguments, ensure_ascii=False, default=str)}}
+                for call_id, call in zip(self.call_ids, self.tool_calls, strict=True)]
+            message["content"] = self.content or None
+        return message
+
+
+ErrorKind = Literal["unknown_tool", "invalid_arguments", "execution_error", "tool_failure"]
+
+
+class CallRecord(BaseModel):
+    id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: Any = None
+    error: ErrorKind | None = None
+    message: str | None = None
+    seconds: float = 0.0
+
+
+class Step(BaseModel):
+    index: int
+    decided_by: Literal["primary", "secondary", "guided"] = "primary"
+    decision: MultiToolDecision
+    calls: list[CallRecord] = Field(default_factory=list)
+    stuck_score: float | None = None
+    stuck_reasons: list[str] = Field(default_factory=list)
+    guidance: str | None = None
+    seconds: float = 0.0
+
+
+class Transcript(BaseModel):
+    """One user turn run by the loop: the messages (system, user, assistant, tool), every step, and the end."""
+
+    messages: list[Message]
+    steps: list[Step] = Field(default_factory=list)
+    final_answer: str | None = None
+    stop_reason: Literal["answered", "call_limit", "step_limit", "parse_failure"] = "answered"
+    seconds: float = 0.0
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        return [call for step in self.steps for call in step.calls]
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(not call.ok for call in self.calls)
+
+    @property
+    def errors_recovered(self) -> int:
+        """Failed calls followed, later in the turn, by a successful call of the same tool."""
+        calls = self.calls
+        return sum(1 for i, call in enumerate(calls) if not call.ok
+                   and any(later.ok and later.tool_name == call.tool_name for later in calls[i + 1:]))
+
+    @property
+    def escalations(self) -> int:
+        return sum(step.decided_by != "primary" for step in self.steps)
+
+
+class ToolSession:
+    """Tool instances for one session, created on first use; tools that declare the same configuration field
+    share one value (the first tool created makes it)."""
+
+    def __init__(self, tools: ToolRegistry | ToolSet, **config: Any):
+        self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
+        self.shared: dict[str, Any] = dict(config)
+        self._instances: dict[str, BaseTool] = {}
+
+    def tool(self, name: str) -> BaseTool:
+        if name not in self._instances:
+            cls = self.registry.get(name)
+            fields = set(cls.model_fields)
+            instance = cls(**{k: v for k, v in self.shared.items() if k in fields})
+            for field in fields:
+                self.shared.setdefault(field, getattr(instance, field))
+            self._instances[name] = instance
+        return self._instances[name]
+
+    def execute(self, call: ToolCall, call_id: str) -> CallRecord:
+        """Run one call through the tool's validation; every failure becomes a record, never an exception."""
+        start = time.perf_counter()
+        record = {"id": call_id, "tool_name": call.tool_name, "arguments": call.arguments}
+        try:
+            result = self.tool(call.tool_name).validate_and_execute(**call.arguments)
+        except UnknownToolError as error:
+            return CallRecord(**record, ok=False, error="unknown_tool", message=str(error),
+                              result=tool_failure("unknown_tool", str(error), suggestions=error.suggestions),
+                              seconds=time.perf_counter() - start)
+        except ToolArgumentError as error:
+            return CallRecord(**record, ok=False, error="invalid_arguments", message=str(error),
+                              result=tool_failure("invalid_arguments", str(error)), seconds=time.perf_counter() - start)
+        except Exception as error:  # a tool's own bug or refusal is an observation for the model
+            message = f"{type(error).__name__}: {error}"[:500]
+            return CallRecord(**record, ok=False, error="execution_error", message=message,
+                              result=tool_failure("execution_error", message), seconds=time.perf_counter() - start)
+        failed = is_failure(result)
+        message = (result.get("message") or result.get("reason")) if failed else None
+        return CallRecord(**record, ok=not failed, result=result, error="tool_failure" if failed else None,
+                          message=message, seconds=time.perf_counter() - start)
+
+
+class LoopStuckDetector:
+    """Scores a step in [0, 1] from what the loop sees: a failing call repeated with identical arguments, a
+    give-up phrase with no call, no successful call for ``patience`` steps, and (optionally) a per-decision
+    detector from ``tool_selection.stuck`` (its score is taken as is). The highest applicable signal wins."""
+
+    def __init__(self, *, patience: int = 3, decision_detector: Any = None):
+        self.patience = patience
+        self.decision_detector = decision_detector
+
+    def score(self, steps: Sequence[Step], decision: MultiToolDecision, request: str,
+              registry: ToolRegistry) -> tuple[float, list[str]]:
+        scores, reasons = [0.0], []
+        failed_before = {(c.tool_name, _key(c.arguments)) for s in steps for c in s.calls if not c.ok}
+        repeats = [c for c in decision.tool_calls if (c.tool_name, _key(c.arguments)) in failed_before]
+        if repeats:
+            scores.append(1.0)
+            reasons.append(f"repeats a failed call: {repeats[0]}")
+        if not decision.tool_calls and GIVE_UP.search(decision.reasoning or ""):
+            scores.append(0.8)
+            reasons.append("gives up")
+        if decision.parse_error:
+            scores.append(0.9)
+            reasons.append("unreadable answer")
+        recent = steps[-self.patience:]
+        if len(recent) == self.patience and not any(c.ok for s in recent for c in s.calls):
+            scores.append(0.7)
+            reasons.append(f"no successful call in {self.patience} steps")
+        if self.decision_detector is not None:
+            from tool_selection.stuck import Attempt, DetectorUnavailable
+
+            try:
+                signal = self.decision_detector(Attempt(request=request, decision=decision, tools=registry))
+            except DetectorUnavailable:
+                signal = None
+            if signal is not None:
+                scores.append(signal.score)
+                if signal.score >= 0.5:
+                    reasons.append(f"{signal.detector} {signal.score:.2f}")
+        return max(scores), reasons
+
+
+def _key(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, default=str)
+
+
+class AgentConfig(BaseModel):
+    """One agent's tools and limit: tool names or OpenAI-style function schemas (their ``name`` is looked up)."""
+
+    name: str = "agent"
+    tools: list[str | dict[str, Any]] = Field(default_factory=list)
+    max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, ge=1, le=100)
+    system_prompt: str | None = None
+
+    def registry(self, available: ToolRegistry) -> ToolRegistry:
+        """The configured tools found in ``available``; names that match none are warned about and skipped."""
+        chosen = []
+        for entry in self.tools:
+            name = entry if isinstance(entry, str) else (entry.get("function") or entry).get("name")
+            if isinstance(name, str) and name in available:
+                chosen.append(available.get(name))
+            else:
+                warnings.warn(f"Agent {self.name!r}: tool {name!r} matches no registered tool; skipped.",
+                              stacklevel=2)
+        return ToolRegistry(f"{self.name}-tools", chosen)
+
+
+class AgentLoop:
+    """Runs user turns over ``tools`` with a selector (default: ``MultiToolSelector(strategy=strategy)``).
+
+    ``lm``: the primary model (default: the configured one). ``secondary_lm``: the model a stuck step goes to,
+    with ``escalation`` ``delegate`` (it decides the step) or ``guide`` (it writes guidance the primary decides
+    with), at most ``max_escalations`` times per turn, when the detector's score reaches ``threshold``.
+    """
+
+    def __init__(self, tools: ToolRegistry | ToolSet, *, selector: Any = None, strategy: str = "native",
+                 lm: dspy.BaseLM | None = None, max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+                 max_steps: int | None = None, system_prompt: str | None = None,
+                 detector: LoopStuckDetector | None = None, secondary_lm: dspy.BaseLM | None = None,
+                 escalation: Literal["delegate", "guide"] = "delegate", threshold: float = 0.7,
+                 max_escalations: int = 2, session_config: dict[str, Any] | None = None):
+        from tool_selection.selector import MultiToolSelector
+
+        if max_tool_calls < 1:
+            raise ToolSelectionError(f"max_tool_calls must be at least 1, got {max_tool_calls}.")
+        if escalation not in ("delegate", "guide"):
+            raise ToolSelectionError(f"escalation must be 'delegate' or 'guide', got {escalation!r}.")
+        self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
+        self.selector = selector or MultiToolSelector(self.registry, strategy=strategy)
+        self.lm = lm
+        self.max_tool_calls = max_tool_calls
+        self.max_steps = max_steps or max_tool_calls + 2
+        self.system_prompt = system_prompt
+        self.detector = detector or (LoopStuckDetector() if secondary_lm is not None else None)
+        self.secondary_lm = secondary_lm
+        self.escalation = escalation
+        self.threshold = threshold
+        self.max_escalations = max_escalations
+        self.session = ToolSession(self.registry, **(session_config or {}))
+        self._guide = None
+
+    @classmethod
+    def from_config(cls, config: AgentConfig, available: ToolRegistry | ToolSet, **kwargs: Any) -> AgentLoop:
+        registry = available.registry() if isinstance(available, ToolSet) else available
+        return cls(config.registry(registry), max_tool_calls=config.max_tool_calls,
+                   system_prompt=config.system_prompt, **kwargs)
+
+    def run(self, request: str | Message, *, history: Iterable[Message] = ()) -> Transcript:
+        start = time.perf_counter()
+        user = request if isinstance(request, Message) else Message(role=Role.USER, content=request)
+        messages = [*history, user]
+        if self.system_prompt and not any(m.role is Role.SYSTEM for m in messages):
+            messages.insert(0, Message(role=Role.SYSTEM, content=self.system_prompt))
+        transcript = Transcript(messages=messages)
+        calls_made = escalations = 0
+        while len(transcript.steps) < self.max_steps:
+            step = self._step(transcript, escalations)
+            escalations += step.decided_by != "primary"
+            transcript.steps.append(step)
+            decision = step.decision
+            if decision.parse_error and not decision.tool_calls:
+                transcript.stop_reason = "parse_failure"
+                break
+            if not decision.tool_calls:
+                transcript.final_answer = decision.reasoning
+                transcript.messages.append(Message(role=Role.ASSISTANT, content=decision.reasoning,
+                                                   metadata={"step": step.index}))
+                transcript.stop_reason = "answered"
+                break
+            allowed = decision.tool_calls[: self.max_tool_calls - calls_made]
+            ids = [f"call_{calls_made + i}" for i in range(len(allowed))]
+            transcript.messages.append(Message(role=Role.ASSISTANT, content=decision.reasoning, tool_calls=allowed,
+                                               call_ids=ids, metadata={"step": step.index}))
+            for call, call_id in zip(allowed, ids, strict=True):
+                record = self.session.execute(call, call_id)
+                step.calls.append(record)
+                transcript.messages.append(Message(role=Role.TOOL, tool_call_id=call_id, name=call.tool_name,
+                                                   content=_result_text(record), metadata={"ok": record.ok}))
+            calls_made += len(allowed)
+            if calls_made >= self.max_tool_calls:
+                transcript.stop_reason = "call_limit"
+                break
+        else:
+            transcript.stop_reason = "step_limit"
+        transcript.seconds = time.perf_counter() - start
+        return transcript
+
+    # ------------------------------------------------------------------------------------------------- a step
+    def _step(self, transcript: Transcript, escalations: int) -> Step:
+        start = time.perf_counter()
+        request, conversation = self._request(transcript.messages)
+        decision = self._decide(request, conversation, self.lm)
+        step = Step(index=len(transcript.steps), decision=decision)
+        if self.detector is not None:
+            step.stuck_score, step.stuck_reasons = self.detector.score(transcript.steps, decision, request,
+                                                                       self.registry)
+            if (self.secondary_lm is not None and step.stuck_score >= self.threshold
+                    and escalations < self.max_escalations):
+                if self.escalation == "delegate":
+                    step.decision, step.decided_by = self._decide(request, conversation, self.secondary_lm), "secondary"
+                else:
+                    step.guidance = self._guidance(request, decision, step.stuck_reasons)
+                    from tool_selection.collaboration import guided_request
+
+                    guided = guided_request(request, step.guidance)
+                    guided_conversation = conversation + [{"role": "user", "content": "Guidance from a more "
+                                                           f"capable model: {step.guidance}"}] if conversation else None
+                    step.decision, step.decided_by = self._decide(guided, guided_conversation, self.lm), "guided"
+        step.seconds = time.perf_counter() - start
+        return step
+
+    def _decide(self, request: str, conversation: list[dict[str, Any]] | None, lm: dspy.BaseLM | None):
+        context = {"lm": lm} if lm is not None else {}
+        with dspy.context(**context):
+            return self.selector(request=request, tools=self.registry, conversation=conversation).decision
+
+    def _request(self, messages: list[Message]) -> tuple[str, list[dict[str, Any]] | None]:
+        """The conversation as one request text (for every strategy) and as chat turns (for native ones)."""
+        first_user = next(i for i, m in enumerate(messages) if m.role is Role.USER)
+        turns = messages[first_user:]
+        system = [m for m in messages[:first_user] if m.role is Role.SYSTEM]
+        if len(turns) == 1 and not system:
+            return turns[0].content, None
+        lines = [f"system: {m.content}" for m in system]
+        for message in turns:
+            if message.role is Role.USER:
+                lines.append(f"user: {message.content}")
+            elif message.role is Role.ASSISTANT and message.tool_calls:
+                lines.append("assistant called " + "; ".join(str(c) for c in message.tool_calls))
+            elif message.role is Role.ASSISTANT:
+                lines.append(f"assistant: {message.content}")
+            else:
+                lines.append(f"{message.name} returned: {message.content}")
+        lines.append("Decide the next call(s) for the user's request, taking the results above into account; when "
+                     "the request is done, or no tool can help further, answer without a call.")
+        return "\n".join(lines), [m.openai() for m in system + turns]
+
+    def _guidance(self, request: str, decision: MultiToolDecision, reasons: list[str]) -> str:
+        from tool_selection.collaboration import WriteGuidance
+        from tool_selection.selector import render_tools
+
+        if self._guide is None:
+            self._guide = dspy.Predict(WriteGuidance)
+        attempt = (f"It proposed: {'; '.join(str(c) for c in decision.tool_calls) or 'no call'}. "
+                   f"Stuck because: {', '.join(reasons) or 'low confidence'}.")
+        with dspy.context(lm=self.secondary_lm, adapter=dspy.ChatAdapter()):
+            try:
+                return self._guide(tools=render_tools(self.registry), request=request,
+                                   stuck_attempt=attempt).guidance
+            except Exception as error:  # guidance is best effort: the primary decides without it
+                log.warning("The secondary model's guidance failed: %s", error)
+                return ""
+
+
+def _result_text(record: CallRecord) -> str:
+    text = json.dumps(record.result, ensure_ascii=False, default=str)
+    return text if len(text) <= MAX_RESULT_CHARS else text[: MAX_RESULT_CHARS - 3] + "..."
