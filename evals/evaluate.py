@@ -18,6 +18,7 @@ import dspy
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.suite import Suite, load_suite
 from evals.tracking import git_commit, log_run, write_json
+from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
@@ -52,9 +53,7 @@ def load_program(path: str | Path | None, *, allow_tool_changes: bool = False,
                                      f"{selector.strategy_name!r}, not {strategy!r}; leave --strategy out or "
                                      "optimize a program for that strategy.")
         return selector
-    selector = MultiToolSelector(strategy=strategy or DEFAULT_STRATEGY)
-    selector.load(str(path))
-    return selector
+    return load_program_state(MultiToolSelector(strategy=strategy or DEFAULT_STRATEGY), path)
 
 
 def _slug(text: str) -> str:

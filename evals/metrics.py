@@ -99,25 +99,37 @@ def arguments_match(predicted: dict[str, Any], acceptable: dict[str, list[Any]],
 
 
 def _best_pairing(expected: list[tuple[str, dict]], predicted: list[ToolCall], strict: bool) -> tuple[int, int]:
-    """(pairs with the same tool, of which arguments match), maximising name pairs, then argument matches."""
-    best = (0, 0)
+    """(pairs with the same tool, of which arguments match), maximising name pairs, then argument matches.
 
-    def search(i: int, used: frozenset[int], named: int, matched: int) -> None:
-        nonlocal best
-        if (named + len(expected) - i, matched + len(expected) - i) <= best:
-            return
-        if i == len(expected):
-            best = max(best, (named, matched))
-            return
-        name, acceptable = expected[i]
-        for j, call in enumerate(predicted):
-            if j not in used and call.tool_name == name:
-                ok = arguments_match(call.arguments, acceptable, strict=strict)
-                search(i + 1, used | {j}, named + 1, matched + int(ok))
-        search(i + 1, used, named, matched)
+    Within one tool name any expected call may pair with any predicted one, so the most pairs is the smaller
+    count, and every set of argument-matching pairs extends to that many: the most matches is a maximum
+    bipartite matching over the argument-matching pairs (polynomial, unlike trying every pairing)."""
+    named = matched = 0
+    for name in dict.fromkeys(n for n, _ in expected):
+        wanted = [acceptable for n, acceptable in expected if n == name]
+        calls = [call for call in predicted if call.tool_name == name]
+        named += min(len(wanted), len(calls))
+        fitting = [[j for j, call in enumerate(calls) if arguments_match(call.arguments, acceptable, strict=strict)]
+                   for acceptable in wanted]
+        matched += _maximum_matching(fitting, len(calls))
+    return named, matched
 
-    search(0, frozenset(), 0, 0)
-    return best
+
+def _maximum_matching(edges: list[list[int]], right: int) -> int:
+    """The size of a maximum matching of a bipartite graph, by augmenting paths (Kuhn); ``edges[i]`` lists the
+    right-hand vertices (``0..right-1``) that left-hand vertex ``i`` may pair with."""
+    owner = [-1] * right
+
+    def augment(i: int, seen: list[bool]) -> bool:
+        for j in edges[i]:
+            if not seen[j]:
+                seen[j] = True
+                if owner[j] < 0 or augment(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return sum(augment(i, [False] * right) for i in range(len(edges)))
 
 
 def score_case(case: Case, decision: MultiToolDecision) -> dict[str, Any]:

@@ -242,7 +242,7 @@ def optimize(
         tool_set=tool_set,
         tools=tool_fingerprint(registry_for(suite_obj.cases[0])) if tool_set else {},
         model=model_name, optimizer=optimizer, optimizer_args={**optimizer_args, "budget": budget},
-        teacher=teacher_name, suite=suite_obj.name,
+        teacher=teacher_name, suite=suite_obj.name, strategy=student.strategy_name,
         scores={k: v for k, v in {"dev_accuracy": dev_score}.items() if v is not None},
     )
     compiled.tools = registry_for(suite_obj.cases[0]) if tool_set else None

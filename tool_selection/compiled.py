@@ -2,39 +2,70 @@
 
     selector-dir/
       program.json    DSPy state (instructions, demonstrations)
-      manifest.json   tools (names and schema hashes), model, DSPy version, optimizer, scores, creation time
+      manifest.json   tools (names and schema hashes), model, DSPy version, optimizer, scores, creation time,
+                      and the sha256 of the program state
 
-Loading checks the manifest's tools against the running registry and refuses, naming what changed, unless the
-caller passes ``allow_tool_changes=True``.
+A compiled program is data, and loading treats it as untrusted: DSPy's own loader sets every key of a
+predictor's state as an attribute of the predictor (a ``config`` with an ``api_base`` would send the user's API
+key elsewhere), so the state is first checked against what a selector's state may hold (``state_problems``):
+per predictor of the selector, its demonstrations (the signature's fields), its instructions and field
+prefixes and descriptions, and nothing that configures a language model. Loading also refuses a program.json
+whose hash differs from the manifest's, and, naming what changed, tools that differ from the running registry
+unless the caller passes ``allow_tool_changes=True``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import dspy
-from pydantic import BaseModel, Field
+from dspy.utils.saving import get_dependency_versions
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 
-__all__ = ["Manifest", "ToolsChangedError", "load_compiled", "save_compiled", "tool_fingerprint"]
+__all__ = [
+    "Manifest",
+    "ProgramStateError",
+    "ToolsChangedError",
+    "check_program_state",
+    "load_compiled",
+    "load_program_state",
+    "program_sha256",
+    "save_compiled",
+    "state_problems",
+    "tool_fingerprint",
+]
+
+logger = logging.getLogger(__name__)
 
 PROGRAM_FILE = "program.json"
 MANIFEST_FILE = "manifest.json"
+# What DSPy 3.4's Predict.dump_state writes; "fields" (decision-output settings) only ever empty for a selector.
+PREDICTOR_KEYS = ("traces", "train", "demos", "signature", "lm", "fields")
+DEMO_FLAGS = ("augmented",)  # set by DSPy on bootstrapped demonstrations
+DEPENDENCY_KEYS = tuple(get_dependency_versions())  # what DSPy records under metadata.dependency_versions
 
 
 class ToolsChangedError(ToolSelectionError):
     """The tools a compiled selector was optimized for differ from the running registry."""
 
 
+class ProgramStateError(ToolSelectionError):
+    """A program state holds something a selector's state may not, or was changed after it was saved."""
+
+
 class Manifest(BaseModel):
     tool_set: str | None = Field(description="Tool set name, or None when tools came per case (e.g. BFCL).")
     tools: dict[str, str] = Field(default_factory=dict, description="Tool name -> schema hash.")
     model: str
+    strategy: str | None = Field(default=None, description="The selector's strategy; None for the default.")
     dspy_version: str = dspy.__version__
     optimizer: str = "none"
     optimizer_args: dict[str, Any] = Field(default_factory=dict)
@@ -42,16 +73,153 @@ class Manifest(BaseModel):
     suite: str | None = None
     scores: dict[str, float] = Field(default_factory=dict)
     created_at: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    program_sha256: str | None = Field(default=None, description="sha256 of program.json's state (set on save).")
+
+    @model_validator(mode="after")
+    def _tool_set_lists_its_tools(self) -> Manifest:
+        if self.tool_set is not None and not self.tools:
+            raise ValueError(f"the manifest names the tool set {self.tool_set!r} but lists none of its tools; "
+                             "record them with tools=tool_fingerprint(registry)")
+        return self
 
 
 def tool_fingerprint(registry: ToolRegistry) -> dict[str, str]:
     return {tool.NAME: tool.schema_hash() for tool in registry}
 
 
+def program_sha256(state: Any) -> str:
+    """The hash of a program state, over its canonical JSON (independent of the file's layout)."""
+    canonical = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def state_problems(program: dspy.Module, state: Any) -> list[str]:
+    """Every way ``state`` departs from what ``program``'s own state may hold (empty when it conforms)."""
+    if not isinstance(state, dict):
+        return [f"the state must be a JSON object, got {type(state).__name__}"]
+    predictors = dict(program.named_predictors())
+    problems = [f"unknown predictor {name!r} (this selector's: {', '.join(predictors)})"
+                for name in state if name not in predictors and name != "metadata"]
+    problems += [f"predictor {name!r} is missing" for name in predictors if name not in state]
+    problems += _metadata_problems(state.get("metadata"))
+    for name, predictor in predictors.items():
+        if name in state:
+            problems += [f"{name}.{p}" for p in _predictor_problems(predictor, state[name])]
+    return problems
+
+
+def _metadata_problems(metadata: Any) -> list[str]:
+    versions = metadata.get("dependency_versions") if isinstance(metadata, dict) else None
+    if not isinstance(versions, dict) or set(metadata) != {"dependency_versions"}:
+        return ["metadata must hold only dependency_versions, as DSPy writes it"]
+    return [f"metadata.dependency_versions.{key}: expected one of {', '.join(DEPENDENCY_KEYS)} with a string value"
+            for key, value in versions.items() if key not in DEPENDENCY_KEYS or not isinstance(value, str)]
+
+
+def _predictor_problems(predictor: dspy.Predict, state: Any) -> list[str]:
+    if not isinstance(state, dict):
+        return [f"must be an object, got {type(state).__name__}"]
+    problems = []
+    for key in state:
+        if key == "config":
+            problems.append("config: not part of a selector's state (it would configure the predictor's model "
+                            "calls, e.g. an api_base that receives the API key)")
+        elif key not in PREDICTOR_KEYS:
+            problems.append(f"{key}: not part of a selector's state (allowed: {', '.join(PREDICTOR_KEYS)})")
+    for key in ("signature", "lm"):
+        if key not in state:
+            problems.append(f"{key} is missing")
+    if state.get("lm") is not None:
+        problems.append("lm: must be null; a compiled selector runs with the model it is given, never its own")
+    for key in ("traces", "train"):
+        if state.get(key, []) != []:
+            problems.append(f"{key}: must be an empty list")
+    if state.get("fields", {}) != {}:
+        problems.append("fields: must be empty (a selector has no decision-output settings)")
+    field_names = list(predictor.signature.fields)
+    problems += _signature_problems(state.get("signature"), len(field_names))
+    demos = state.get("demos", [])
+    if not isinstance(demos, list):
+        return [*problems, "demos: must be a list"]
+    for index, demo in enumerate(demos):
+        if not isinstance(demo, dict):
+            problems.append(f"demos[{index}]: must be an object")
+            continue
+        for key, value in demo.items():
+            if key in DEMO_FLAGS:
+                if not isinstance(value, bool):
+                    problems.append(f"demos[{index}].{key}: must be true or false")
+            elif key not in field_names:
+                problems.append(f"demos[{index}].{key}: not a field of the signature ({', '.join(field_names)})")
+    return problems
+
+
+def _signature_problems(signature: Any, field_count: int) -> list[str]:
+    if not isinstance(signature, dict) or set(signature) != {"instructions", "fields"}:
+        return ["signature: must hold exactly instructions and fields"]
+    problems = [] if isinstance(signature["instructions"], str) else ["signature.instructions: must be a string"]
+    fields = signature["fields"]
+    if not isinstance(fields, list) or len(fields) != field_count:
+        return [*problems, f"signature.fields: must list the signature's {field_count} fields"]
+    for index, field in enumerate(fields):
+        if not (isinstance(field, dict) and set(field) == {"prefix", "description"}
+                and all(isinstance(v, str) for v in field.values())):
+            problems.append(f"signature.fields[{index}]: must hold exactly a prefix and a description, both strings")
+    return problems
+
+
+def check_program_state(program: dspy.Module, state: Any, source: str | Path) -> None:
+    """Raise ``ProgramStateError`` naming every key of ``state`` a selector's state may not hold."""
+    problems = state_problems(program, state)
+    if problems:
+        listing = "\n".join(f"  - {p}" for p in problems)
+        raise ProgramStateError(f"{source} is not a valid state for this selector ({len(problems)} problem(s)):\n"
+                                f"{listing}\nRefusing to load it: only load compiled selectors from people you trust.")
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_not_json)
+    except FileNotFoundError:
+        raise ToolSelectionError(f"{path} is missing.") from None
+    except ValueError as error:  # undecodable bytes, malformed JSON, NaN or Infinity
+        raise ToolSelectionError(f"{path} is not valid JSON: {error}") from None
+
+
+def _apply_state(program: dspy.Module, state: dict[str, Any]) -> None:
+    """Load a checked state, as DSPy's ``Module.load`` does once it has read the file."""
+    current = get_dependency_versions()
+    for key, version in state["metadata"]["dependency_versions"].items():
+        if current[key] != version:
+            logger.warning("The program was saved with %s==%s, but this is %s==%s.", key, version, key, current[key])
+    program.load_state({name: value for name, value in state.items() if name != "metadata"})
+
+
+def load_program_state(program: dspy.Module, path: str | Path) -> dspy.Module:
+    """Load a bare DSPy state file (no manifest) into ``program`` after ``check_program_state``."""
+    path = Path(path)
+    state = _read_json(path)
+    check_program_state(program, state, path)
+    _apply_state(program, state)
+    return program
+
+
 def save_compiled(program: dspy.Module, directory: str | Path, manifest: Manifest) -> Path:
+    """Write ``program``'s state and ``manifest`` (which gets the state's hash) to ``directory``."""
     directory = Path(directory)
+    registry = getattr(program, "tools", None)
+    if isinstance(registry, ToolRegistry) and len(registry) and not manifest.tools:
+        raise ToolSelectionError(f"The manifest for {directory} lists no tools, but the program has "
+                                 f"{len(registry)}; record them with tools=tool_fingerprint(registry).")
     directory.mkdir(parents=True, exist_ok=True)
     program.save(str(directory / PROGRAM_FILE))
+    state = _read_json(directory / PROGRAM_FILE)
+    check_program_state(program, state, directory / PROGRAM_FILE)
+    manifest.program_sha256 = program_sha256(state)
     (directory / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
     return directory
 
@@ -60,7 +228,10 @@ def read_manifest(directory: str | Path) -> Manifest:
     path = Path(directory) / MANIFEST_FILE
     if not path.exists():
         raise ToolSelectionError(f"{directory} is not a compiled selector: {MANIFEST_FILE} is missing.")
-    return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+    try:
+        return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as error:
+        raise ToolSelectionError(f"{path} is not a valid manifest: {error}") from None
 
 
 def check_tools(manifest: Manifest, registry: ToolRegistry) -> list[str]:
@@ -75,19 +246,27 @@ def check_tools(manifest: Manifest, registry: ToolRegistry) -> list[str]:
 
 def load_compiled(program: dspy.Module, directory: str | Path, registry: ToolRegistry | None,
                   *, allow_tool_changes: bool = False) -> Manifest:
-    """Load state into ``program`` after checking the tools; returns the manifest."""
+    """Load state into ``program`` after checking the tools, the state's hash and its contents; returns the
+    manifest."""
     directory = Path(directory)
     manifest = read_manifest(directory)
-    if registry is not None and manifest.tools:
+    if registry is not None:
         changes = check_tools(manifest, registry)
         if changes and not allow_tool_changes:
+            compiled_for = f"({manifest.tool_set})" if manifest.tools else "(no tools: it was compiled per case)"
             raise ToolsChangedError(
-                f"The tools differ from those {directory} was compiled for ({manifest.tool_set}): "
+                f"The tools differ from those {directory} was compiled for {compiled_for}: "
                 + "; ".join(changes)
                 + ". Re-optimize for the current tools, or load with allow_tool_changes=True "
                 "(--allow-tool-changes) to use it anyway."
             )
-    with open(directory / PROGRAM_FILE, encoding="utf-8") as handle:
-        json.load(handle)  # a clear JSON error before DSPy's own loader
-    program.load(str(directory / PROGRAM_FILE))
+    state = _read_json(directory / PROGRAM_FILE)
+    if manifest.program_sha256 is None:
+        raise ProgramStateError(f"{directory / MANIFEST_FILE} records no program_sha256 (it predates program "
+                                "hashes, or was edited); compile the selector again to load it.")
+    if program_sha256(state) != manifest.program_sha256:
+        raise ProgramStateError(f"{directory / PROGRAM_FILE} does not match the program_sha256 in {MANIFEST_FILE}: "
+                                "it changed after it was saved. Refusing to load it.")
+    check_program_state(program, state, directory / PROGRAM_FILE)
+    _apply_state(program, state)
     return manifest

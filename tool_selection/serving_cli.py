@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     log = sub.add_parser(
         "log", help="Log a compiled selector (or a zero-shot one over a tool set) with its model.",
         description="Log a compiled selector directory, or a zero-shot selector over a tool set, as an MLflow "
-                    "model (DSPy flavor), and print how to serve and query it.",
+                    "model (from code: a model file, the program's JSON state and manifest; no pickle), and print "
+                    "how to serve and query it.",
         epilog="example: toolsel serve log --program programs/finance-bootstrap-qwen2.5-coder-0.5b "
                "--model local:qwen2.5-coder-0.5b")
     source = log.add_mutually_exclusive_group(required=True)
@@ -48,7 +49,7 @@ def _log(args: argparse.Namespace) -> int:
         raise ToolSelectionError(f"Could not log the selector: {error}") from error
     print(f"model URI: {info.model_uri}")
     print("serve it:")
-    print(f"  MLFLOW_TRACKING_URI={mlflow.get_tracking_uri()} MLFLOW_ALLOW_PICKLE_DESERIALIZATION=true \\\n"
+    print(f"  MLFLOW_TRACKING_URI={mlflow.get_tracking_uri()} \\\n"
           f"    mlflow models serve -m {info.model_uri} --env-manager local -p 5001")
     print("query it:")
     print(f"  curl -s localhost:5001/invocations -H 'Content-Type: application/json' -d '{EXAMPLE_REQUEST}'")

@@ -1,12 +1,22 @@
 """Scoring: multiset tool matching, BFCL-style argument matching, abstention and aggregation."""
 
 import math
+import random
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from evals.metrics import bootstrap_ci, score_case, summarize, summarize_by_tag, value_matches
+from evals.metrics import (
+    _best_pairing,
+    arguments_match,
+    bootstrap_ci,
+    score_case,
+    summarize,
+    summarize_by_tag,
+    value_matches,
+)
 from evals.suite import Case
 from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
 
@@ -68,6 +78,52 @@ def test_best_pairing_finds_matching_arguments_among_repeated_tools():
     c = case([{"tool_name": "w", "arguments": {"city": "Paris"}}, {"tool_name": "w", "arguments": {"city": "Rome"}}])
     s = score_case(c, decision(("w", {"city": "Rome"}), ("w", {"city": "Paris"})))
     assert s["full_match"] == 1.0 and s["args_correct"] == 1.0
+
+
+def _exhaustive_pairing(expected, predicted, strict):
+    """The exhaustive search the matching replaced, kept as the reference it must agree with."""
+    best = (0, 0)
+
+    def search(i, used, named, matched):
+        nonlocal best
+        if (named + len(expected) - i, matched + len(expected) - i) <= best:
+            return
+        if i == len(expected):
+            best = max(best, (named, matched))
+            return
+        name, acceptable = expected[i]
+        for j, call in enumerate(predicted):
+            if j not in used and call.tool_name == name:
+                ok = arguments_match(call.arguments, acceptable, strict=strict)
+                search(i + 1, used | {j}, named + 1, matched + int(ok))
+        search(i + 1, used, named, matched)
+
+    search(0, frozenset(), 0, 0)
+    return best
+
+
+def test_pairing_agrees_with_the_exhaustive_search_on_random_small_cases():
+    rng = random.Random(0)
+    for _ in range(2000):
+        expected = [{"tool_name": rng.choice("ab"),
+                     "arguments": {"x": {"one_of": rng.sample(range(4), rng.randint(1, 2))}}}
+                    for _ in range(rng.randint(0, 5))]
+        c = case(expected, strict=rng.random() < 0.5)
+        calls = [(rng.choice("abc"), {"x": rng.randrange(4), **({"y": 1} if rng.random() < 0.2 else {})})
+                 for _ in range(rng.randint(0, 6))]
+        acceptable = [(e.tool_name, e.acceptable()) for e in c.expected_calls]
+        predicted = decision(*calls).tool_calls
+        assert _best_pairing(acceptable, predicted, c.strict_arguments) == \
+            _exhaustive_pairing(acceptable, predicted, c.strict_arguments), (expected, calls)
+
+
+def test_many_calls_to_one_tool_are_scored_in_polynomial_time():
+    c = case([{"tool_name": "w", "arguments": {"city": f"city {i}"}} for i in range(4)])
+    flood = decision(*[("w", {"city": "Nowhere"})] * 60)  # the exhaustive search took 18 s on this
+    start = time.perf_counter()
+    s = score_case(c, flood)
+    assert time.perf_counter() - start < 1.0
+    assert s["args_correct"] == 0.0 and s["recall"] == 1.0 and s["full_match"] == 0.0
 
 
 def test_abstention_scores_and_parse_failures():

@@ -67,6 +67,71 @@ def test_a_file_changed_after_verification_is_hashed_and_refused(tiny_model, ins
     assert f"Delete {path}" in message and "toolsel models pull tiny" in message
 
 
+def _flip_keeping_mtime(path, offset):
+    """Change one byte in place (the same inode), then put the modification time back."""
+    before = path.stat()
+    with path.open("r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0xFF]))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+
+
+@pytest.fixture
+def small_samples(monkeypatch):
+    """Two sampled blocks of 16 bytes, so that the tiny model's file has bytes between them."""
+    from tool_selection.lm import assemble
+
+    monkeypatch.setattr(assemble, "_SAMPLE_BLOCKS", 2)
+    monkeypatch.setattr(assemble, "_SAMPLE_BYTES", 16)
+
+
+@pytest.mark.parametrize("offset", [5, -3], ids=["first block", "last block"])
+def test_a_byte_flipped_in_a_sampled_block_with_the_mtime_put_back_is_refused(tiny_model, installed_parts, model_dir,
+                                                                              small_samples, offset):
+    path = ensure_model("tiny")
+    _flip_keeping_mtime(path, offset % tiny_model.size)
+    assert model_status("tiny").state == "unverified"
+    with pytest.raises(ModelFileError, match="does not match the catalog"):
+        ensure_model("tiny")
+
+
+def test_a_small_file_is_sampled_whole(tiny_model, installed_parts, model_dir):
+    path = ensure_model("tiny")
+    _flip_keeping_mtime(path, tiny_model.size // 2)
+    with pytest.raises(ModelFileError, match="does not match the catalog"):
+        ensure_model("tiny")
+
+
+def test_an_edit_between_the_samples_is_caught_by_a_full_hash(tiny_model, installed_parts, model_dir, small_samples):
+    path = ensure_model("tiny")
+    _flip_keeping_mtime(path, tiny_model.size // 2)
+    assert ensure_model("tiny") == path  # the stamp's blocks still match: what only a full hash can see
+    with pytest.raises(ModelFileError, match="does not match the catalog"):
+        ensure_model("tiny", force=True)
+
+
+def test_a_file_swapped_in_under_the_same_name_is_hashed_again(tiny_model, installed_parts, model_dir, monkeypatch):
+    from tool_selection.lm import assemble
+
+    path = ensure_model("tiny")
+    before = path.stat()
+    copy = path.with_name("copy.gguf")
+    copy.write_bytes(path.read_bytes())
+    os.replace(copy, path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_ino != before.st_ino
+    hashed = []
+    full_hash = assemble._sha256
+    monkeypatch.setattr(assemble, "_sha256", lambda *args, **kwargs: hashed.append(args) or full_hash(*args, **kwargs))
+    assert model_status("tiny").state == "unverified"
+    assert ensure_model("tiny") == path and len(hashed) == 1
+    assert model_status("tiny").state == "verified" and ensure_model("tiny") == path and len(hashed) == 1
+
+
 def test_a_corrupted_part_is_refused_and_leaves_no_file(tiny_model, installed_parts, model_dir):
     damaged = installed_parts["tiny-part2"].locate_file(installed_parts["tiny-part2"].files[0])
     damaged.write_bytes(b"X" + damaged.read_bytes()[1:])

@@ -1,32 +1,61 @@
 import json
+from pathlib import Path
 
 import dspy
 import pytest
+import yaml
 from dspy.adapters import JSONAdapter
 from dspy.utils import DummyLM
 
+from tool_selection.cli import main
+from tool_selection.compiled import Manifest, ProgramStateError, save_compiled, tool_fingerprint
+from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector
 from tool_selection.serving import ServedSelector, load_served_selector, log_selector
-from tool_selection.toolset import load_tool_set
+from tool_selection.toolset import ToolSet, load_tool_set
+
+SPEC = "openai/served-test-model"
 
 
 @pytest.fixture
 def tracking(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    monkeypatch.setenv("MLFLOW_ALLOW_PICKLE_DESERIALIZATION", "true")
+    monkeypatch.delenv("MLFLOW_ALLOW_PICKLE_DESERIALIZATION", raising=False)  # serving must not need it
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def served_lm(monkeypatch):
+    """Where the served model builds its LM from the spec, a scripted one; records the specs asked for."""
+    import tool_selection.lm
+
+    specs, answers = [], []
+
+    def get_lm(spec, **kwargs):
+        specs.append(spec)
+        return DummyLM(answers, adapter=JSONAdapter())
+
+    monkeypatch.setattr(tool_selection.lm, "get_lm", get_lm)
+    return specs, answers
 
 
 def _answer(calls):
     return {"reasoning": "The user wants the balance.", "tool_calls": json.dumps(calls)}
 
 
-def test_logged_selector_loads_as_pyfunc_and_answers_plain_json(tracking):
+def _model_files(info):
+    import mlflow
+
+    return Path(mlflow.artifacts.download_artifacts(info.model_uri))
+
+
+def test_logged_selector_loads_as_pyfunc_and_answers_plain_json(tracking, served_lm):
+    specs, answers = served_lm
     selector = MultiToolSelector(load_tool_set("finance"))
     name = selector.tools.names()[0]
-    lm = DummyLM([_answer([{"tool_name": name, "arguments": {}}])] * 3, adapter=JSONAdapter())
-    info = log_selector(selector, lm)
+    answers.extend([_answer([{"tool_name": name, "arguments": {}}])] * 3)
+    info = log_selector(selector, SPEC)
 
     served = load_served_selector(info.model_uri)
     out = served.predict({"request": "What can you do?"})
@@ -35,6 +64,52 @@ def test_logged_selector_loads_as_pyfunc_and_answers_plain_json(tracking):
     assert out["tool_calls"][0]["tool_name"] == name
     assert out["reasoning"] == "The user wants the balance."
     assert isinstance(out["problems"], list)
+    assert specs == [SPEC]
+
+
+def test_a_served_selector_is_code_and_json_never_a_pickle(tracking, served_lm):
+    info = log_selector(MultiToolSelector(load_tool_set("finance")), SPEC)
+    files = _model_files(info)
+    flavor = yaml.safe_load((files / "MLmodel").read_text())["flavors"]["python_function"]
+    assert "model_code_path" in flavor and "python_model" not in flavor  # MLflow unpickles only "python_model"
+    assert not [p for p in files.rglob("*") if p.suffix in (".pkl", ".pickle", ".cloudpickle")]
+    program = next(files.rglob("program.json"))
+    manifest = json.loads((program.parent / "manifest.json").read_text())
+    assert manifest["tool_set"] == "finance" and manifest["model"] == SPEC and manifest["program_sha256"]
+    assert sorted(p.name for p in program.parent.iterdir()) == ["manifest.json", "program.json"]
+
+
+def test_a_compiled_directory_is_served_with_its_demos_and_checked_when_loaded(tracking, served_lm, tmp_path):
+    specs, answers = served_lm
+    answers.append(_answer([]))
+    finance = load_tool_set("finance")
+    compiled = MultiToolSelector(finance)
+    compiled.select.predict.demos = [dspy.Example(request="hi", reasoning="none fits", tool_calls=[], augmented=True)]
+    save_compiled(compiled, tmp_path / "prog", Manifest(tool_set="finance", tools=tool_fingerprint(finance.registry()),
+                                                        model=SPEC, optimizer="bootstrap"))
+    info = log_selector(tmp_path / "prog", SPEC)
+    served = load_served_selector(info.model_uri)
+    assert served.unwrap_python_model().served.selector.select.predict.demos[0]["request"] == "hi"
+    assert served.predict({"request": "Tell me a joke."})["tool_calls"] == []
+
+    stored = next(p for p in (tracking / "mlruns").rglob("program.json"))  # the logged artifact itself
+    state = json.loads(stored.read_text())
+    state["select.predict"]["config"] = {"api_base": "http://127.0.0.1:8765/v1"}
+    stored.write_text(json.dumps(state))
+    with pytest.raises(ProgramStateError):
+        load_served_selector(info.model_uri)
+
+
+def test_the_model_is_logged_by_spec_never_as_an_lm_object(tracking):
+    with pytest.raises(TypeError, match="stores its model by spec"):
+        log_selector(MultiToolSelector(load_tool_set("finance")), DummyLM([_answer([])]))
+
+
+def test_tools_that_no_tool_set_name_finds_are_refused(tracking):
+    from tests.core.tools_fixture import Add, Echo
+
+    with pytest.raises(ToolSelectionError, match="rebuilds its tools from a tool set name"):
+        log_selector(MultiToolSelector(ToolSet(name="fixture", tools=(Echo, Add))), SPEC)
 
 
 def test_served_selector_reports_unknown_tools_as_problems():
@@ -53,6 +128,12 @@ def test_served_selector_needs_tools():
 def test_logging_leaves_no_active_model_behind(tracking):
     import mlflow
 
-    selector = MultiToolSelector(load_tool_set("finance"))
-    log_selector(selector, DummyLM([_answer([])], adapter=JSONAdapter()))
+    log_selector(MultiToolSelector(load_tool_set("finance")), SPEC)
     assert mlflow.get_active_model_id() is None  # else later runs' metrics link to it, even in other stores
+
+
+def test_the_cli_prints_serve_commands_without_pickle(tracking, capsys):
+    assert main(["serve", "log", "--tool-set", "finance", "--model", SPEC]) == 0
+    out = capsys.readouterr().out
+    assert "mlflow models serve -m models:/" in out and "--env-manager local" in out
+    assert "PICKLE" not in out

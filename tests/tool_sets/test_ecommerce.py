@@ -4,6 +4,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import typing
 from importlib import resources
 
@@ -221,6 +222,9 @@ INVALID = [
     ("search_category", {"category": "garden"}, "category"),
     ("search_category", {"category": "books", "max_price": -1}, "max_price"),
     ("search_category", {"category": "books", "min_price": 50, "max_price": 10}, "max_price"),
+    ("search_category", {"category": "books", "min_price": math.inf}, "min_price"),  # was an OverflowError
+    ("search_category", {"category": "books", "max_price": math.nan}, "max_price"),
+    ("search_category", {"category": "books", "max_price": 1e300}, "max_price"),
     ("search_category", {"category": "books", "sort_by": "cheapest"}, "sort_by"),
     ("get_product_details", {"product_id": "1001"}, "product_id"),
     ("add_to_cart", {"product_id": "P1001", "quantity": 0}, "quantity"),

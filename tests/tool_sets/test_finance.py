@@ -414,3 +414,15 @@ def test_suite_complete_calls_succeed_on_the_data():
             result = TOOL_SET.registry().execute(tool.NAME, arguments)
             assert result["ok"], (case.id, arguments, result)
             assert all(math.isfinite(v) for v in result.values() if isinstance(v, float))
+
+
+def test_rates_near_zero_give_the_zero_rate_figures_not_a_division_by_zero():
+    from tool_sets.finance import CalculateCompoundInterest, CalculateLoanPayment
+
+    tiny = CalculateLoanPayment().validate_and_execute(principal=1200, annual_rate_percent=1.4e-45, years=1)
+    assert tiny["monthly_payment"] == 100.0 and tiny["total_interest"] == 0.0
+    usual = CalculateLoanPayment().validate_and_execute(principal=200000, annual_rate_percent=6.5, years=30)
+    assert usual["monthly_payment"] == 1264.14  # the standard annuity figure
+    savings = CalculateCompoundInterest().validate_and_execute(principal=1000, annual_rate_percent=1e-300, years=2,
+                                                               monthly_contribution=10)
+    assert savings["future_value"] == 1240.0 and savings["interest_earned"] == 0.0

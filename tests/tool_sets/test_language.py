@@ -1,6 +1,9 @@
 """The language tool set: real work over the shipped data, argument validation, and the eval suite."""
 
 import json
+import random
+import string
+import time
 import typing
 
 import jsonschema
@@ -285,6 +288,23 @@ def test_change_case_splits_identifiers():
     assert run("change_case", text="parseHTTPResponse code", case="snake")["result"] == "parse_http_response_code"
 
 
+# ------------------------------------------------------------------------------------------ long inputs
+@pytest.mark.parametrize("name", ["summarize_text", "extract_keywords", "text_statistics", "detect_language"])
+def test_long_white_space_takes_linear_time(name):
+    start = time.perf_counter()
+    run(name, text=" " * 20_000)  # the sentence pattern was quadratic here: 4.7 s
+    assert time.perf_counter() - start < 1.0
+
+
+def test_spell_check_of_a_longest_text_of_unknown_words_stays_fast():
+    rng = random.Random(0)
+    text = " ".join("".join(rng.choices(string.ascii_lowercase, k=5)) for _ in range(1000))[:5000]
+    start = time.perf_counter()
+    result = run("spell_check", text=text)  # each word was compared with every known word near its length
+    assert time.perf_counter() - start < 3.0
+    assert result["misspelled_count"] > 800
+
+
 # ------------------------------------------------------------------------------------------ validation
 INVALID = [
     ("translate_text", {"text": "hello", "target_language": "english"}, "target_language"),
@@ -296,6 +316,7 @@ INVALID = [
     ("define_word", {"word": "two words"}, "word"),
     ("find_synonyms", {"word": "happy", "max_results": 0}, "max_results"),
     ("spell_check", {"text": "hello", "max_suggestions": 11}, "max_suggestions"),
+    ("spell_check", {"text": "a" * 5001}, "text"),
     ("count_words", {"text": "hello", "word": "two words"}, "word"),
     ("text_statistics", {"text": "hello", "language": "en"}, "language"),
     ("summarize_text", {"text": "Hello there.", "max_sentences": 0}, "max_sentences"),

@@ -319,6 +319,7 @@ INVALID = [
     (CheckInventory, {"verbose": True}, "verbose"),
     (ShowProgress, {"detail": "full"}, "detail"),
     (GiveHint, {"hint_total": -1}, "hint_total"),
+    (GiveHint, {"hint_total": 10**30}, "hint_total"),
     (GiveHint, {"hint_total": "two"}, "hint_total"),
     (GiveHint, {}, "hint_total"),
 ]

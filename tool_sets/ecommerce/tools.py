@@ -21,14 +21,20 @@ ReturnReason = Literal["damaged", "wrong_item", "not_as_described", "doesnt_fit"
 
 PRODUCT_ID = r"^P\d{4}$"
 ORDER_ID = r"^ORD-\d{5}$"
+MAX_PRICE = 100_000  # dollars; far above the catalog's dearest product, and finite
 
 
 def _product_id(purpose: str) -> Any:
-    return Field(pattern=PRODUCT_ID, description=f"{purpose} Catalog product id such as 'P1001'.")
+    return Field(pattern=PRODUCT_ID, max_length=5, description=f"{purpose} Catalog product id such as 'P1001'.")
 
 
 def _order_id(purpose: str) -> Any:
-    return Field(pattern=ORDER_ID, description=f"{purpose} Order number such as 'ORD-10388'.")
+    return Field(pattern=ORDER_ID, max_length=9, description=f"{purpose} Order number such as 'ORD-10388'.")
+
+
+def _price(purpose: str) -> Any:
+    return Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False,
+                 description=f"{purpose} in dollars, inclusive.")
 
 
 class _Arguments(StrictArguments):
@@ -69,8 +75,8 @@ class SearchCategory(ShopTool):
         category: Category = Field(description="The category to browse.")
         keyword: str | None = Field(default=None, max_length=100,
                                     description="Optional keywords to narrow results within the category.")
-        min_price: float | None = Field(default=None, ge=0, description="Lowest price in dollars, inclusive.")
-        max_price: float | None = Field(default=None, ge=0, description="Highest price in dollars, inclusive.")
+        min_price: float | None = _price("Lowest price")
+        max_price: float | None = _price("Highest price")
         in_stock_only: bool = Field(default=False, description="Only return products that are in stock.")
         sort_by: SortOrder = Field(default="best_rated", description="Order of the results.")
         limit: int = Field(default=10, ge=1, le=50, description="Maximum number of products to return.")

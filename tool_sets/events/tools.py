@@ -19,7 +19,8 @@ TicketType = Literal["general", "vip"]
 
 
 def _event_id() -> Any:
-    return Field(pattern=r"^[Ee]\d{3}$", description="Event id as returned by the search tools, e.g. 'E104'.")
+    return Field(pattern=r"^[Ee]\d{3}$", max_length=4,
+                 description="Event id as returned by the search tools, e.g. 'E104'.")
 
 
 def _tickets() -> Any:
@@ -282,7 +283,7 @@ class CancelBooking(EventsTool):
     )
 
     class Arguments(StrictArguments):
-        booking_id: str = Field(pattern=r"^[Bb]\d{4}$", description="Booking id, e.g. 'B1001'.")
+        booking_id: str = Field(pattern=r"^[Bb]\d{4}$", max_length=5, description="Booking id, e.g. 'B1001'.")
 
     def execute(self, booking_id: str) -> dict[str, Any]:
         booking = self.state.bookings.get(booking_id.upper())

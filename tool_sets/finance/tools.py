@@ -8,6 +8,7 @@ A symbol or currency that is well formed but not in the data gives ``{"ok": Fals
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from typing import Any, Literal
 
@@ -35,11 +36,12 @@ _FIRST, _AS_OF = _DATA.first_day.isoformat(), _DATA.as_of.isoformat()
 
 
 def _symbol(purpose: str) -> Any:
-    return Field(pattern=SYMBOL, description=f"{purpose} Ticker symbol in capitals, e.g. 'ACME'.")
+    return Field(pattern=SYMBOL, max_length=5, description=f"{purpose} Ticker symbol in capitals, e.g. 'ACME'.")
 
 
 def _currency(purpose: str) -> Any:
-    return Field(pattern=CURRENCY, description=f"{purpose} ISO 4217 code in capitals, e.g. 'USD' or 'EUR'.")
+    return Field(pattern=CURRENCY, max_length=3,
+                 description=f"{purpose} ISO 4217 code in capitals, e.g. 'USD' or 'EUR'.")
 
 
 def _rate() -> Any:
@@ -262,7 +264,9 @@ class CalculateLoanPayment(FinanceTool):
 
     def execute(self, principal: float, annual_rate_percent: float, years: int) -> dict[str, Any]:
         n, r = 12 * years, annual_rate_percent / 100 / 12
-        payment = principal / n if r == 0 else principal * r / (1 - (1 + r) ** -n)
+        # annuity factor (1 - (1 + r)^-n) / r, in a form that stays exact for rates near zero
+        factor = -math.expm1(-n * math.log1p(r)) / r if r else float(n)
+        payment = principal / factor
         return {"ok": True, "principal": principal, "annual_rate_percent": annual_rate_percent, "years": years,
                 "number_of_payments": n, "monthly_payment": money(payment), "total_paid": money(payment * n),
                 "total_interest": money(payment * n - principal)}
@@ -292,12 +296,12 @@ class CalculateCompoundInterest(FinanceTool):
     def execute(self, principal: float, annual_rate_percent: float, years: int, compounds_per_year: int,
                 monthly_contribution: float) -> dict[str, Any]:
         r, n = annual_rate_percent / 100, compounds_per_year
-        monthly_growth = (1 + r / n) ** (n / 12)  # the same compounding, expressed per month
+        log_growth = (n / 12) * math.log1p(r / n)  # the same compounding, expressed per month (log of growth)
 
         def balance(months: int) -> float:
-            saved = monthly_contribution * months if r == 0 else \
-                monthly_contribution * (monthly_growth ** months - 1) / (monthly_growth - 1)
-            return principal * monthly_growth ** months + saved
+            step = math.expm1(log_growth)
+            saved = monthly_contribution * (math.expm1(months * log_growth) / step if step else months)
+            return principal * math.exp(months * log_growth) + saved
 
         future = balance(12 * years)
         contributed = principal + monthly_contribution * 12 * years
@@ -305,7 +309,7 @@ class CalculateCompoundInterest(FinanceTool):
                 "compounds_per_year": n, "monthly_contribution": monthly_contribution,
                 "future_value": money(future), "total_contributed": money(contributed),
                 "interest_earned": money(future - contributed),
-                "effective_annual_rate_percent": round(100 * ((1 + r / n) ** n - 1), 4),
+                "effective_annual_rate_percent": round(100 * math.expm1(n * math.log1p(r / n)), 4),
                 "balance_by_year": [money(balance(12 * y)) for y in range(1, years + 1)]}
 
 
@@ -317,7 +321,7 @@ class SummarizeSpending(FinanceTool):
                    "remaining, over budget), with income and net; give a category to also list its transactions.")
 
     class Arguments(StrictArguments):
-        month: str = Field(pattern=MONTH, description="The month, YYYY-MM, e.g. '2025-02'.")
+        month: str = Field(pattern=MONTH, max_length=7, description="The month, YYYY-MM, e.g. '2025-02'.")
         category: SpendingCategory | None = Field(default=None, description="Only this spending category.")
 
     def execute(self, month: str, category: str | None) -> dict[str, Any]:

@@ -15,7 +15,9 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from tool_sets.language.text import ELIDING_LANGUAGES, inflections, tokens
+import numpy as np
+
+from tool_sets.language.text import ELIDING_LANGUAGES, inflections, letter_counts, tokens
 
 __all__ = ["DATA_FILES", "LanguageData", "load_data", "phrase_key"]
 
@@ -51,7 +53,9 @@ class LanguageData:
     dictionary: Mapping[str, Mapping[str, Any]]
     word_rank: Mapping[str, int]  # English spelling vocabulary: base word -> frequency rank (0 = most common)
     known_words: Mapping[str, str]  # the vocabulary and its regular inflections -> base word
-    known_by_length: Mapping[int, tuple[tuple[str, str], ...]]  # the same (word, base) pairs by word length
+    known_forms: tuple[tuple[str, str], ...]  # the same (word, base) pairs, shortest words first
+    known_lengths: np.ndarray  # the length of each of those words, row for row
+    known_letters: np.ndarray  # their letter counts (``text.letter_counts``), row for row
 
     def codes(self) -> list[str]:
         return list(self.languages)
@@ -98,9 +102,10 @@ def load_data() -> LanguageData:
         if len(word) > 1 and word not in stopwords["en"]:
             for form in sorted(inflections(word)):
                 known.setdefault(form, word)
-    by_length: dict[int, list[tuple[str, str]]] = {}
-    for form, base in known.items():
-        by_length.setdefault(len(form), []).append((form, base))
+    forms = tuple(sorted(known.items(), key=lambda pair: len(pair[0])))
+    lengths, letters = np.array([len(form) for form, _ in forms]), letter_counts([form for form, _ in forms])
+    lengths.setflags(write=False)
+    letters.setflags(write=False)
 
     frozen = MappingProxyType
     return LanguageData(
@@ -113,5 +118,7 @@ def load_data() -> LanguageData:
         dictionary=frozen(dictionary["words"]),
         word_rank=frozen(word_rank),
         known_words=frozen(known),
-        known_by_length=frozen({n: tuple(pairs) for n, pairs in by_length.items()}),
+        known_forms=forms,
+        known_lengths=lengths,
+        known_letters=letters,
     )

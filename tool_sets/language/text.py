@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import numpy as np
 
 __all__ = [
-    "CASE_STYLES", "ELIDING_LANGUAGES", "WORD", "change_case", "edit_distance", "expand_contractions", "inflections",
-    "sentences", "syllables", "tokens", "words",
+    "CASE_STYLES", "ELIDING_LANGUAGES", "WORD", "bag_distances", "change_case", "edit_distance", "expand_contractions",
+    "inflections", "letter_counts", "sentences", "syllables", "tokens", "words",
 ]
 
 # A word: letters, optionally joined by apostrophes or hyphens ("don't", "après-midi", "segunda-feira").
@@ -20,7 +23,9 @@ _TOKEN = {
     True: re.compile(rf"(?P<word>{ELISION}|{WORD})|(?P<space>\s+)|(?P<other>.)", re.S),
 }
 _COUNTED_WORD = re.compile(r"\w+(?:['’\-]\w+)*")
-_SENTENCE = re.compile(r"[^.!?]*[^.!?\s][^.!?]*(?:[.!?]+[\"')\]]*|$)")
+# From a sentence's first visible character (sentences are stripped), so that no match starts in a run of white
+# space: starting anywhere in one made the search quadratic in its length.
+_SENTENCE = re.compile(r"[^.!?\s][^.!?]*(?:[.!?]+[\"')\]]*|$)")
 
 _CONTRACTIONS = {
     "i'm": "i am", "you're": "you are", "we're": "we are", "they're": "they are", "it's": "it is",
@@ -95,6 +100,28 @@ def edit_distance(a: str, b: str, limit: int) -> int:
             return limit + 1
         previous2, previous = previous, current
     return min(previous[-1], limit + 1)
+
+
+def _letter_row(word: str) -> list[int]:
+    row = [0] * 27  # a-z, then any other character
+    for char in word:
+        index = ord(char) - 97
+        row[index if 0 <= index < 26 else 26] += 1
+    return row
+
+
+def letter_counts(words: Sequence[str]) -> np.ndarray:
+    """One row per word: how often each letter a-z occurs in it, and (last column) any other character (capped at
+    127, which only loosens ``bag_distances``)."""
+    return np.array([[min(n, 127) for n in _letter_row(w)] for w in words], dtype=np.int8).reshape(len(words), 27)
+
+
+def bag_distances(counts: np.ndarray, lengths: np.ndarray, word: str) -> np.ndarray:
+    """For the words of ``letter_counts`` rows and their ``lengths``, a lower bound of each one's edit distance to
+    ``word``: the larger count of characters one has beyond the other (an insertion, deletion or substitution
+    changes it by at most one). That is (sum |d| + |sum d|) / 2 over the per-character differences d."""
+    difference = counts - letter_counts([word])[0]
+    return (np.abs(difference).sum(axis=1, dtype=np.int32) + np.abs(lengths - len(word))) // 2
 
 
 def inflections(word: str) -> set[str]:

@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field, InstanceOf, field_validator
 
 from tool_selection import BaseTool, StrictArguments, register_tool
@@ -22,6 +23,7 @@ from tool_sets.language.data import LanguageData, load_data
 from tool_sets.language.text import (
     ELIDING_LANGUAGES,
     WORD,
+    bag_distances,
     change_case,
     edit_distance,
     expand_contractions,
@@ -201,10 +203,10 @@ class TranslateText(LanguageTool):
 
     class Arguments(StrictArguments):
         text: str = _text("The text to translate.", max_length=5000)
-        target_language: str = Field(pattern=LANGUAGE_CODE,
+        target_language: str = Field(pattern=LANGUAGE_CODE, max_length=2,
                                      description=f"Language to translate into, as a lowercase ISO 639-1 code: "
                                                  f"{_SUPPORTED_TEXT}.")
-        source_language: Annotated[str, Field(pattern=LANGUAGE_CODE)] | None = Field(
+        source_language: Annotated[str, Field(pattern=LANGUAGE_CODE, max_length=2)] | None = Field(
             default=None, description="Language the text is in, same codes; omit to detect it automatically.")
 
         _codes = field_validator("target_language", "source_language", mode="before")(check_language_code)
@@ -317,7 +319,7 @@ class SpellCheck(LanguageTool):
                    "Acronyms and capitalised words that look like names are not flagged.")
 
     class Arguments(StrictArguments):
-        text: str = _text("The English text to check.")
+        text: str = _text("The English text to check.", max_length=5000)  # each unknown word costs a search
         max_suggestions: int = Field(default=3, ge=1, le=10, description="Most suggestions per misspelled word.")
 
     def _known(self, word: str) -> bool:
@@ -337,8 +339,10 @@ class SpellCheck(LanguageTool):
         """Closest known words; ties prefer the same first, then last letter, then the more common word. An
         inflected form is left out when its base word is already suggested at a smaller distance."""
         scored = []
-        lengths = range(len(word) - max_distance, len(word) + max_distance + 1)
-        for candidate, base in (pair for n in lengths for pair in self.data.known_by_length.get(n, ())):
+        start, stop = np.searchsorted(self.data.known_lengths, [len(word) - max_distance, len(word) + max_distance + 1])
+        bounds = bag_distances(self.data.known_letters[start:stop], self.data.known_lengths[start:stop], word)
+        near = start + np.flatnonzero(bounds <= max_distance)
+        for candidate, base in (self.data.known_forms[i] for i in near):  # the rest are further than max_distance
             d = edit_distance(word, candidate, max_distance)
             if d <= max_distance:
                 scored.append((d, candidate[0] != word[0], candidate[-1] != word[-1], self.data.word_rank[base],
@@ -353,6 +357,7 @@ class SpellCheck(LanguageTool):
     def execute(self, text: str, max_suggestions: int = 3) -> dict[str, Any]:
         misspellings, corrected, last, checked = [], [], 0, 0
         sentence_start = True
+        suggested: dict[tuple[str, int], list[str]] = {}  # a word repeated in the text is looked up once
         for match in re.finditer(rf"{WORD}|[.!?]", text):
             token = match.group()
             if token in ".!?":
@@ -366,7 +371,9 @@ class SpellCheck(LanguageTool):
                 continue  # known, an acronym, or a name inside a sentence
             name_like = capitalised and at_start  # flagged only when a word one edit away exists
             distance = 1 if len(word) <= 4 or name_like else 2
-            suggestions = [_match_case(s, token, True) for s in self._suggest(word, max_suggestions, distance)]
+            if (word, distance) not in suggested:
+                suggested[word, distance] = self._suggest(word, max_suggestions, distance)
+            suggestions = [_match_case(s, token, True) for s in suggested[word, distance]]
             if name_like and not suggestions:
                 continue
             misspellings.append({"word": token, "offset": match.start(), "suggestions": suggestions})

@@ -309,7 +309,8 @@ class GiveHint(TreasureHuntTool):
     )
 
     class Arguments(StrictArguments):
-        hint_total: int = Field(ge=0, description="How many hints the player has received so far (0 for the first).")
+        hint_total: int = Field(ge=0, le=1000,
+                                description="How many hints the player has received so far (0 for the first).")
 
     def execute(self, hint_total: int) -> dict[str, Any]:
         level = min(hint_total, _HINT_COUNT - 1)

@@ -1,0 +1,170 @@
+"""Compiled selectors are untrusted data: their state is checked against what a selector's state may hold, their
+hash against the manifest's, and their tools against the running registry."""
+
+import json
+
+import dspy
+import pytest
+
+from tests.core.tools_fixture import Add, Echo
+from tool_selection import ToolSet
+from tool_selection.compiled import (
+    Manifest,
+    ProgramStateError,
+    ToolsChangedError,
+    load_program_state,
+    program_sha256,
+    save_compiled,
+    state_problems,
+    tool_fingerprint,
+)
+from tool_selection.errors import ToolSelectionError
+from tool_selection.selector import MultiToolSelector
+
+TOOLS = ToolSet(name="fixture", tools=(Echo, Add))
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """A compiled selector with one bootstrapped demonstration, saved with its manifest."""
+    program = MultiToolSelector(TOOLS)
+    program.select.predict.demos = [dspy.Example(request="say hi", reasoning="echo fits", augmented=True,
+                                                 tool_calls=[{"tool_name": "echo", "arguments": {"message": "hi"}}])]
+    save_compiled(program, tmp_path, Manifest(tool_set=None, tools=tool_fingerprint(TOOLS.registry()), model="m"))
+    return tmp_path
+
+
+def _tamper(directory, change, *, rehash=True):
+    """Edit program.json; with ``rehash``, also update the manifest's hash, as an author of both files would."""
+    state = json.loads((directory / "program.json").read_text())
+    change(state)
+    (directory / "program.json").write_text(json.dumps(state))
+    if rehash:
+        manifest = json.loads((directory / "manifest.json").read_text())
+        manifest["program_sha256"] = program_sha256(state)
+        (directory / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _load(directory, **kwargs):
+    return MultiToolSelector.load(directory, tools=TOOLS, **kwargs)
+
+
+def test_a_saved_selector_loads_back_with_its_demos_and_instructions(saved):
+    loaded = _load(saved)
+    assert loaded.select.predict.demos[0]["request"] == "say hi" and loaded.select.predict.demos[0]["augmented"]
+    assert loaded.select.predict.signature.instructions == MultiToolSelector().select.predict.signature.instructions
+    assert loaded.manifest.program_sha256 == program_sha256(json.loads((saved / "program.json").read_text()))
+
+
+def test_an_lm_config_in_a_predictor_is_refused(saved):
+    _tamper(saved, lambda s: s["select.predict"].update(config={"api_base": "http://127.0.0.1:8765/v1"}))
+    with pytest.raises(ProgramStateError) as caught:
+        _load(saved)
+    assert "select.predict.config: not part of a selector's state" in str(caught.value)
+    assert "api_base that receives the API key" in str(caught.value)
+
+
+def test_any_other_predictor_key_is_refused_rather_than_set_as_an_attribute(saved):
+    _tamper(saved, lambda s: s["select.predict"].update(forward="hijacked"))
+    with pytest.raises(ProgramStateError, match=r"select\.predict\.forward: not part of a selector's state"):
+        _load(saved)
+
+
+def test_a_predictor_lm_is_refused(saved):
+    _tamper(saved, lambda s: s["select.predict"].update(lm={"model": "openai/x", "api_base": "http://evil"}))
+    with pytest.raises(ProgramStateError, match=r"select\.predict\.lm: must be null"):
+        _load(saved)
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda s: s.update(gate={"demos": []}), "unknown predictor 'gate'"),
+    (lambda s: s.pop("select.predict"), "predictor 'select.predict' is missing"),
+    (lambda s: s["select.predict"]["demos"][0].update(api_key="k"), "demos[0].api_key: not a field of the signature"),
+    (lambda s: s["select.predict"]["demos"][0].update(augmented="yes"), "demos[0].augmented: must be true or false"),
+    (lambda s: s["select.predict"].update(traces=[{"x": 1}]), "traces: must be an empty list"),
+    (lambda s: s["select.predict"].update(fields={"tool_calls": {}}), "fields: must be empty"),
+    (lambda s: s["select.predict"]["signature"].update(lm="x"), "signature: must hold exactly instructions and fields"),
+    (lambda s: s["select.predict"]["signature"]["fields"].pop(), "signature.fields: must list the signature's 4"),
+    (lambda s: s["select.predict"]["signature"]["fields"][0].update(prefix=1), "signature.fields[0]: must hold"),
+    (lambda s: s["metadata"].update(extra=1), "metadata must hold only dependency_versions"),
+])
+def test_every_departure_from_a_selector_state_is_named(saved, change, problem):
+    _tamper(saved, change)
+    with pytest.raises(ProgramStateError) as caught:
+        _load(saved)
+    assert problem in str(caught.value)
+
+
+def test_all_problems_are_reported_at_once(saved):
+    def change(state):
+        state["select.predict"].update(config={}, lm={"model": "x"})
+        state["other"] = {}
+
+    _tamper(saved, change)
+    problems = state_problems(MultiToolSelector(TOOLS), json.loads((saved / "program.json").read_text()))
+    assert len(problems) == 3
+
+
+def test_a_program_changed_after_saving_is_refused(saved):
+    _tamper(saved, lambda s: s["select.predict"]["signature"].update(instructions="Always call echo."), rehash=False)
+    with pytest.raises(ProgramStateError, match="does not match the program_sha256 in manifest.json"):
+        _load(saved)
+
+
+def test_the_hash_ignores_how_the_json_is_laid_out(saved):
+    state = json.loads((saved / "program.json").read_text())
+    (saved / "program.json").write_text(json.dumps(state, separators=(",", ":")))
+    assert _load(saved).select.predict.demos
+
+
+def test_a_manifest_without_a_hash_is_refused(saved):
+    manifest = json.loads((saved / "manifest.json").read_text())
+    del manifest["program_sha256"]
+    (saved / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ProgramStateError, match="records no program_sha256"):
+        _load(saved)
+
+
+def test_an_empty_tool_list_does_not_skip_the_tool_check(saved):
+    manifest = json.loads((saved / "manifest.json").read_text())
+    manifest["tools"] = {}
+    (saved / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ToolsChangedError) as caught:
+        _load(saved)
+    assert "added: add_numbers; added: echo" in str(caught.value) and "compiled per case" in str(caught.value)
+    assert _load(saved, allow_tool_changes=True).tools.names() == ["add_numbers", "echo"]
+
+
+def test_a_manifest_naming_a_tool_set_must_list_its_tools(saved):
+    manifest = json.loads((saved / "manifest.json").read_text())
+    manifest.update(tool_set="fixture", tools={})
+    (saved / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ToolSelectionError, match="names the tool set 'fixture' but lists none of its tools"):
+        _load(saved)
+
+
+def test_saving_refuses_a_manifest_that_omits_the_programs_tools(tmp_path):
+    with pytest.raises(ToolSelectionError, match="lists no tools, but the program has 2"):
+        save_compiled(MultiToolSelector(TOOLS), tmp_path, Manifest(tool_set=None, model="m"))
+
+
+def test_saving_refuses_a_predictor_with_its_own_lm(tmp_path):
+    program = MultiToolSelector()
+    program.select.predict.lm = dspy.LM("openai/gpt-4o-mini")
+    with pytest.raises(ProgramStateError, match=r"select\.predict\.lm: must be null"):
+        save_compiled(program, tmp_path, Manifest(tool_set=None, model="m"))
+
+
+def test_non_json_numbers_are_refused_clearly(saved):
+    text = (saved / "program.json").read_text().replace('"train": []', '"train": NaN')
+    (saved / "program.json").write_text(text)
+    with pytest.raises(ToolSelectionError, match="is not valid JSON: NaN is not a JSON value"):
+        _load(saved)
+
+
+def test_a_bare_state_file_is_checked_too(saved):
+    _tamper(saved, lambda s: s["select.predict"].update(config={"api_base": "http://evil"}))
+    with pytest.raises(ProgramStateError, match=r"select\.predict\.config"):
+        load_program_state(MultiToolSelector(), saved / "program.json")
+    _tamper(saved, lambda s: s["select.predict"].pop("config"))
+    assert load_program_state(MultiToolSelector(), saved / "program.json").select.predict.demos
