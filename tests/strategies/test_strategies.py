@@ -173,3 +173,10 @@ def test_strategy_and_gate_survive_save_and_load(tmp_path, scripted):
     loaded = MultiToolSelector(TOOLS, strategy="gate+native-cot")
     loaded.load(str(path))
     assert loaded.select.predict.signature.instructions == "Custom instructions."
+
+
+def test_text_protocols_keep_an_answer_without_a_call_as_the_reasoning(scripted):
+    lm, _ = scripted(["tool_name: echo (not the protocol)"])
+    with dspy.context(lm=lm):
+        decision = MultiToolSelector(TOOLS, strategy="text:fenced").decide("say hi")
+    assert decision.abstained and decision.reasoning == "tool_name: echo (not the protocol)"

@@ -119,6 +119,17 @@ class TextProtocolAdapter(dspy.Adapter):
         messages.append({"role": "user", "content": inputs["request"]})
         return messages
 
+    def _call_postprocess(self, processed_signature, original_signature, outputs, lm, lm_kwargs):
+        # the prose around the calls is kept as reasoning, which is not a signature field (DSPy would drop it)
+        values = []
+        for output in outputs:
+            text = output.get("text") if isinstance(output, dict) else output
+            value = self.parse(original_signature, text or "")
+            if isinstance(output, dict) and output.get("logprobs"):
+                value["logprobs"] = output["logprobs"]
+            values.append(value)
+        return values
+
     def parse(self, signature, completion):
         text = safe_text(completion)
         parsed = self.protocol.parse(text)
