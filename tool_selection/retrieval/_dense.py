@@ -1,0 +1,107 @@
+"""Dense retrieval: cosine similarity between sentence embeddings of the request and of each tool's document.
+
+Tool embeddings are cached twice: in memory with every other index, and on disk as one ``.npy`` file per model
+and registry content hash under the user cache directory, so a catalog is embedded once per machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from tool_selection.retrieval._base import IndexedRetriever
+from tool_selection.retrieval._minilm import MiniLMEncoder
+
+__all__ = ["DenseRetriever", "TextEncoder", "bundled_encoder", "default_cache_dir"]
+
+
+class TextEncoder(Protocol):
+    """Turns texts into unit-length vectors; ``model_id`` names the model in cache keys."""
+
+    model_id: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@functools.cache
+def bundled_encoder() -> MiniLMEncoder:
+    """The packaged all-MiniLM-L6-v2 encoder, loaded once per process."""
+    return MiniLMEncoder.from_package()
+
+
+def default_cache_dir() -> Path:
+    """``retrieval`` in the user cache directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tool-selection")) / "retrieval"
+
+
+class DenseRetriever(IndexedRetriever):
+    """Ranks tools by the cosine similarity of their document's embedding to the request's.
+
+    ``encoder`` defaults to the packaged all-MiniLM-L6-v2 (``bundled_encoder()``); ``cache_dir`` to
+    ``default_cache_dir()``; ``disk_cache=False`` neither reads nor writes embedding files.
+    """
+
+    name = "dense"
+
+    def __init__(self, encoder: TextEncoder | None = None, *, cache_dir: str | os.PathLike | None = None,
+                 disk_cache: bool = True):
+        super().__init__()
+        self.encoder = encoder if encoder is not None else bundled_encoder()
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.disk_cache = disk_cache
+
+    def cache_key(self) -> tuple:
+        return (self.name, self.encoder.model_id)
+
+    def embeddings_path(self, registry_hash: str) -> Path:
+        """Where the tool embeddings of the registry with this content hash are cached."""
+        model = re.sub(r"[^A-Za-z0-9._-]+", "_", self.encoder.model_id)
+        return self.cache_dir / "embeddings" / model / f"{registry_hash}.npy"
+
+    def _build(self, names: list[str], documents: list[str], registry_hash: str) -> np.ndarray:
+        path = self.embeddings_path(registry_hash)
+        if self.disk_cache:
+            cached = _load_embeddings(path, rows=len(documents))
+            if cached is not None:
+                return cached
+        vectors = np.ascontiguousarray(self.encoder.encode(documents), dtype=np.float32)
+        if self.disk_cache:
+            _save_embeddings(path, vectors)
+        return vectors
+
+    def _scores(self, request: str) -> np.ndarray:
+        query = np.asarray(self.encoder.encode([request]), dtype=np.float32)[0]
+        return self._index @ query
+
+
+def _load_embeddings(path: Path, rows: int) -> np.ndarray | None:
+    """The cached matrix, or None when there is none or it is unreadable or of the wrong shape."""
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    if vectors.ndim != 2 or vectors.shape[0] != rows or vectors.dtype != np.float32:
+        return None
+    return vectors
+
+
+def _save_embeddings(path: Path, vectors: np.ndarray) -> None:
+    """Write atomically (a temporary file, then a rename), so that a reader never sees half a file."""
+    temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with temporary.open("wb") as handle:
+            np.save(handle, vectors, allow_pickle=False)
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        warnings.warn(f"Could not cache tool embeddings at {path}: {error}", RuntimeWarning, stacklevel=3)
