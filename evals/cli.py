@@ -39,9 +39,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                         "gate first (see 'toolsel strategies').")
     run.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy (default: --model).")
     run.add_argument("--gate-threshold", type=float, help="Relevance score below which the gate answers with no call "
-                                                          "(default: 0; choose it on dev).")
+                                                          "(default: 0; choose it on dev with 'toolsel bench gate' "
+                                                          "from a run with --gate-threshold=-inf, the gate open).")
     run.add_argument("--adapter", choices=["json", "chat"], default="json",
                      help="Former name of the strategy choice: chat = --strategy chat-cot.")
+    run.add_argument("--retrieve", type=int, metavar="K",
+                     help="Show the selector only the K tools a retriever ranks highest for each request.")
+    run.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"],
+                     help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
     run.add_argument("--mcp", metavar="CMD_OR_URL",
                      help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
                           "the server's tool list, and its expected calls name those tools.")
@@ -98,7 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    for option in ("limit", "sample"):
+    for option in ("limit", "sample", "retrieve"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             raise ToolSelectionError(f"--{option} must be a positive number of cases")
     if args.mcp:
@@ -118,7 +123,8 @@ def _run_eval(args: argparse.Namespace, tools=None):
         allow_tool_changes=args.allow_tool_changes, strategy=args.strategy, gate_model=args.gate_model,
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed,
+        tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed, retrieve=args.retrieve,
+        retriever=args.retriever,
     )
 
 

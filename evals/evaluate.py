@@ -101,6 +101,8 @@ def evaluate(
     tools: ToolRegistry | None = None,
     sample: int | None = None,
     seed: int = 0,
+    retrieve: int | None = None,
+    retriever: str = "hybrid",
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
@@ -128,6 +130,8 @@ def evaluate(
         if gate_threshold is not None:
             selector.gate_threshold = float(gate_threshold)
     selector.check_lm(lm)
+    if retrieve is not None:
+        selector.retrieve, selector.retriever_name = retrieve, retriever
     params = {
         "kind": "eval",
         "suite": suite_obj.name,
@@ -139,6 +143,7 @@ def evaluate(
         "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
         "program_fingerprint": program_fingerprint(selector),
         "strategy": selector.strategy_name,
+        **({"retrieve": retrieve, "retriever": retriever} if retrieve is not None else {}),
         "max_tokens": max_tokens,
         "temperature": temperature,
         "cases": len(cases),

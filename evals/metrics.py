@@ -42,6 +42,7 @@ METRICS = {
     "invalid_argument_rate": ("invalid_arguments", "a call's arguments fail the tool's validation"),
     "parse_failure_rate": ("parse_failure", "the answer could not be parsed"),
     "error_rate": ("error", "the model call failed"),
+    "retrieval_recall": ("retrieval_recall", "expected tools among those retrieved for the selector (--retrieve)"),
     "latency_s": ("latency_s", "seconds per case"),
     "input_tokens": ("input_tokens", "prompt tokens per case"),
     "output_tokens": ("output_tokens", "completion tokens per case"),

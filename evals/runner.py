@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -166,6 +167,10 @@ class Evaluator:
             decision = MultiToolDecision(parse_error=f"model call failed: {error[:200]}")
         latency = time.perf_counter() - start
         scores = score_case(case, decision)
+        if "retrieved" in extras:  # the selector saw only these tools: did they include the expected ones?
+            expected = {c.tool_name for c in case.expected_calls}
+            scores["retrieval_recall"] = (len(expected & set(extras["retrieved"])) / len(expected) if expected
+                                          else math.nan)
         if error:
             scores["parse_failure"] = 0.0
         raw = getattr(prediction, "raw_response", None) if error is None else None

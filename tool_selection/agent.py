@@ -21,7 +21,7 @@ import re
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 import dspy
@@ -55,7 +55,7 @@ GIVE_UP = re.compile(r"\b(i (can ?not|can't|am unable to|'m unable to)|unable to
                      r"no (listed |available )?(tool|function)s? (can|could|fits?))\b", re.IGNORECASE)
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"

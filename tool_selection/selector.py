@@ -72,8 +72,11 @@ class MultiToolSelector(dspy.Module):
     """
 
     def __init__(self, tools: Tools | None = None, *, strategy: str = DEFAULT_STRATEGY, constrain: bool = True,
-                 gate_threshold: float = 0.0, gate_lm: dspy.BaseLM | None = None):
+                 gate_threshold: float = 0.0, gate_lm: dspy.BaseLM | None = None, retrieve: int | None = None,
+                 retriever: str = "hybrid"):
         super().__init__()
+        if retrieve is not None and retrieve < 1:
+            raise ToolSelectionError(f"retrieve must be a positive number of tools, got {retrieve}.")
         gated, name = parse_strategy(strategy)
         self.tools = None if tools is None else _as_registry(tools)
         self.constrain = constrain
@@ -83,11 +86,17 @@ class MultiToolSelector(dspy.Module):
         self.gate = dspy.Predict(IsRelevant) if gated else None
         self.gate_threshold = float(gate_threshold)
         self.gate_lm = gate_lm
+        self.retrieve = retrieve
+        self.retriever_name = retriever
+        self._retriever = None
 
     def forward(self, request: str, tools: Tools | None = None,
                 conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         registry = self._registry(tools)
         extras: dict[str, Any] = {}
+        if self.retrieve is not None:
+            registry = self._retrieved(registry, request)
+            extras["retrieved"] = registry.names()
         if self.gate is not None:
             verdict = run_gate(self.gate, request, registry, threshold=self.gate_threshold, lm=self.gate_lm)
             extras = {"gate_score": verdict.score, "gate_passed": float(verdict.passed)}
@@ -101,6 +110,15 @@ class MultiToolSelector(dspy.Module):
         if extras:
             prediction.row_extras = extras
         return prediction
+
+    def _retrieved(self, registry: ToolRegistry, request: str) -> ToolRegistry:
+        """The ``retrieve`` tools most relevant to ``request`` (the index is built once per catalog)."""
+        if self._retriever is None:
+            from tool_selection.retrieval import get_retriever
+
+            self._retriever = get_retriever(self.retriever_name)
+        hits = self._retriever.fit(registry).retrieve(request, self.retrieve)
+        return registry.subset([hit.name for hit in hits], name=f"{registry.name}-top{self.retrieve}")
 
     def check_lm(self, lm: dspy.BaseLM | None = None) -> None:
         """Raise ``ToolSelectionError`` if ``lm`` (default: the configured one) cannot serve this strategy."""

@@ -100,7 +100,7 @@ def test_the_readme_python_blocks_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for block in _python_blocks():
-        exec(compile(block, "README.md (Python section)", "exec"), namespace)  # noqa: S102 - the README's own code
+        exec(compile(block, "README.md (Python section)", "exec"), namespace)
     assert namespace["json_cot"].results.shape[0] == 4 and namespace["compiled"].strategy_name == "json-cot"
 
 

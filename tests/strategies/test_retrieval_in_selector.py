@@ -1,0 +1,41 @@
+"""A selector that sees only the top-k retrieved tools, and the harness scoring the retrieval."""
+
+import json
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+pytest.importorskip("bm25s", reason="the retrieval extra is not installed")
+
+from evals.runner import Evaluator  # noqa: E402
+from evals.suite import load_suite  # noqa: E402
+from tool_selection import ToolSelectionError, load_tool_set  # noqa: E402
+from tool_selection.selector import MultiToolSelector  # noqa: E402
+
+
+def test_only_the_retrieved_tools_reach_the_prompt():
+    finance = load_tool_set("finance")
+    lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": "convert_currency", "arguments": {
+        "amount": 100, "from_currency": "USD", "to_currency": "EUR"}}])}], adapter=dspy.JSONAdapter())
+    selector = MultiToolSelector(finance, retrieve=2, retriever="bm25")
+    with dspy.context(lm=lm):
+        prediction = selector(request="Convert 100 US dollars to euros at today's exchange rate")
+    retrieved = prediction.row_extras["retrieved"]
+    assert len(retrieved) == 2 and "convert_currency" in retrieved
+    prompt = " ".join(m["content"] for m in lm.history[-1]["messages"])
+    assert sum(f"{name}:" in prompt for name in finance.names()) == 2
+
+
+def test_the_harness_reports_retrieval_recall(tmp_path):
+    cases = load_suite("finance").split("test").limit(3)
+    lm = DummyLM([{"reasoning": "r", "tool_calls": "[]"}] * 3, adapter=dspy.JSONAdapter())
+    result = Evaluator(suite=cases, progress=False)(MultiToolSelector(retrieve=1, retriever="bm25"), lm=lm)
+    recall = result.results["retrieval_recall"]
+    assert recall.notna().any() and ((recall.dropna() >= 0) & (recall.dropna() <= 1)).all()
+    assert "retrieval_recall" in result.summary
+
+
+def test_retrieve_must_be_positive():
+    with pytest.raises(ToolSelectionError, match="positive number of tools"):
+        MultiToolSelector(retrieve=0)
