@@ -13,10 +13,12 @@ does. Every decision is checked against the registry; unknown tools and invalid 
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 from typing import Any
 
 import dspy
+from dspy.utils.usage_tracker import UsageTracker
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
@@ -32,6 +34,7 @@ from tool_selection.strategies.json_strategies import (
     render_tools,
     response_schema,
 )
+from tool_selection.stuck import usage_totals
 from tool_selection.toolset import ToolSet
 
 __all__ = ["DEMO_OMITS", "MultiToolSelector", "REASONING", "SelectTools", "ToolSelectionAdapter", "check_decision",
@@ -98,8 +101,13 @@ class MultiToolSelector(dspy.Module):
             registry = self._retrieved(registry, request)
             extras["retrieved"] = registry.names()
         if self.gate is not None:
-            verdict = run_gate(self.gate, request, registry, threshold=self.gate_threshold, lm=self.gate_lm)
-            extras = {"gate_score": verdict.score, "gate_passed": float(verdict.passed)}
+            start, tracker = time.perf_counter(), UsageTracker()
+            with dspy.context(usage_tracker=tracker):  # the gate's cost is reported apart from the selection's
+                verdict = run_gate(self.gate, request, registry, threshold=self.gate_threshold, lm=self.gate_lm)
+            gate_in, gate_out = usage_totals(tracker)
+            extras.update({"gate_score": verdict.score, "gate_passed": float(verdict.passed),
+                           "gate_seconds": time.perf_counter() - start, "gate_input_tokens": float(gate_in),
+                           "gate_output_tokens": float(gate_out)})
             if not verdict.passed:
                 decision = MultiToolDecision(reasoning=f"Relevance gate: no listed tool fits (score "
                                                        f"{verdict.score:.2f} < {self.gate_threshold:g}).")
