@@ -1,31 +1,23 @@
 """The ``toolsel`` command line.
 
 Each command group lives beside the code it drives and adds itself through a ``register(subparsers)``
-function listed in ``COMMAND_GROUPS``; a handler returns an exit code. Expected failures (bad input, unknown
+function registered under the ``tool_selection.commands`` entry-point group (``pyproject.toml``), the convention
+third-party tool sets use too; a handler returns an exit code. Expected failures (bad input, unknown
 names, missing model files) are ``ToolSelectionError``s and print one clear message, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
 from tool_selection.errors import ToolSelectionError
 
 __all__ = ["main"]
 
-COMMAND_GROUPS = (
-    "tool_selection.cli_tools",
-    "tool_selection.lm.cli",
-    "evals.cli",
-    "evals.bench_cli",
-    "tool_selection.serving_cli",
-    "tool_selection.doctor",
-    "tool_selection.mcp.cli",
-)
+COMMAND_GROUP = "tool_selection.commands"  # entry points: NAME = "module:register"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,14 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_GROUPS:
+    for entry in entry_points(group=COMMAND_GROUP):
         try:
-            module = importlib.import_module(module_name)
+            register = entry.load()
         except ModuleNotFoundError as error:
-            if error.name and module_name.startswith(error.name):
+            if error.name and entry.value.startswith(error.name):
                 continue  # that command group is not part of this installation
             raise
-        module.register(subparsers)
+        register(subparsers)
     return parser
 
 
@@ -66,10 +58,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("toolsel: interrupted", file=sys.stderr)
         return 130
-
-
-def print_json(data: object) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 if __name__ == "__main__":

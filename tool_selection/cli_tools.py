@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tool_selection import interop
+from tool_selection.cli_output import print_json
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import default_registry
 from tool_selection.tool import BaseTool
@@ -73,8 +74,6 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from tool_selection.cli import print_json
-
     tool = _find(args.name)
     exporters = {
         "openai": lambda t: interop.to_openai(t),

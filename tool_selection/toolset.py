@@ -20,12 +20,7 @@ from tool_selection.tool import BaseTool
 
 __all__ = ["ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"]
 
-BUILTIN_TOOL_SETS = (
-    "treasure_hunt", "events", "ecommerce", "finance", "language",  # the domain sets, each with its suite
-    "mixed",  # the five together
-    "calculator", "datetime", "web_search", "context_search",  # general-purpose tools of agent systems
-    "files", "code", "database",  # sandboxed tools that touch the machine
-)
+ENTRY_POINT_GROUP = "tool_selection.tool_sets"  # built-in sets register here too (pyproject.toml)
 
 
 @dataclass(frozen=True)
@@ -124,27 +119,28 @@ def _renamed(tool: type[BaseTool], new_name: str) -> type[BaseTool]:
 
 # --------------------------------------------------------------------------- loading by name
 def _entry_point_sets() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group="tool_selection.tool_sets")}
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def available_tool_sets() -> list[str]:
-    """Names that ``load_tool_set`` accepts: the built-in domain sets and any registered through entry points."""
-    return sorted({*BUILTIN_TOOL_SETS, *_entry_point_sets()})
+    """Names that ``load_tool_set`` accepts: every set registered under the ``tool_selection.tool_sets`` entry-point
+    group, the built-in ones included (``pyproject.toml``)."""
+    return sorted(_entry_point_sets())
 
 
 def load_tool_set(name: str) -> ToolSet:
     """The tool set called ``name``; importing its module registers its tools in the default registry."""
-    if name in BUILTIN_TOOL_SETS:
-        module_name, attr = f"tool_sets.{name}", "TOOL_SET"
-    else:
-        target = _entry_point_sets().get(name)
-        if target is None:
-            raise ToolSelectionError(
-                f"Unknown tool set {name!r}. Available: {', '.join(available_tool_sets())}. "
-                "Third-party sets register under the 'tool_selection.tool_sets' entry-point group."
-            )
-        module_name, _, attr = target.partition(":")
-        attr = attr or "TOOL_SET"
+    target = _entry_point_sets().get(name)
+    if target is None:
+        known = available_tool_sets()
+        hint = "" if known else (" No tool set is registered at all: install the project (pip install -e .) so "
+                                 "that its entry points exist.")
+        raise ToolSelectionError(
+            f"Unknown tool set {name!r}. Available: {', '.join(known) or 'none'}.{hint} Third-party sets "
+            f"register under the {ENTRY_POINT_GROUP!r} entry-point group."
+        )
+    module_name, _, attr = target.partition(":")
+    attr = attr or "TOOL_SET"
     tool_set = getattr(importlib.import_module(module_name), attr, None)
     if not isinstance(tool_set, ToolSet):
         raise ToolSelectionError(

@@ -46,7 +46,7 @@ def test_mixed_tool_set_holds_every_domain_tool_once():
 
 
 def test_mixed_is_registered_by_name():
-    """``tool_set: "mixed"`` in a suite resolves through ``load_tool_set`` (``BUILTIN_TOOL_SETS``)."""
+    """``tool_set: "mixed"`` in a suite resolves through ``load_tool_set`` (its entry point)."""
     assert load_tool_set("mixed") is TOOL_SET
 
 

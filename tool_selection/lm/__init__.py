@@ -16,7 +16,8 @@ import os
 import dspy
 
 from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_model_dir, ensure_model
-from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog, model_cost
+from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog
+from tool_selection.lm.costs import model_cost
 from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine, LocalEngineError, unload_models
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
 

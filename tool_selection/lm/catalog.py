@@ -24,7 +24,6 @@ __all__ = [
     "LocalModel",
     "PartsSource",
     "load_catalog",
-    "model_cost",
 ]
 
 CATALOG_ENV = "TOOLSEL_MODEL_CATALOG"
@@ -209,26 +208,3 @@ def load_catalog(*extra: str | os.PathLike) -> Catalog:
     """The built-in catalog, then the files in ``TOOLSEL_MODEL_CATALOG``, then ``extra`` (later entries win)."""
     from_env = [p for p in os.environ.get(CATALOG_ENV, "").split(os.pathsep) if p.strip()]
     return _load(tuple(str(p) for p in (*from_env, *extra)))
-
-
-def model_cost(spec: str, input_tokens: int, output_tokens: int) -> float:
-    """Relative cost of one call to the model ``spec`` (any spec ``get_lm`` takes) with these token counts.
-
-    A ``local:/path/file.gguf`` spec is priced as the catalog model with the same file name, if there is one.
-    """
-    from tool_selection.lm.specs import ModelSpec
-
-    if input_tokens < 0 or output_tokens < 0:
-        raise ValueError(f"token counts must be non-negative, got {input_tokens} and {output_tokens}")
-    parsed = ModelSpec.parse(spec)
-    catalog = load_catalog()
-    if parsed.kind == "catalog":
-        return catalog.local_model(parsed.target).cost.of(input_tokens, output_tokens)
-    if parsed.kind == "file":
-        name = Path(parsed.target).name
-        for entry in catalog.local.values():
-            if entry.file == name:
-                return entry.cost.of(input_tokens, output_tokens)
-        raise CatalogError(f"No cost for GGUF file {name!r}: no catalog model has that file name. Add an entry "
-                           f"under 'local:' in a catalog file named in {CATALOG_ENV}.")
-    return catalog.hosted_model(parsed.target).cost.of(input_tokens, output_tokens)

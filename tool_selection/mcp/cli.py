@@ -7,6 +7,8 @@ import socket
 import sys
 from functools import partial
 
+from tool_selection.cli_output import print_json
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     mcp = subparsers.add_parser("mcp", help="Serve a tool set over MCP, or list an MCP server's tools.",
@@ -60,7 +62,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from tool_selection.cli import print_json
     from tool_selection.mcp.client import list_mcp_tools
 
     tools = list_mcp_tools(args.server, timeout=args.timeout)

@@ -1,0 +1,152 @@
+"""The README's strategy tables from the runs ``measure_strategies.sh`` leaves under ``runs/strategies``.
+
+    python -m evals.benchmarks.strategy_report [--runs runs/strategies]
+
+For every model, strategy and suite: cases, accuracy (full match) with its 95% interval, tool-set exact match,
+abstention accuracy, false abstention, parse failures, seconds and output tokens per case, and seconds per
+correct decision. ``gate+native`` runs were made with the gate open: their selection rows are the ``native`` rows
+(the gate's own time and tokens are kept apart), and the gate at the threshold chosen on the BFCL dev rows is
+reported on the test rows. Paired differences (bootstrap interval, McNemar's exact p) compare strategies on
+the cases both ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evals.gate import choose_threshold, gated_results
+from evals.metrics import bootstrap_ci
+from evals.runner import load_results
+from evals.stats import compare_paired
+
+__all__ = ["main"]
+
+
+def _load_runs(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
+    runs = {}
+    for results in sorted(root.glob("*/*/*/results.*")):
+        label, strategy, model = results.parent.name, results.parent.parent.name, results.parent.parent.parent.name
+        if (model, strategy, label) not in runs:
+            runs[(model, strategy, label)] = load_results(results.parent)
+    return runs
+
+
+def _pct(value: float) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}"
+
+
+def _mean(frame: pd.DataFrame, column: str) -> float:
+    return float(pd.to_numeric(frame[column], errors="coerce").mean()) if column in frame else math.nan
+
+
+def figures(frame: pd.DataFrame) -> dict[str, float]:
+    """Headline figures of a set of per-case rows (selection only: the gate's time is taken out)."""
+    accuracy, low, high = bootstrap_ci(frame["full_match"])
+    seconds = pd.to_numeric(frame["latency_s"], errors="coerce")
+    if "gate_seconds" in frame:
+        seconds = seconds - pd.to_numeric(frame["gate_seconds"], errors="coerce").fillna(0)
+    return {"cases": len(frame), "accuracy": accuracy, "low": low, "high": high,
+            "tool_exact": _mean(frame, "tool_exact"), "abstention": _mean(frame, "abstention_correct"),
+            "false_abstention": _mean(frame, "false_abstention"), "parse": _mean(frame, "parse_failure"),
+            "seconds": float(seconds.mean()), "output_tokens": _mean(frame, "output_tokens"),
+            "per_correct": float(seconds.mean()) / accuracy if accuracy else math.inf}
+
+
+def _row(model: str, strategy: str, suite: str, f: dict[str, float], note: str = "") -> str:
+    return (f"| {suite} | {model.removeprefix('qwen2.5-coder-')} | {strategy}{note} | {f['cases']} | "
+            f"{_pct(f['accuracy'])} [{_pct(f['low'])}, {_pct(f['high'])}] | {_pct(f['tool_exact'])} | "
+            f"{_pct(f['abstention'])} | {_pct(f['false_abstention'])} | {_pct(f['parse'])} | {f['seconds']:.2f} | "
+            f"{f['output_tokens']:.0f} | {f['per_correct']:.1f} |")
+
+
+HEADER = ("| suite | model | strategy | cases | accuracy % [95% CI] | tool-set exact % | abstention % | "
+          "false abstention % | parse failures % | s/case | output tok/case | s per correct |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def strategy_table(runs: dict) -> str:
+    lines = [HEADER]
+    for (model, strategy, label), frame in sorted(runs.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
+        shown = "native" if strategy == "gate+native" else strategy
+        note = " (gate open)" if strategy == "gate+native" else ""
+        lines.append(_row(model, shown, label, figures(frame), note))
+    return "\n".join(lines)
+
+
+def gate_table(runs: dict) -> str:
+    """The gate at the threshold chosen on the BFCL dev rows (both categories), on the test rows."""
+    lines = ["| model | gate model threshold (dev) | split | cases | accuracy % [95% CI] | abstention % (irrelevance) | "
+             "false abstention % (multiple) | gate closed % | native alone, same cases % | paired B-A [95% CI], p |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for model in sorted({m for m, _, _ in runs}):
+        parts = [runs.get((model, "gate+native", f"bfcl_{c}")) for c in ("multiple", "irrelevance")]
+        if any(p is None or "gate_score" not in p for p in parts):
+            continue
+        both = pd.concat(parts, ignore_index=True)
+        choice = choose_threshold(both[both["split"] == "dev"].reset_index(drop=True))
+        test = both[both["split"] == "test"].reset_index(drop=True)
+        gated = gated_results(test, choice.threshold)
+        f = figures(gated)
+        paired = compare_paired(test, gated, {"accuracy": "full_match"}).iloc[0]
+        lines.append(f"| {model.removeprefix('qwen2.5-coder-')} | {choice.threshold:.2f} | test | {len(test)} | "
+                     f"{_pct(f['accuracy'])} [{_pct(f['low'])}, {_pct(f['high'])}] | {_pct(f['abstention'])} | "
+                     f"{_pct(f['false_abstention'])} | {_pct(gated['gate_closed'].mean())} | "
+                     f"{_pct(_mean(test, 'full_match'))} | {100 * paired['difference']:+.1f} "
+                     f"[{100 * paired['ci_low']:+.1f}, {100 * paired['ci_high']:+.1f}], p={paired['p_value']:.3g} |")
+    return "\n".join(lines)
+
+
+def paired_table(runs: dict, a: str = "json-cot", b: str = "native") -> str:
+    lines = [f"| suite | model | cases | {a} % | {b} % | B-A points [95% CI] | McNemar p | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (model, strategy, label), frame_a in sorted(runs.items()):
+        if strategy != a:
+            continue
+        frame_b = runs.get((model, b, label))
+        if frame_b is None:
+            frame_b = runs.get((model, f"gate+{b}", label))
+        if frame_b is None:
+            continue
+        row = compare_paired(frame_a, frame_b, {"accuracy": "full_match"}).iloc[0]
+        lines.append(f"| {label} | {model.removeprefix('qwen2.5-coder-')} | {row['n']} | {_pct(row['a'])} | "
+                     f"{_pct(row['b'])} | {100 * row['difference']:+.1f} [{100 * row['ci_low']:+.1f}, "
+                     f"{100 * row['ci_high']:+.1f}] | {row['p_value']:.3g} | {row['verdict']} |")
+    return "\n".join(lines)
+
+
+def fastest_per_correct(runs: dict) -> str:
+    """Per suite and model: the strategy with the fewest seconds per correct decision."""
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+    for (model, strategy, label), frame in runs.items():
+        f = figures(frame)
+        key = (label, model)
+        name = "native" if strategy == "gate+native" else strategy
+        if np.isfinite(f["per_correct"]) and (key not in best or f["per_correct"] < best[key][0]):
+            best[key] = (f["per_correct"], name)
+    return "\n".join(f"- {label}, {model.removeprefix('qwen2.5-coder-')}: {name} ({value:.1f} s per correct decision)"
+                     for (label, model), (value, name) in sorted(best.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.strategy_report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", default="runs/strategies", help="Where measure_strategies.sh wrote its runs.")
+    args = parser.parse_args(argv)
+    runs = _load_runs(Path(args.runs))
+    if not runs:
+        print(f"No runs under {args.runs}: run evals/benchmarks/measure_strategies.sh first.")
+        return 1
+    print("## Strategies\n\n" + strategy_table(runs))
+    print("\n## Relevance gate (threshold chosen on BFCL dev, reported on BFCL test)\n\n" + gate_table(runs))
+    print("\n## Paired: json-cot (A) vs native (B), same cases\n\n" + paired_table(runs))
+    print("\n## Fastest per correct decision\n\n" + fastest_per_correct(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
