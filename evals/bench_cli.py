@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from tool_selection.collaboration import COLLABORATION_STRATEGIES
 from tool_selection.errors import ToolSelectionError
+from tool_selection.lm.specs import ModelSpec, ModelSpecError
 from tool_selection.stuck import DETECTORS
 
 __all__ = ["register"]
@@ -49,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="Do not use DSPy's cache (cache hits carry no token usage, hence no cost).")
     stuck.add_argument("--live-threshold", type=float,
                        help="Also run the collaboration protocol live on the test split at this threshold.")
-    stuck.add_argument("--strategy", choices=["guide", "delegate"], default="guide",
+    stuck.add_argument("--strategy", choices=COLLABORATION_STRATEGIES, default="guide",
                        help="Strategy of the live run (default: guide; delegate live checks the offline sweep).")
     stuck.add_argument("--selection-strategy", default="json-cot",
                        help="How the selectors ask the models (see 'toolsel strategies'; default: json-cot).")
@@ -80,15 +82,14 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def parse_pair(text: str) -> tuple[str, str]:
+    """``PRIMARY,SECONDARY``: two model specs, each checked by ``ModelSpec.parse`` (and written as it writes them)."""
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 2 or not all(parts):
         raise ToolSelectionError(f"--pair {text!r}: write PRIMARY,SECONDARY, e.g. "
                                  "local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b")
-    from tool_selection.collaboration import validate_model_spec
-
     try:
-        return validate_model_spec(parts[0]), validate_model_spec(parts[1])
-    except ValueError as error:
+        return str(ModelSpec.parse(parts[0])), str(ModelSpec.parse(parts[1]))
+    except ModelSpecError as error:
         raise ToolSelectionError(f"--pair {text!r}: {error}") from None
 
 
@@ -97,10 +98,6 @@ def _stuck(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ToolSelectionError("--limit must be a positive number of cases")
-    if args.consistency_k < 2:
-        raise ToolSelectionError("--consistency-k must be at least 2 (agreement needs two samples)")
-    if not 0 < args.temperature <= 2:
-        raise ToolSelectionError("--temperature must be within (0, 2]")
     result = run_stuck_bench(
         args.suite, [parse_pair(p) for p in args.pair], detectors=args.detectors.split(","),
         thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split, limit=args.limit,

@@ -74,7 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     opt.add_argument("--suite", default=DEFAULT_SUITE, help="Suite name, bfcl:CATEGORY[+...], or .jsonl path.")
     opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
-    opt.add_argument("--optimizer", choices=["bootstrap", "random-search", "mipro", "gepa"], default="bootstrap",
+    from evals.optimize import optimizer_names
+
+    opt.add_argument("--optimizer", choices=optimizer_names(), default="bootstrap",
                      help="DSPy optimizer (default: bootstrap).")
     opt.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")

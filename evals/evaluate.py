@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import dspy
 
+from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.suite import Suite, load_suite
 from evals.tracking import git_commit, log_run, write_json
@@ -54,10 +54,6 @@ def load_program(path: str | Path | None, *, allow_tool_changes: bool = False,
                                      "optimize a program for that strategy.")
         return selector
     return load_program_state(MultiToolSelector(strategy=strategy or DEFAULT_STRATEGY), path)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60]
 
 
 def program_fingerprint(selector: MultiToolSelector) -> str:

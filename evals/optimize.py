@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -16,16 +17,29 @@ from typing import Any, Literal
 import dspy
 
 from evals.metrics import score_case
+from evals.naming import slug
 from evals.suite import Case, Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
-from tool_selection.errors import ToolSelectionError
+from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.selector import MultiToolSelector, compact_demo
 from tool_selection.strategies import DEFAULT_STRATEGY
 
-__all__ = ["OPTIMIZERS", "OptimizeResult", "feedback_metric", "make_examples", "optimize", "selection_metric"]
+__all__ = [
+    "OPTIMIZERS",
+    "OptimizeResult",
+    "Optimizer",
+    "OptimizerSetup",
+    "UnknownOptimizerError",
+    "feedback_metric",
+    "get_optimizer",
+    "make_examples",
+    "optimize",
+    "optimizer_names",
+    "register_optimizer",
+    "selection_metric",
+]
 
-OPTIMIZERS = ("bootstrap", "random-search", "mipro", "gepa")
 Budget = Literal["light", "medium", "heavy"]
 
 # Few-shot sizes and search widths per budget, chosen for CPU-bound local models.
@@ -109,35 +123,120 @@ def _compact_demos(program: MultiToolSelector) -> None:
         predictor.demos = [compact_demo(d) for d in predictor.demos]
 
 
+# ------------------------------------------------------------------------------------------------ optimizers
+
+
+@dataclass(frozen=True)
+class OptimizerSetup:
+    """What an optimizer is built for: the budget, the student and teacher LMs, threads and where it may log."""
+
+    budget: Budget
+    student_lm: dspy.BaseLM
+    teacher_lm: dspy.BaseLM | None = None
+    threads: int = 1
+    log_dir: Path | None = None
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return BUDGETS[self.budget]
+
+    @property
+    def teacher_settings(self) -> dict[str, Any]:
+        return {"lm": self.teacher_lm} if self.teacher_lm is not None else {}
+
+
+OptimizerBuilder = Callable[[OptimizerSetup], tuple[Any, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """A DSPy optimizer by name: ``build`` makes it for a setup and returns it with the arguments it was given
+    (recorded in the manifest); ``uses_dev``: it selects among candidates on dev (``compile(..., valset=dev)``)."""
+
+    name: str
+    build: OptimizerBuilder
+    uses_dev: bool = True
+
+
+OPTIMIZERS: dict[str, Optimizer] = {}
+
+
+class UnknownOptimizerError(ToolSelectionError, ValueError):
+    """An optimizer name that no optimizer is registered under."""
+
+
+def register_optimizer(name: str, *, uses_dev: bool = True) -> Callable[[OptimizerBuilder], OptimizerBuilder]:
+    """Decorator: make a builder ``(OptimizerSetup) -> (optimizer, arguments)`` available as optimizer ``name``
+    (``toolsel optimize --optimizer NAME``, ``optimize(optimizer=NAME)``); returns the builder."""
+
+    def register(build: OptimizerBuilder) -> OptimizerBuilder:
+        existing = OPTIMIZERS.get(name)
+        if existing is not None and existing.build is not build:
+            raise ToolSelectionError(f"Optimizer name {name!r} is taken by {existing.build.__qualname__}; register "
+                                     f"{build.__qualname__} under another name.")
+        OPTIMIZERS[name] = Optimizer(name, build, uses_dev)
+        return build
+
+    return register
+
+
+def optimizer_names() -> list[str]:
+    """Every registered optimizer name."""
+    return list(OPTIMIZERS)
+
+
+def get_optimizer(name: str) -> Optimizer:
+    """The optimizer registered as ``name``; an unknown name is an error listing the known ones."""
+    if name not in OPTIMIZERS:
+        similar = close_matches(str(name), OPTIMIZERS)
+        hint = f" (did you mean {', '.join(map(repr, similar))}?)" if similar else ""
+        raise UnknownOptimizerError(f"Unknown optimizer {name!r}{hint}. Choose one of: {', '.join(OPTIMIZERS)}.")
+    return OPTIMIZERS[name]
+
+
+@register_optimizer("bootstrap", uses_dev=False)
+def _bootstrap(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
+    args = {"max_bootstrapped_demos": setup.sizes["demos"], "max_labeled_demos": setup.sizes["labeled"]}
+    return dspy.BootstrapFewShot(metric=selection_metric, teacher_settings=setup.teacher_settings, **args), args
+
+
+@register_optimizer("random-search")
+def _random_search(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
+    args = {"max_bootstrapped_demos": setup.sizes["demos"], "max_labeled_demos": setup.sizes["labeled"],
+            "num_candidate_programs": setup.sizes["candidates"], "num_threads": setup.threads}
+    return dspy.BootstrapFewShotWithRandomSearch(metric=selection_metric, teacher_settings=setup.teacher_settings,
+                                                 **args), args
+
+
+@register_optimizer("mipro")
+def _mipro(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
+    sizes, budget, threads = setup.sizes, setup.budget, setup.threads
+    args = {"auto": budget, "max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
+            "num_threads": threads}
+    optimizer = dspy.MIPROv2(metric=selection_metric, prompt_model=setup.teacher_lm or setup.student_lm,
+                             task_model=setup.student_lm, teacher_settings=setup.teacher_settings, auto=budget,
+                             num_threads=threads, verbose=False, max_bootstrapped_demos=sizes["demos"],
+                             max_labeled_demos=sizes["labeled"],
+                             log_dir=str(setup.log_dir) if setup.log_dir else None)
+    return optimizer, args
+
+
+@register_optimizer("gepa")
+def _gepa(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
+    log_dir = str(setup.log_dir) if setup.log_dir else None
+    args = {"auto": setup.budget, "num_threads": setup.threads, "log_dir": log_dir}
+    optimizer = dspy.GEPA(metric=feedback_metric, auto=setup.budget, reflection_lm=setup.teacher_lm or setup.student_lm,
+                          num_threads=setup.threads, log_dir=log_dir, track_stats=True)
+    return optimizer, args
+
+
 def build_optimizer(name: str, budget: Budget, *, student_lm: dspy.BaseLM, teacher_lm: dspy.BaseLM | None,
                     threads: int, log_dir: Path | None) -> tuple[Any, dict[str, Any]]:
     """The DSPy optimizer and the arguments it was given. The teacher (default: the student) bootstraps
     demonstrations, proposes MIPRO's instructions and is GEPA's reflection model."""
-    sizes = BUDGETS[budget]
-    teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
-    if name == "bootstrap":
-        args = {"max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"]}
-        return dspy.BootstrapFewShot(metric=selection_metric, teacher_settings=teacher_settings, **args), args
-    if name == "random-search":
-        args = {"max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
-                "num_candidate_programs": sizes["candidates"], "num_threads": threads}
-        return dspy.BootstrapFewShotWithRandomSearch(metric=selection_metric, teacher_settings=teacher_settings,
-                                                     **args), args
-    if name == "mipro":
-        args = {"auto": budget, "max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
-                "num_threads": threads}
-        optimizer = dspy.MIPROv2(metric=selection_metric, prompt_model=teacher_lm or student_lm, task_model=student_lm,
-                                 teacher_settings=teacher_settings, auto=budget, num_threads=threads, verbose=False,
-                                 max_bootstrapped_demos=sizes["demos"], max_labeled_demos=sizes["labeled"],
-                                 log_dir=str(log_dir) if log_dir else None)
-        return optimizer, args
-    if name == "gepa":
-        args = {"auto": budget, "num_threads": threads, "log_dir": str(log_dir) if log_dir else None}
-        optimizer = dspy.GEPA(metric=feedback_metric, auto=budget, reflection_lm=teacher_lm or student_lm,
-                              num_threads=threads,
-                              log_dir=str(log_dir) if log_dir else None, track_stats=True)
-        return optimizer, args
-    raise ToolSelectionError(f"Unknown optimizer {name!r}. Choose one of: {', '.join(OPTIMIZERS)}.")
+    setup = OptimizerSetup(budget=budget, student_lm=student_lm, teacher_lm=teacher_lm, threads=threads,
+                           log_dir=log_dir)
+    return get_optimizer(name).build(setup)
 
 
 @dataclass
@@ -192,8 +291,7 @@ def optimize(
     from evals.evaluate import build_adapter, evaluate
     from evals.tracking import git_commit, log_run
 
-    if optimizer not in OPTIMIZERS:
-        raise ToolSelectionError(f"Unknown optimizer {optimizer!r}. Choose one of: {', '.join(OPTIMIZERS)}.")
+    chosen = get_optimizer(optimizer)
     if budget not in BUDGETS:
         raise ToolSelectionError(f"Unknown budget {budget!r}. Choose one of: {', '.join(BUDGETS)}.")
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -211,8 +309,8 @@ def optimize(
             prepare_lm(each)  # a broken engine stops here: DSPy's optimizers would count its error as a score
     model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
     teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
-    label = optimizer if strategy == DEFAULT_STRATEGY else f"{optimizer}-{_slug(strategy)}"
-    out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{label}-{_slug(model_name)}"
+    label = optimizer if strategy == DEFAULT_STRATEGY else f"{optimizer}-{slug(strategy)}"
+    out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{label}-{slug(model_name)}"
     tool_sets = {c.tool_set for c in suite_obj.cases}
     tool_set = next(iter(tool_sets)) if len(tool_sets) == 1 and None not in tool_sets else None
 
@@ -225,10 +323,10 @@ def optimize(
     student.check_lm(lm)
     start = time.perf_counter()
     with dspy.context(lm=lm, adapter=build_adapter(adapter), callbacks=[counter.callback]):
-        if optimizer == "bootstrap":
-            compiled = optimizer_obj.compile(student, trainset=train)
-        else:
+        if chosen.uses_dev:
             compiled = optimizer_obj.compile(student, trainset=train, valset=dev or None)
+        else:
+            compiled = optimizer_obj.compile(student, trainset=train)
     _compact_demos(compiled)
     wall = time.perf_counter() - start
     candidate_scores = _candidate_scores(compiled)
@@ -294,9 +392,3 @@ def _lm(spec: str | dspy.BaseLM | None, *, max_tokens: int, constrained: bool) -
     from tool_selection.lm import get_lm
 
     return get_lm(spec, max_tokens=max_tokens, constrained=constrained)
-
-
-def _slug(text: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60]

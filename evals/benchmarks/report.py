@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from evals.optimize import optimizer_names
+
 SMALL, LARGE = "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b"
-OPTIMIZERS = ("bootstrap", "random-search", "mipro", "gepa")
 MAX_ESCALATION = 0.4  # the stuck-detection target: the secondary's accuracy with at most this share escalated
 
 
@@ -61,7 +62,7 @@ def optimization_rows(suite: str, tracking_uri: str) -> list[dict[str, str]]:
                                                               r["accuracy_ci_high"]),
                              "dev %": _pct(base.loc[(model, "dev"), "accuracy"]) if (model, "dev") in base.index else "-",
                              "wall time": "-", "model calls": "-"})
-    for optimizer in OPTIMIZERS:
+    for optimizer in optimizer_names():
         program = Path("programs") / f"{suite}-{optimizer}"
         summary_file = program / "test_eval" / "summary.json"
         if not summary_file.exists():

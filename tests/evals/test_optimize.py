@@ -7,13 +7,23 @@ import dspy
 import pytest
 
 from evals.evaluate import evaluate
-from evals.optimize import describe_errors, feedback_metric, optimize, selection_metric
+from evals.optimize import (
+    OPTIMIZERS,
+    UnknownOptimizerError,
+    describe_errors,
+    feedback_metric,
+    optimize,
+    optimizer_names,
+    register_optimizer,
+    selection_metric,
+)
 from evals.suite import Case, load_suite
 from tests.core.tools_fixture import Add, Echo, Now
 from tests.evals.test_runner import ANSWERS, CountingLM
 from tool_selection import ToolSet
 from tool_selection.compiled import Manifest, ToolsChangedError, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
 
 
@@ -67,6 +77,46 @@ def test_random_search_records_each_candidates_dev_score(suite_path, tmp_path, m
     assert len(result.candidate_scores) >= 2  # zero-shot, labeled-only, bootstrapped, ... each scored on dev
     assert all(0 <= score <= 100 for score in result.candidate_scores)
     assert (tmp_path / "rs" / "manifest.json").exists()
+
+
+def test_optimizers_are_one_registry_for_python_and_the_command_line(capsys):
+    from tool_selection.cli import build_parser, main
+
+    assert optimizer_names() == list(OPTIMIZERS) == ["bootstrap", "random-search", "mipro", "gepa"]
+    assert [n for n, o in OPTIMIZERS.items() if not o.uses_dev] == ["bootstrap"]  # the others select on dev
+    with pytest.raises(SystemExit):
+        main(["optimize", "--optimizer", "annealing"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'annealing'" in err and "{bootstrap,random-search,mipro,gepa}" in err
+    with pytest.raises(UnknownOptimizerError, match=re.escape("Unknown optimizer 'bootstrp' (did you mean "
+                                                              "'bootstrap'?). Choose one of: bootstrap, random-search, "
+                                                              "mipro, gepa.")):
+        optimize("unused-suite-name", CountingLM(ANSWERS), optimizer="bootstrp")
+    assert build_parser().parse_args(["optimize", "--optimizer", "gepa"]).optimizer == "gepa"
+
+
+@pytest.fixture
+def labeled_optimizer():
+    @register_optimizer("labeled", uses_dev=False)
+    def labeled(setup):
+        args = {"k": setup.sizes["labeled"]}
+        return dspy.LabeledFewShot(**args), args
+
+    yield labeled
+    OPTIMIZERS.pop("labeled")
+
+
+def test_a_registered_optimizer_is_known_everywhere(labeled_optimizer, suite_path, tmp_path, monkeypatch):
+    from tool_selection.cli import build_parser
+
+    monkeypatch.chdir(tmp_path)
+    assert build_parser().parse_args(["optimize", "--optimizer", "labeled"]).optimizer == "labeled"
+    result = optimize(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="labeled",
+                      out=tmp_path / "lab", evaluate_test=False, mlflow=False)
+    assert result.manifest.optimizer == "labeled" and result.manifest.optimizer_args == {"k": 2, "budget": "light"}
+    assert len(result.program.select.predict.demos) == 2
+    with pytest.raises(ToolSelectionError, match="'labeled' is taken by .*labeled_optimizer.<locals>.labeled"):
+        register_optimizer("labeled")(lambda setup: (None, {}))
 
 
 def test_compiled_selector_refuses_changed_tools(tmp_path):

@@ -2,8 +2,8 @@
 
 import json
 
-import pytest
 import dspy
+import pytest
 from dspy.utils.dummies import DummyLM
 
 from evals.cli import compare_runs

@@ -8,10 +8,10 @@ from dspy.utils.dummies import DummyLM
 
 pytest.importorskip("bm25s", reason="the retrieval extra is not installed")
 
-from evals.runner import Evaluator  # noqa: E402
-from evals.suite import load_suite  # noqa: E402
-from tool_selection import ToolSelectionError, load_tool_set  # noqa: E402
-from tool_selection.selector import MultiToolSelector  # noqa: E402
+from evals.runner import Evaluator
+from evals.suite import load_suite
+from tool_selection import ToolSelectionError, load_tool_set
+from tool_selection.selector import MultiToolSelector
 
 
 def test_only_the_retrieved_tools_reach_the_prompt():

@@ -6,10 +6,14 @@ import pandas as pd
 import pytest
 
 import evals.stuck_bench as stuck_bench
+import evals.stuck_bench.bench as bench
+from evals.bench_cli import parse_pair
 from evals.runner import load_results
+from evals.stuck_bench.routing import routing_curve, routing_metrics
+from evals.stuck_bench.tables import DetectorSplit, summarize
 from tests.stuck.conftest import ScriptedLM, relative_cost, strong_answers, weak_answers, weak_logprobs
 from tool_selection.cli import main
-from tool_selection.stuck import DETECTORS
+from tool_selection.stuck import DETECTORS, DetectorUnavailable, StuckDetector, register_detector
 
 PAIR = "test/weak -> test/strong"
 
@@ -89,8 +93,8 @@ def test_files_plots_live_run_and_mlflow(bench_run):
 def fake_catalog(monkeypatch):
     models = {"test/weak": ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs()),
               "test/strong": ScriptedLM(strong_answers(), name="test/strong")}
-    monkeypatch.setattr(stuck_bench, "resolve_lm", lambda spec, logprobs, **_: models[spec].copy(logprobs=logprobs))
-    monkeypatch.setattr(stuck_bench, "catalog_cost", relative_cost)
+    monkeypatch.setattr(bench, "resolve_lm", lambda spec, logprobs, **_: models[spec].copy(logprobs=logprobs))
+    monkeypatch.setattr(bench, "catalog_cost", relative_cost)
 
 
 def test_cli_runs_the_benchmark(suite_path, tmp_path, fake_catalog, capsys):
@@ -105,11 +109,15 @@ def test_cli_runs_the_benchmark(suite_path, tmp_path, fake_catalog, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--thresholds", "0:2:0.5"], r"within [0, 1]"),
-    (["--detectors", "validation,hunch"], "Unknown detector(s) ['hunch']"),
+    (["--detectors", "validation,hunch"], "Unknown stuck detector 'hunch'; choose one of: heuristic, validation"),
     (["--dev-split", "train"], "has no 'train' cases"),
     (["--pair", "test/weak"], "write PRIMARY,SECONDARY"),
     (["--pair", "test/weak,test/weak"], "the primary and secondary are the same model"),
     (["--limit", "0"], "--limit must be a positive number"),
+    (["--consistency-k", "1"], "consistency_k: Input should be greater than or equal to 2"),
+    (["--temperature", "3"], "temperature: Input should be less than or equal to 2"),
+    (["--pair", "local:qwen-typo,test/strong"],
+     "--pair 'local:qwen-typo,test/strong': Unknown embedded model 'qwen-typo' in spec 'local:qwen-typo'."),
 ])
 def test_cli_reports_bad_input_without_traceback(argv, message, suite_path, tmp_path, fake_catalog, capsys):
     base = ["bench", "stuck", "--suite", str(suite_path), "--pair", "test/weak,test/strong", "--no-mlflow",
@@ -154,3 +162,86 @@ def test_a_compiled_selector_keeps_its_demos_when_scored():
     scored = stuck_bench.StuckScoredSelector.wrap(selector, [ValidationDetector()])
     assert scored.select.predict.demos[0]["request"] == "weather in Oslo?"
     assert [d.name for d in scored.detectors] == ["validation"]
+
+
+@pytest.mark.parametrize("text, pair", [
+    ("local:/models/small.gguf,local:/models/large.gguf", ("local:/models/small.gguf", "local:/models/large.gguf")),
+    ("local:qwen2.5-coder-0.5b, openai/gpt-4o-mini", ("local:qwen2.5-coder-0.5b", "openai/gpt-4o-mini")),
+    ("test/weak,test/strong", ("test/weak", "test/strong")),
+])
+def test_pair_specs_are_parsed_by_model_spec(text, pair):
+    assert parse_pair(text) == pair
+
+
+# ------------------------------------------------------------------------------------------------ failing detectors
+
+
+class Crashing(StuckDetector):
+    """A detector with a bug."""
+
+    name = "crashing"
+
+    def detect(self, attempt):
+        raise KeyError("bug")
+
+
+class Blind(StuckDetector):
+    """A detector that lacks what it measures."""
+
+    name = "blind"
+
+    def detect(self, attempt):
+        raise DetectorUnavailable("cannot see")
+
+
+@pytest.fixture
+def failing_detectors():
+    for cls in (Crashing, Blind):
+        register_detector(cls)
+    yield
+    for cls in (Crashing, Blind):
+        DETECTORS.pop(cls.name)
+
+
+def bench_with(detectors, out):
+    weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
+    strong = ScriptedLM(strong_answers(), name="test/strong")
+    return out, lambda suite: stuck_bench.run_stuck_bench(
+        str(suite), [(weak, strong)], detectors=detectors, thresholds="0:1:0.5", out=out, mlflow=False,
+        cost_fn=relative_cost, progress=False)
+
+
+def test_a_crashing_detector_stops_the_run_instead_of_escalating(suite_path, tmp_path, failing_detectors):
+    out, run = bench_with(["validation", "crashing"], tmp_path / "o")
+    with pytest.raises(stuck_bench.DetectorFailed, match=r"The stuck detector 'crashing' crashed on the request "
+                                                         r"'What is the weather in \w+\?' \(KeyError: 'bug'\)") as error:
+        run(suite_path)
+    assert isinstance(error.value.__cause__, KeyError)
+    assert not (out / "sweep.csv").exists()  # no table where its cases would count as stuck
+
+
+def test_an_unavailable_detector_is_recorded_and_left_out(suite_path, tmp_path, failing_detectors):
+    _, run = bench_with(["validation", "blind"], tmp_path / "o")
+    result = run(suite_path)
+    summary = result.summary.set_index("detector")
+    assert summary.loc["validation", "available"] and not summary.loc["blind", "available"]
+    assert set(result.sweep["detector"]) == {"validation"}
+    assert f"{PAIR}: detector blind was unavailable (cannot see); left out." in result.notes
+
+
+def test_the_summary_is_built_from_typed_detector_splits():
+    table = pd.DataFrame({"primary_correct": [0, 0, 1, 1], "secondary_correct": [1, 1, 1, 0],
+                          "primary_cost": [1.0] * 4, "secondary_cost": [10.0] * 4,
+                          "score_validation": [1.0, 1.0, 0.0, 0.0], "overhead_cost_validation": [0.0] * 4})
+    curve = routing_curve(table["primary_correct"], table["secondary_correct"], table["score_validation"])
+    metrics = routing_metrics(table, "score_validation", curve)
+    # escalating the two errors gains them and keeps case 4, which only the primary gets: PGR 2 at 50%, 1 at 100%
+    assert (metrics.auroc, metrics.apgr, metrics.oracle_escalation) == (1.0, pytest.approx(1.25), 0.25)
+    key = {"pair": "a -> b", "primary": "a", "secondary": "b"}
+    runs = [DetectorSplit(**key, detector="validation", split=s, cases=table, metrics=metrics) for s in ("dev", "test")]
+    runs += [DetectorSplit(**key, detector="confidence", split=s, cases=table, metrics=None) for s in ("dev", "test")]
+    summary = summarize(runs, ["dev", "test"], [0.5]).set_index("detector")
+    row = summary.loc["validation"]
+    assert row["dev_auroc"] == row["test_auroc"] == 1.0 and row["test_primary_accuracy"] == 0.5
+    assert row["recommended_threshold"] == 1.0 and row["test_escalation_rate"] == 0.5  # ties: the higher threshold
+    assert not summary.loc["confidence", "available"] and pd.isna(summary.loc["confidence", "test_auroc"])

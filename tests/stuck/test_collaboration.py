@@ -5,7 +5,7 @@ import re
 import dspy
 import pytest
 
-import tool_selection.collaboration as collaboration
+import tool_selection.collaboration.protocol as protocol_module
 from evals.runner import Evaluator
 from evals.suite import load_suite
 from tests.stuck.conftest import TOOLS, ScriptedLM, answer, relative_cost, strong_answers, weak_answers
@@ -122,7 +122,7 @@ def test_protocols_from_a_yaml_config(tmp_path, monkeypatch, weak_lm, strong_lm)
     assert (pair.primary, pair.detector, pair.threshold, pair.strategy, pair.max_retries) == (
         "local:qwen2.5-coder-0.5b", "confidence", 0.6, "delegate", 2)
     models = {pair.primary: weak_lm, pair.secondary: strong_lm}
-    monkeypatch.setattr(collaboration, "resolve_lm", lambda spec, logprobs, **_: models[spec].copy(logprobs=logprobs))
+    monkeypatch.setattr(protocol_module, "resolve_lm", lambda spec, logprobs, **_: models[spec].copy(logprobs=logprobs))
     (proto,) = build_protocols(config, cost_fn=relative_cost)
     assert proto.threshold == 0.6 and proto.max_retries == 2 and proto.detector.name == "confidence"
     assert proto.primary_lm.kwargs["logprobs"] is True  # the confidence detector asks the primary for logprobs
@@ -130,11 +130,11 @@ def test_protocols_from_a_yaml_config(tmp_path, monkeypatch, weak_lm, strong_lm)
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"detector": "vibes"}, "pairs.0.detector: unknown detector 'vibes'; choose one of: heuristic, validation"),
+    ({"detector": "vibes"}, "pairs.0.detector: Unknown stuck detector 'vibes'; choose one of: heuristic, validation"),
     ({"threshold": 1.5}, "pairs.0.threshold: threshold must be within [0, 1]"),
     ({"threshold": -0.1}, "threshold must be within [0, 1]"),
-    ({"primary": "local:"}, "pairs.0.primary: bad model spec 'local:'"),
-    ({"secondary": "gpt 4o"}, "bad model spec 'gpt 4o'"),
+    ({"primary": "local:"}, "pairs.0.primary: Model spec 'local:' names no model"),
+    ({"secondary": "gpt 4o"}, "pairs.0.secondary: Model spec 'gpt 4o' contains whitespace"),
     ({"secondary": "local:qwen2.5-coder-0.5b"}, "primary and secondary are the same model"),
     ({"strategy": "vote"}, "pairs.0.strategy: Input should be 'delegate' or 'guide'"),
     ({"max_retries": -1}, "pairs.0.max_retries"),
@@ -146,6 +146,24 @@ def test_config_errors_name_the_field_and_the_fix(change, message):
     with pytest.raises(CollaborationConfigError, match=re.escape(message)) as error:
         load_collaboration_config({"collaboration": {"pairs": [pair]}})
     assert str(error.value).startswith("collaboration config: collaboration.pairs.0")
+
+
+@pytest.mark.parametrize("spec, parsed", [
+    ("local:/models/small.gguf", "local:/models/small.gguf"),  # the README's form for any GGUF file
+    (" local:Qwen2.5-Coder-0.5B ", "local:qwen2.5-coder-0.5b"),
+    ("openai/gpt-4o-mini", "openai/gpt-4o-mini"),
+])
+def test_config_model_specs_are_parsed_by_model_spec(spec, parsed):
+    pair = {"primary": spec, "secondary": "local:qwen2.5-coder-1.5b"}
+    assert load_collaboration_config({"collaboration": {"pairs": [pair]}}).pairs[0].primary == parsed
+
+
+def test_config_refuses_an_unknown_catalog_model_with_model_specs_error():
+    pair = {"primary": "local:qwen-typo", "secondary": "local:qwen2.5-coder-1.5b"}
+    message = ("collaboration config: collaboration.pairs.0.primary: Unknown embedded model 'qwen-typo' in spec "
+               "'local:qwen-typo'. Known: qwen2.5-coder-0.5b")
+    with pytest.raises(CollaborationConfigError, match=re.escape(message)):
+        load_collaboration_config({"collaboration": {"pairs": [pair]}})
 
 
 def test_config_file_errors(tmp_path):

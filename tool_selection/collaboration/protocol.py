@@ -1,4 +1,4 @@
-"""Model collaboration: a small primary model decides; when a stuck detector fires, a larger secondary helps.
+"""The collaboration protocol: a small primary model decides; when a stuck detector fires, a larger secondary helps.
 
     protocol = ModelCollaborationProtocol("local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b",
                                           detector="confidence", threshold=0.6, strategy="delegate")
@@ -9,40 +9,34 @@ The primary decides; the detector scores the decision (``tool_selection.stuck``)
 threshold is "stuck": the primary tries again (sampled, up to ``max_retries`` times), then the request escalates:
 ``delegate`` lets the secondary decide; ``guide`` has the secondary write guidance (``WriteGuidance``) that the
 primary decides with. Every decision records its path, both models' token usage and their cost from the model
-catalog. Pairs are configured in YAML (``load_collaboration_config``):
-
-    collaboration:
-      enabled: true
-      pairs:
-        - primary: local:qwen2.5-coder-0.5b
-          secondary: local:qwen2.5-coder-1.5b
-          detector: confidence
-          threshold: 0.6
-          strategy: delegate
-          max_retries: 2
+catalog.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Literal
 
 import dspy
-import yaml
 from dspy.utils.exceptions import AdapterParseError
 from dspy.utils.usage_tracker import track_usage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field
 
+from tool_selection.collaboration.config import (
+    COLLABORATION_STRATEGIES,
+    CollaborationConfig,
+    CollaborationConfigError,
+    CollaborationStrategy,
+    PairConfig,
+    check_threshold,
+)
+from tool_selection.collaboration.models import CostFn, catalog_cost, check_cost, model_name, resolve_lm
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, render_tools
 from tool_selection.stuck import (
-    DEFAULT_COMPONENTS,
-    DETECTORS,
     Attempt,
     StuckDetector,
     StuckSignal,
@@ -54,178 +48,16 @@ from tool_selection.stuck import (
 from tool_selection.toolset import ToolSet
 
 __all__ = [
-    "CollaborationConfig",
-    "CollaborationConfigError",
     "CollaborationRecord",
     "ModelCollaborationProtocol",
-    "PairConfig",
     "RoleUsage",
     "WriteGuidance",
     "build_protocols",
-    "catalog_cost",
-    "check_cost",
     "guided_request",
-    "load_collaboration_config",
-    "model_name",
-    "resolve_lm",
-    "validate_model_spec",
 ]
 
-Strategy = Literal["delegate", "guide"]
-CostFn = Callable[[str, int, int], float]
 MAX_GUIDANCE_CHARS = 800
 RETRY_ROLLOUT_BASE = 100  # retries use rollout ids 101, 102, ...; consistency samples use 1..k
-
-
-class CollaborationConfigError(ToolSelectionError, ValueError):
-    """A collaboration config is invalid; the message names the field and the fix."""
-
-
-# ------------------------------------------------------------------------------------------------ config
-
-_LITELLM_SPEC = re.compile(r"^[A-Za-z0-9][\w.\-:@]*(/[\w.\-:@]+)*$")
-
-
-def validate_model_spec(spec: str) -> str:
-    """``local:NAME`` (an embedded model) or a LiteLLM model string such as ``openai/gpt-4o-mini``."""
-    spec = spec.strip()
-    if spec.startswith("local:"):
-        if not re.fullmatch(r"[\w.\-]+", spec.removeprefix("local:")):
-            raise ValueError(f"bad model spec {spec!r}: write local:NAME, e.g. local:qwen2.5-coder-0.5b")
-        return spec
-    if not _LITELLM_SPEC.match(spec):
-        raise ValueError(f"bad model spec {spec!r}: use local:NAME or a LiteLLM model string like openai/gpt-4o-mini")
-    return spec
-
-
-class PairConfig(BaseModel):
-    """One (primary, secondary) pair and how the primary's stuck decisions escalate."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    primary: str
-    secondary: str
-    detector: str = "combined"
-    threshold: float = 0.5
-    strategy: Strategy = "delegate"
-    max_retries: int = Field(default=0, ge=0, le=10)
-    consistency_k: int = Field(default=3, ge=2, le=20)
-    temperature: float = Field(default=0.7, gt=0.0, le=2.0, description="Sampling temperature of retries and "
-                                                                           "consistency samples.")
-    combine: Literal["max", "mean"] = "max"
-    components: list[str] = Field(default_factory=lambda: list(DEFAULT_COMPONENTS))
-    weights: list[float] | None = None
-
-    @field_validator("primary", "secondary")
-    @classmethod
-    def _model_spec(cls, value: str) -> str:
-        return validate_model_spec(value)
-
-    @field_validator("detector")
-    @classmethod
-    def _known_detector(cls, value: str) -> str:
-        if value not in DETECTORS:
-            raise ValueError(f"unknown detector {value!r}; choose one of: {', '.join(DETECTORS)}")
-        return value
-
-    @field_validator("threshold")
-    @classmethod
-    def _unit_interval(cls, value: float) -> float:
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1] (detector scores are), got {value}")
-        return value
-
-    @field_validator("components")
-    @classmethod
-    def _known_components(cls, value: list[str]) -> list[str]:
-        allowed = [d for d in DETECTORS if d != "combined"]
-        bad = [c for c in value if c not in allowed]
-        if bad or not value:
-            raise ValueError(f"components must be a non-empty list of {', '.join(allowed)}; got {value}")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> PairConfig:
-        if self.primary == self.secondary:
-            raise ValueError(f"primary and secondary are the same model ({self.primary}); pick a larger secondary")
-        if self.weights is not None and len(self.weights) != len(self.components):
-            raise ValueError(f"weights needs one number per component ({len(self.components)}), got {self.weights}")
-        return self
-
-    def build_detector(self) -> StuckDetector:
-        return make_detector(self.detector, consistency_k=self.consistency_k, temperature=self.temperature,
-                             components=self.components, mode=self.combine, weights=self.weights)
-
-
-class CollaborationConfig(BaseModel):
-    """The ``collaboration`` section: whether it is on, and its pairs."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = True
-    pairs: list[PairConfig] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _pairs_when_enabled(self) -> CollaborationConfig:
-        if self.enabled and not self.pairs:
-            raise ValueError("collaboration is enabled but lists no pairs; add one under 'pairs' or set enabled: false")
-        return self
-
-
-def load_collaboration_config(source: str | Path | dict[str, Any]) -> CollaborationConfig:
-    """A validated config from a YAML file (or its parsed contents): ``collaboration: {enabled, pairs}``."""
-    where = "collaboration config"
-    if isinstance(source, dict):
-        data = source
-    else:
-        path = Path(source)
-        where = str(path)
-        if not path.exists():
-            raise CollaborationConfigError(f"Collaboration config {path} does not exist.")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as error:
-            raise CollaborationConfigError(f"{path}: not valid YAML ({error}).") from None
-    if not isinstance(data, dict) or "collaboration" not in data:
-        raise CollaborationConfigError(f"{where}: expected a top-level 'collaboration' section "
-                                       "(collaboration: {enabled: true, pairs: [...]}).")
-    try:
-        return CollaborationConfig.model_validate(data["collaboration"])
-    except ValidationError as error:
-        problems = "; ".join(
-            f"collaboration.{'.'.join(str(p) for p in e['loc']) or '(section)'}: "
-            f"{e['msg'].removeprefix('Value error, ')}"
-            for e in error.errors(include_url=False)
-        )
-        raise CollaborationConfigError(f"{where}: {problems}") from None
-
-
-# ------------------------------------------------------------------------------------------------ costs
-
-
-def catalog_cost(spec: str, input_tokens: int, output_tokens: int) -> float:
-    """Relative cost of a call from the model catalog (``tool_selection.lm.model_cost``)."""
-    try:
-        from tool_selection.lm import model_cost
-    except ImportError as error:
-        raise ToolSelectionError(
-            f"Model costs come from the model catalog in tool_selection.lm, which cannot be imported ({error}); "
-            "pass cost_fn=(spec, input_tokens, output_tokens) -> cost.") from None
-    return float(model_cost(spec, input_tokens, output_tokens))
-
-
-def check_cost(cost_fn: CostFn, name: str) -> None:
-    """Fails early, naming the fix, when ``cost_fn`` has no price for model ``name``."""
-    try:
-        cost_fn(name, 1, 1)
-    except ToolSelectionError:
-        raise
-    except Exception as error:
-        raise ToolSelectionError(f"No cost for model {name!r} ({type(error).__name__}: {error}); add it to the model "
-                                 "catalog or pass cost_fn=(spec, input_tokens, output_tokens) -> cost.") from None
-
-
-# ------------------------------------------------------------------------------------------------ protocol
 
 
 class WriteGuidance(dspy.Signature):
@@ -256,7 +88,7 @@ class CollaborationRecord(BaseModel):
     escalated: bool
     detector: str
     threshold: float
-    strategy: Strategy
+    strategy: CollaborationStrategy
     tries: int = Field(description="Primary decisions made before the verdict (1 + retries used).")
     signals: list[StuckSignal]
     guidance: str | None = None
@@ -278,41 +110,20 @@ class CollaborationRecord(BaseModel):
         }
 
 
-def model_name(model: str | dspy.BaseLM) -> str:
-    """A model spec as given, or an LM object's ``model``."""
-    return model if isinstance(model, str) else str(getattr(model, "model", type(model).__name__))
-
-
-def resolve_lm(model: str | dspy.BaseLM, *, logprobs: bool = False, max_tokens: int = 512, cache: bool = True,
-               constrained: bool = True) -> dspy.BaseLM:
-    """An LM for a spec (``get_lm``), or the LM given; with token log-probabilities when ``logprobs``."""
-    if isinstance(model, str):
-        try:
-            from tool_selection.lm import get_lm
-        except ImportError as error:
-            raise ToolSelectionError(f"Model specs such as {model!r} are resolved by tool_selection.lm, which cannot "
-                                     f"be imported ({error}); pass a dspy.LM object instead.") from None
-        return get_lm(model, temperature=0.0, max_tokens=max_tokens, cache=cache, constrained=constrained,
-                      logprobs=logprobs)
-    if logprobs and not model.kwargs.get("logprobs"):
-        return model.copy(logprobs=True)
-    return model
-
-
 class ModelCollaborationProtocol(dspy.Module):
     """A (primary, secondary) pair behind one selector interface: ``forward(request, tools)`` returns a prediction
     with ``decision``, ``collaboration`` (a ``CollaborationRecord``) and ``row_extras`` for the harness."""
 
     def __init__(self, primary: str | dspy.BaseLM, secondary: str | dspy.BaseLM, *,
-                 detector: str | StuckDetector = "combined", threshold: float = 0.5, strategy: Strategy = "delegate",
-                 max_retries: int = 0, temperature: float = 0.7, selector: MultiToolSelector | None = None,
-                 adapter: dspy.Adapter | None = None, cost_fn: CostFn | None = None, max_tokens: int = 512,
-                 cache: bool = True, constrained: bool = True):
+                 detector: str | StuckDetector = "combined", threshold: float = 0.5,
+                 strategy: CollaborationStrategy = "delegate", max_retries: int = 0, temperature: float = 0.7,
+                 selector: MultiToolSelector | None = None, adapter: dspy.Adapter | None = None,
+                 cost_fn: CostFn | None = None, max_tokens: int = 512, cache: bool = True, constrained: bool = True):
         super().__init__()
-        if not 0.0 <= threshold <= 1.0:
-            raise CollaborationConfigError(f"threshold must be within [0, 1], got {threshold}")
-        if strategy not in ("delegate", "guide"):
-            raise CollaborationConfigError(f"strategy must be 'delegate' or 'guide', got {strategy!r}")
+        check_threshold(threshold)
+        if strategy not in COLLABORATION_STRATEGIES:
+            raise CollaborationConfigError(f"strategy must be one of {', '.join(COLLABORATION_STRATEGIES)}, "
+                                           f"got {strategy!r}")
         if max_retries < 0:
             raise CollaborationConfigError(f"max_retries must be 0 or more, got {max_retries}")
         self.detector = make_detector(detector, temperature=temperature) if isinstance(detector, str) else detector

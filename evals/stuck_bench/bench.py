@@ -1,0 +1,215 @@
+"""Running the stuck benchmark: each model alone through the harness, the tables, the optional live protocol run,
+the files and the MLflow run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import dspy
+import pandas as pd
+
+from evals.evaluate import evaluate
+from evals.metrics import bootstrap_ci
+from evals.naming import slug
+from evals.runner import TABLE_FILE, Evaluator
+from evals.stuck_bench.plots import plot
+from evals.stuck_bench.report import mlflow_metrics
+from evals.stuck_bench.routing import RECOMMENDATION_CRITERION, sweep_thresholds
+from evals.stuck_bench.scoring import StuckScoredSelector
+from evals.stuck_bench.settings import BenchSettings
+from evals.stuck_bench.tables import BenchResult, assemble, overhead_column, pair_label, price, score_column
+from evals.suite import Suite, load_suite
+from evals.tracking import git_commit, log_run, write_json
+from tool_selection.collaboration import (
+    CostFn,
+    ModelCollaborationProtocol,
+    catalog_cost,
+    check_cost,
+    model_name,
+    resolve_lm,
+)
+from tool_selection.errors import ToolSelectionError
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.strategies import DEFAULT_STRATEGY
+
+__all__ = ["GUIDE_NOTE", "run_stuck_bench"]
+
+GUIDE_NOTE = ("Sweeps are the delegate strategy, computed offline from the per-case tables of each model alone. "
+              "The guide strategy changes the primary's answer and needs live runs "
+              "(--live-threshold T --strategy guide).")
+DEFAULT_BENCH_DIR = Path("runs") / "stuck_bench"
+Model = str | dspy.BaseLM
+
+
+def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], settings: BenchSettings | None = None,
+                    *, out: str | Path | None = None, mlflow: bool = True, tracking_uri: str | None = None,
+                    threads: int = 1, progress: bool = True, cost_fn: CostFn | None = None,
+                    **fields: Any) -> BenchResult:
+    """Run the benchmark (see the package docstring); returns the tables, also saved under ``out``.
+
+    ``settings`` (a ``BenchSettings``) and ``fields`` (any of its fields, e.g. ``detectors=["validation"]``,
+    ``thresholds="0:1:0.1"``, ``live_threshold=0.5``) say what is measured; the keyword arguments say where results
+    go and how the run is carried out. ``cost_fn`` prices a call (default: the model catalog)."""
+    settings = BenchSettings.build(settings, **fields)
+    suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+    if not pairs:
+        raise ToolSelectionError("Give at least one model pair (PRIMARY,SECONDARY).")
+    splits = list(dict.fromkeys([settings.dev_split, settings.test_split]))
+    for split in splits:
+        if not len(suite_obj.split(split).limit(settings.limit)):
+            raise ToolSelectionError(f"Suite {suite_obj.name!r} has no {split!r} cases (it has "
+                                     f"{dict(suite_obj.split_counts())}); choose splits with --dev-split/--test-split.")
+    cost_fn = cost_fn or catalog_cost
+    names = [(model_name(a), model_name(b)) for a, b in pairs]
+    for primary, secondary in names:
+        if primary == secondary:
+            raise ToolSelectionError(f"Pair {primary},{secondary}: the primary and secondary are the same model.")
+    models: dict[str, Model] = {}
+    for pair in pairs:
+        for model in pair:
+            models.setdefault(model_name(model), model)
+    primaries = {p for p, _ in names}
+    for name in models:
+        check_cost(cost_fn, name)
+
+    detectors = settings.detectors
+    needs_logprobs = any(settings.detector(d).needs_logprobs for d in detectors)
+    params = _params(settings, suite_obj, names)
+    digest = hashlib.sha256(json.dumps({k: params[k] for k in ("suite_fingerprint", "pairs", "detectors", "limit",
+                                                               "consistency_k", "temperature", "max_tokens",
+                                                               "selection_strategy")},
+                                       sort_keys=True).encode()).hexdigest()[:8]
+    out_dir = Path(out) if out else DEFAULT_BENCH_DIR / f"{slug(suite_obj.name)}-{digest}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    notes = [GUIDE_NOTE, f"Recommended threshold: {RECOMMENDATION_CRITERION}."]
+
+    lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=settings.max_tokens,
+                            cache=settings.cache)
+           for name, model in models.items()}
+    from tool_selection.lm import prepare_lm
+
+    for lm in lms.values():
+        prepare_lm(lm)
+    per_model = {}
+    for split in splits:
+        for name, lm in lms.items():
+            table = _run_model(suite_obj, name, lm, split, out_dir, settings,
+                               detectors=detectors if name in primaries else (), threads=threads, progress=progress,
+                               mlflow=mlflow, tracking_uri=tracking_uri)
+            per_model[(name, split)] = price(table, name, cost_fn, detectors)
+            if not (table["input_tokens"] + table["output_tokens"]).any():
+                notes.append(f"{name} ({split}): every token count is 0, so its costs are 0 (DSPy cache hits carry "
+                             "no usage); run with --no-cache or a fresh --out for costs.")
+
+    tables = assemble(names, splits, detectors, settings.thresholds, per_model)
+    result = BenchResult(sweep=tables.sweep, summary=tables.summary, recommendations=tables.recommendations,
+                         curves=tables.curves, cases=tables.cases, baselines=tables.baselines, out_dir=out_dir,
+                         notes=notes + tables.notes)
+    if settings.live_threshold is not None:
+        result.live = _live_runs(result, names, lms, suite_obj.split(settings.test_split).limit(settings.limit),
+                                 settings, cost_fn, threads, progress)
+    _save(result, params)
+    if mlflow:
+        result.mlflow_run_id = log_run(params={**params, "out_dir": str(out_dir)}, summary=mlflow_metrics(result),
+                                       artifacts=result.files, run_name=f"stuck-bench-{out_dir.name}",
+                                       uri=tracking_uri)
+    return result
+
+
+def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]]) -> dict[str, Any]:
+    """How the run was built, as MLflow params (and part of its directory's name)."""
+    return {
+        "kind": "stuck_bench", "suite": suite.name, "suite_fingerprint": suite.fingerprint,
+        "pairs": [list(p) for p in names], "detectors": list(settings.detectors), "thresholds": settings.thresholds,
+        "dev_split": settings.dev_split, "test_split": settings.test_split, "limit": settings.limit,
+        "consistency_k": settings.consistency_k, "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens, "live_threshold": settings.live_threshold,
+        "strategy": settings.strategy if settings.live_threshold is not None else "delegate (offline)",
+        "selection_strategy": settings.selection_strategy,
+        "dspy_version": dspy.__version__, "git_commit": git_commit(),
+    }
+
+
+def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Path, settings: BenchSettings, *,
+               detectors: Sequence[str], threads: int, progress: bool, mlflow: bool = False,
+               tracking_uri: str | None = None) -> pd.DataFrame:
+    """One model alone on one split, through the harness; scored by ``detectors`` when it is a primary. Logged
+    as an ordinary zero-shot eval run (the detectors do not change the prompt), so ``toolsel eval compare`` and
+    the optimization notebook find it."""
+    name = slug(name)
+    strategy = settings.selection_strategy
+    if detectors:
+        key = hashlib.sha256(json.dumps([list(detectors), settings.detector_options],
+                                        sort_keys=True).encode()).hexdigest()[:6]
+        program = StuckScoredSelector([settings.detector(d) for d in detectors], strategy=strategy)
+        run_dir = out_dir / "runs" / split / f"{name}-scored-{key}"
+    else:
+        program, run_dir = MultiToolSelector(strategy=strategy), out_dir / "runs" / split / name
+    if strategy != DEFAULT_STRATEGY:
+        run_dir = run_dir.with_name(f"{run_dir.name}-{slug(strategy)}")
+    result = evaluate(suite, lm, split=split, limit=settings.limit, threads=threads, program=program, adapter="json",
+                      run_dir=run_dir, mlflow=mlflow, tracking_uri=tracking_uri, progress=progress)
+    return result.results.copy()
+
+
+def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str, dspy.BaseLM], cases: Suite,
+               settings: BenchSettings, cost_fn: CostFn, threads: int, progress: bool) -> pd.DataFrame:
+    """The protocol run for real on the test split at one threshold (the only way to measure ``guide``)."""
+    split, threshold, strategy = settings.test_split, settings.live_threshold, settings.strategy
+    rows = []
+    for primary, secondary in names:
+        label = pair_label(primary, secondary)
+        detector = settings.live_detector
+        if detector is None:
+            chosen = result.recommendations[result.recommendations["pair"] == label]
+            detector = str(chosen["detector"].iloc[0]) if len(chosen) else "validation"
+        protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], detector=settings.detector(detector),
+                                              threshold=threshold, strategy=strategy, cost_fn=cost_fn,
+                                              temperature=settings.temperature)
+        run_dir = result.out_dir / "live" / f"{slug(primary)}__{slug(secondary)}-{detector}-{strategy}-{threshold:g}"
+        run = Evaluator(suite=cases, threads=threads, progress=progress)(protocol, adapter=ToolSelectionAdapter(),
+                                                                         run_dir=run_dir)
+        run.results.to_parquet(run_dir / TABLE_FILE, index=False)
+        secondary_cost = result.baselines.query("model == @secondary and split == @split")["cost"].iloc[0]
+        cases_table = result.cases.query("pair == @label and split == @split")
+        offline = sweep_thresholds(cases_table, score_column(detector), [threshold],
+                                   overhead=overhead_column(detector))
+        mean, low, high = bootstrap_ci(run.results["full_match"])
+        cost = float(run.results["cost"].mean()) if "cost" in run.results else math.nan
+        rows.append({
+            "pair": label, "primary": primary, "secondary": secondary, "detector": detector, "strategy": strategy,
+            "threshold": threshold, "split": split, "cases": len(run.results), "accuracy": mean,
+            "accuracy_ci_low": low, "accuracy_ci_high": high,
+            "escalation_rate": float(run.results["collab_escalated"].mean()),
+            "cost": cost, "cost_vs_secondary": cost / secondary_cost if secondary_cost > 0 else math.nan,
+            "offline_delegate_accuracy": float(offline["accuracy"].iloc[0]),
+            "offline_delegate_escalation_rate": float(offline["escalation_rate"].iloc[0]),
+            "run_dir": str(run_dir),
+        })
+    return pd.DataFrame(rows)
+
+
+def _save(result: BenchResult, params: dict[str, Any]) -> None:
+    out = result.out_dir
+    files = []
+    tables = {"sweep": result.sweep, "summary": result.summary, "recommendations": result.recommendations,
+              "curves": result.curves, "baselines": result.baselines}
+    if result.live is not None:
+        tables["live"] = result.live
+    for name, frame in tables.items():
+        frame.to_csv(out / f"{name}.csv", index=False)
+        frame.to_parquet(out / f"{name}.parquet", index=False)
+        files += [out / f"{name}.csv", out / f"{name}.parquet"]
+    cases = result.cases.copy()
+    cases["tags"] = cases["tags"].apply(list)
+    cases.to_parquet(out / "cases.parquet", index=False)
+    files.append(out / "cases.parquet")
+    files += plot(result)
+    write_json(out / "bench.json", {"params": params, "notes": result.notes, "criterion": RECOMMENDATION_CRITERION})
+    files.append(out / "bench.json")
+    result.files = files

@@ -1,0 +1,100 @@
+"""What a stuck benchmark is run with: validated once, whether it comes from the command line or from Python."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evals.stuck_bench.routing import parse_thresholds
+from tool_selection.collaboration.config import CollaborationStrategy, check_threshold
+from tool_selection.errors import ToolSelectionError
+from tool_selection.strategies import DEFAULT_STRATEGY, parse_strategy
+from tool_selection.stuck import StuckDetector, check_detector_names, detector_names, make_detector
+from tool_selection.stuck.registry import SampleCount, Temperature
+from tool_selection.validation import validation_problems
+
+__all__ = ["DEFAULT_THRESHOLDS", "BenchSettings", "BenchSettingsError"]
+
+DEFAULT_THRESHOLDS = "0:1:0.05"
+
+
+class BenchSettingsError(ToolSelectionError, ValueError):
+    """Bad benchmark settings; the message names each bad setting."""
+
+
+class BenchSettings(BaseModel):
+    """The settings that determine a benchmark's results (besides the suite, the pairs and their costs).
+
+    ``detectors``: names, or one comma-separated string (default: every registered detector); ``thresholds``: a
+    list within [0, 1], or ``START:STOP:STEP`` / ``a,b,c`` (``parse_thresholds``); the threshold is chosen on
+    ``dev_split`` and reported on ``test_split``; ``limit``: the first N cases of each. ``live_threshold``: also run
+    the collaboration protocol on the test split at that threshold, with ``strategy`` (``guide``, the one the
+    offline sweep cannot measure, unless told otherwise) and ``live_detector`` (default: each pair's recommended
+    one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    detectors: list[str] = Field(default_factory=detector_names)
+    thresholds: list[float] = Field(default_factory=lambda: parse_thresholds(DEFAULT_THRESHOLDS))
+    dev_split: str = "dev"
+    test_split: str = "test"
+    limit: int | None = None
+    consistency_k: SampleCount = 3
+    temperature: Temperature = 0.7
+    max_tokens: int = 512
+    cache: bool = True
+    selection_strategy: str = DEFAULT_STRATEGY
+    live_threshold: float | None = None
+    strategy: CollaborationStrategy = "guide"
+    live_detector: str | None = None
+
+    @classmethod
+    def build(cls, settings: BenchSettings | None = None, **fields: Any) -> BenchSettings:
+        """``settings`` (default: the defaults) with ``fields`` changed; every bad field named in one error."""
+        try:
+            return cls.model_validate({**(settings.model_dump() if settings else {}), **fields})
+        except ValidationError as error:
+            raise BenchSettingsError(f"Bad stuck-benchmark settings: {validation_problems(error)}") from None
+
+    @field_validator("detectors", mode="before")
+    @classmethod
+    def _known_detectors(cls, value: Any) -> list[str]:
+        return check_detector_names(value.split(",") if isinstance(value, str) else value)
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _grid(cls, value: Any) -> list[float]:
+        try:
+            grid = parse_thresholds(value) if isinstance(value, str) else sorted(set(map(float, value)))
+        except ToolSelectionError as error:
+            raise ValueError(str(error)) from None
+        if not grid or any(not 0 <= t <= 1 for t in grid):
+            raise ValueError(f"Thresholds must lie within [0, 1]; got {grid}.")
+        return grid
+
+    @field_validator("selection_strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        parse_strategy(value)  # an unknown name stops here, before any model loads
+        return value
+
+    @field_validator("live_threshold")
+    @classmethod
+    def _unit_interval(cls, value: float | None) -> float | None:
+        return None if value is None else check_threshold(value)
+
+    @model_validator(mode="after")
+    def _live_detector_is_benchmarked(self) -> BenchSettings:
+        if self.live_detector is not None and self.live_detector not in self.detectors:
+            raise ValueError(f"The live detector {self.live_detector!r} is not among the benchmarked detectors "
+                             f"({', '.join(self.detectors)}).")
+        return self
+
+    @property
+    def detector_options(self) -> dict[str, Any]:
+        """The options every detector is built with (part of each scored run's key)."""
+        return {"consistency_k": self.consistency_k, "temperature": self.temperature}
+
+    def detector(self, name: str) -> StuckDetector:
+        return make_detector(name, **self.detector_options)

@@ -1,0 +1,162 @@
+"""The stuck detectors by name, and the options they are built with, the same from the command line, a YAML pair
+config, the benchmark and Python.
+
+    DETECTORS                                   # {"heuristic": HeuristicDetector, ...}
+    make_detector("consistency", consistency_k=5)
+    make_detector("combined", components=["validation", "confidence"], combine="mean")
+
+    @register_detector                          # a new detector, known by its ``name`` everywhere
+    class MyDetector(StuckDetector): ...
+
+Each detector class takes the options it uses in ``StuckDetector.from_options``; ``DetectorOptions`` validates them
+once, for every entry point. An unknown name is a ``DetectorConfigError`` that lists the known ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.stuck.base import StuckDetector
+from tool_selection.stuck.detectors import CombinedDetector, ConsistencyDetector, ValidationDetector
+from tool_selection.stuck.heuristic import HeuristicDetector
+from tool_selection.stuck.logprobs import ConfidenceDetector, LeastConfidenceDetector
+from tool_selection.validation import validation_problems
+
+__all__ = [
+    "DEFAULT_COMPONENTS",
+    "DETECTORS",
+    "DetectorConfigError",
+    "DetectorOptions",
+    "SampleCount",
+    "Temperature",
+    "check_detector_names",
+    "detector_class",
+    "detector_names",
+    "make_detector",
+    "register_detector",
+]
+
+DETECTORS: dict[str, type[StuckDetector]] = {}
+DEFAULT_COMPONENTS = ("heuristic", "validation", "confidence")
+MAX_SAMPLES = 20
+
+
+class DetectorConfigError(ToolSelectionError, ValueError):
+    """An unknown detector name, or bad detector options; the message names the known detectors or each bad field."""
+
+
+def register_detector(cls: type[StuckDetector]) -> type[StuckDetector]:
+    """Class decorator: make a ``StuckDetector`` subclass available by its ``name`` (returns the class)."""
+    if not (isinstance(cls, type) and issubclass(cls, StuckDetector)):
+        raise TypeError(f"register_detector takes a StuckDetector subclass, got {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{cls.__qualname__} needs a class attribute name to be registered as a stuck detector")
+    existing = DETECTORS.get(name)
+    if existing is not None and existing is not cls:
+        raise DetectorConfigError(f"Stuck detector name {name!r} is taken by {existing.__qualname__}; give "
+                                  f"{cls.__qualname__} another name.")
+    DETECTORS[name] = cls
+    return cls
+
+
+for _builtin in (HeuristicDetector, ValidationDetector, ConfidenceDetector, LeastConfidenceDetector,
+                 ConsistencyDetector, CombinedDetector):  # the order the benchmark reports them in
+    register_detector(_builtin)
+
+
+def detector_names(*, composite: bool = True) -> list[str]:
+    """The registered names; without the composite ones (``combined``) when ``composite=False``."""
+    return [name for name, cls in DETECTORS.items() if composite or not cls.composite]
+
+
+def detector_class(name: str) -> type[StuckDetector]:
+    """The detector class registered as ``name``; an unknown name is an error listing the known ones."""
+    if name not in DETECTORS:
+        raise DetectorConfigError(_unknown([name]))
+    return DETECTORS[name]
+
+
+def check_detector_names(names: Iterable[str]) -> list[str]:
+    """``names`` stripped, without blanks or repeats, in their order; every unknown one named in one error."""
+    names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
+    if not names:
+        raise DetectorConfigError(f"No stuck detector given; choose one or more of: {', '.join(DETECTORS)}.")
+    unknown = [n for n in names if n not in DETECTORS]
+    if unknown:
+        raise DetectorConfigError(_unknown(unknown))
+    return names
+
+
+def _unknown(names: list[str]) -> str:
+    similar = list(dict.fromkeys(m for n in names for m in close_matches(n, DETECTORS)))
+    hint = f" (did you mean {', '.join(map(repr, similar))}?)" if similar else ""
+    return (f"Unknown stuck detector{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}{hint}; "
+            f"choose one of: {', '.join(DETECTORS)}.")
+
+
+SampleCount = Annotated[int, Field(ge=ConsistencyDetector.MIN_SAMPLES, le=MAX_SAMPLES,
+                                   description="Decisions sampled per case by the consistency detector.")]
+Temperature = Annotated[float, Field(gt=0.0, le=ConsistencyDetector.MAX_TEMPERATURE,
+                                     description="Sampling temperature of consistency samples (and of retries).")]
+
+
+class DetectorOptions(BaseModel):
+    """What detectors are built with. Each detector takes the options it uses (``StuckDetector.from_options``):
+    ``consistency`` its samples and temperature, ``combined`` its components, combination and weights,
+    ``heuristic`` the keyword arguments of ``HeuristicDetector``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    consistency_k: SampleCount = 3
+    temperature: Temperature = 0.7
+    combine: Literal["max", "mean"] = Field(default="max", validation_alias=AliasChoices("combine", "mode"),
+                                            description="How combined joins its components' scores (or: mode).")
+    components: list[str] = Field(default_factory=lambda: list(DEFAULT_COMPONENTS))
+    weights: list[float] | None = None
+    heuristic: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("components")
+    @classmethod
+    def _known_components(cls, value: list[str]) -> list[str]:
+        allowed = detector_names(composite=False)
+        bad = [c for c in value if c not in allowed]
+        if bad or not value:
+            unknown = f"Unknown combined component(s) {bad}: " if bad else ""
+            raise ValueError(f"{unknown}components must be a non-empty list of {', '.join(allowed)}; got {value}")
+        return value
+
+    @field_validator("heuristic")
+    @classmethod
+    def _heuristic_arguments(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            HeuristicDetector(**value)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"bad heuristic options {value}: {error}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_weight_per_component(self) -> DetectorOptions:
+        if self.weights is not None and (len(self.weights) != len(self.components) or min(self.weights) < 0):
+            raise ValueError(f"weights needs one non-negative number per component ({len(self.components)}), "
+                             f"got {self.weights}")
+        return self
+
+
+def make_detector(name: str, options: DetectorOptions | None = None, **fields: Any) -> StuckDetector:
+    """The detector registered as ``name``, built from ``options`` or from ``fields`` (``DetectorOptions`` fields,
+    e.g. ``consistency_k=5`` or ``components=[...], mode="mean"``); bad ones raise ``DetectorConfigError``."""
+    cls = detector_class(name)
+    if options is not None and fields:
+        raise TypeError("make_detector takes DetectorOptions or keyword options, not both")
+    if options is None:
+        try:
+            options = DetectorOptions(**fields)
+        except ValidationError as error:
+            problems = validation_problems(error)
+            raise DetectorConfigError(f"Bad options for stuck detector {name!r}: {problems}") from None
+    return cls.from_options(options)
