@@ -115,19 +115,45 @@ class BaseTool(BaseModel):
             raise ToolDefinitionError(f"{cls.__module__}.{cls.__qualname__}", problems)
 
     @classmethod
+    def _declared_as_field(cls, attribute: str) -> str | None:
+        """The problem when a class constant was written the pydantic way (``description: str = "..."``).
+
+        Pydantic turns an annotated class attribute into an instance field and removes it from the class, so
+        the class constant is missing, or silently inherited from the base (``category`` stays "general").
+        """
+        field = cls.model_fields.get(attribute)
+        if field is None:
+            return None
+        annotation = getattr(field.annotation, "__name__", None) or str(field.annotation)
+        written = isinstance(field.default, str) and field.default.strip()  # else shown as "..."
+        value = field.default if written else "..."
+        declared = f"{attribute}: {annotation} = {value!r}" if written else f"{attribute}: {annotation} = ..."
+        inherited = getattr(cls, attribute, None) if attribute != "NAME" else None
+        effect = (f"the tool gets the inherited {attribute} {inherited!r}" if isinstance(inherited, str)
+                  and inherited.strip() else f"the tool has no {attribute}")
+        return (f"{attribute} is declared as a pydantic field ({declared}), so {effect}; write it as a plain "
+                f"class attribute, without the annotation: {attribute} = {value!r}")
+
+    @classmethod
     def _definition_problems(cls) -> list[str]:
         problems = []
         name = cls.__dict__.get("NAME")
-        if name is None:
+        if field_problem := cls._declared_as_field("NAME"):
+            problems.append(field_problem)
+        elif name is None:
             problems.append('missing NAME: add a class constant such as NAME = "search_products"')
         elif not isinstance(name, str) or not _NAME_PATTERN.match(name) or keyword.iskeyword(name):
             problems.append(
                 f"invalid NAME {name!r}: use an identifier of at most 64 characters "
                 "(letters, digits, underscores; not starting with a digit; not a Python keyword)"
             )
-        if not isinstance(cls.description, str) or not cls.description.strip():
+        if field_problem := cls._declared_as_field("description"):
+            problems.append(field_problem)
+        elif not isinstance(cls.description, str) or not cls.description.strip():
             problems.append("empty description: set description to a sentence saying what the tool does")
-        if not isinstance(cls.category, str) or not cls.category.strip():
+        if field_problem := cls._declared_as_field("category"):
+            problems.append(field_problem)
+        elif not isinstance(cls.category, str) or not cls.category.strip():
             problems.append("empty category: set category, for example the tool set's domain")
         args_model = cls.Arguments
         if not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):

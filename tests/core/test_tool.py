@@ -34,6 +34,41 @@ def test_invalid_names_are_rejected(bad_name):
         type("T", (BaseTool,), {"NAME": bad_name, "description": "d", "__module__": __name__})
 
 
+@pytest.mark.filterwarnings("ignore:Field name .* shadows an attribute in parent")
+def test_a_constant_declared_as_a_pydantic_field_says_so_and_how_to_fix_it():
+    """``description: str = "..."`` makes an instance field and leaves the class constant empty (or, for category,
+    silently inherited): the error names that, not an "empty description"."""
+    with pytest.raises(ToolDefinitionError) as info:
+
+        class Weather(BaseTool):
+            NAME: str = "weather"
+            description: str = "Weather."
+            category: str = "weather"
+
+    assert info.value.problems == [
+        "NAME is declared as a pydantic field (NAME: str = 'weather'), so the tool has no NAME; write it as a "
+        "plain class attribute, without the annotation: NAME = 'weather'",
+        "description is declared as a pydantic field (description: str = 'Weather.'), so the tool has no "
+        "description; write it as a plain class attribute, without the annotation: description = 'Weather.'",
+        "category is declared as a pydantic field (category: str = 'weather'), so the tool gets the inherited "
+        "category 'general'; write it as a plain class attribute, without the annotation: category = 'weather'",
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:Field name .* shadows an attribute in parent")
+def test_a_constant_declared_as_a_field_without_a_value_is_named_too():
+    with pytest.raises(ToolDefinitionError) as info:
+
+        class Weather(BaseTool):
+            NAME = "weather"
+            description: str
+
+    assert info.value.problems == [
+        "description is declared as a pydantic field (description: str = ...), so the tool has no description; "
+        "write it as a plain class attribute, without the annotation: description = '...'"
+    ]
+
+
 def test_abstract_base_classes_skip_checks():
     class Family(BaseTool, abstract=True):
         category = "family"

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from tests.evals.test_domain_suites import expected_arguments
+from tests.tool_sets.test_calculator import assert_failure
 from tool_selection import ToolArgumentError, load_tool_set
 from tool_sets.ecommerce import TOOL_SET, Shop
 from tool_sets.ecommerce.shop import SEED_FILES, SORT_ORDERS
@@ -112,8 +113,8 @@ def test_product_details_come_from_the_catalog(run):
     assert details["stock"] == int(product["stock"])
     assert details["returnable"] is (product["final_sale"] == "0")
     assert run("get_product_details", product_id="P9999") == {
-        "ok": False, "reason": "unknown_product", "message": "No product P9999 exists in the catalog.",
-        "product_id": "P9999"}
+        "ok": False, "error": "unknown_product", "message": "No product P9999 exists in the catalog.",
+        "suggestions": [], "product_id": "P9999"}
 
 
 # --------------------------------------------------------------------------------------------- cart
@@ -131,17 +132,20 @@ def test_add_view_and_remove(run):
     assert run("remove_from_cart", product_id="P5001", quantity=1)["cart"]["item_count"] == cart["item_count"]
     assert run("remove_from_cart", product_id="P5001")["removed"]["quantity"] == 2
     assert "P5001" not in {i["product_id"] for i in run("view_cart")["items"]}
-    assert run("remove_from_cart", product_id="P5001")["reason"] == "not_in_cart"
+    not_in_cart = run("remove_from_cart", product_id="P5001")
+    assert_failure(not_in_cart, "not_in_cart")
+    assert not_in_cart["suggestions"] == [i["product_id"] for i in run("view_cart")["items"]]
 
 
 def test_add_to_cart_respects_stock(run):
     sold_out = next(pid for pid, p in PRODUCTS.items() if p["stock"] == "0")
-    assert run("add_to_cart", product_id=sold_out)["reason"] == "out_of_stock"
+    assert_failure(run("add_to_cart", product_id=sold_out), "out_of_stock")
     scarce = next(pid for pid, p in PRODUCTS.items() if 0 < int(p["stock"]) < 20)
     stock = int(PRODUCTS[scarce]["stock"])
     refused = run("add_to_cart", product_id=scarce, quantity=stock + 1)
-    assert refused["ok"] is False and refused["reason"] == "insufficient_stock" and refused["available"] == stock
-    assert run("add_to_cart", product_id="P9999")["reason"] == "unknown_product"
+    assert_failure(refused, "insufficient_stock")
+    assert refused["available"] == stock
+    assert_failure(run("add_to_cart", product_id="P9999"), "unknown_product")
 
 
 # ------------------------------------------------------------------------------------ orders
@@ -158,8 +162,8 @@ def test_checkout_creates_an_order_and_updates_stock(run):
     status = run("get_order_status", order_id=placed["order_id"])
     assert status["status"] == "processing" and status["total"] == placed["total"]
     assert run("list_orders", limit=1)["orders"][0]["order_id"] == placed["order_id"]
-    assert run("track_shipment", order_id=placed["order_id"])["reason"] == "not_shipped_yet"
-    assert run("checkout")["reason"] == "empty_cart"
+    assert_failure(run("track_shipment", order_id=placed["order_id"]), "not_shipped_yet")
+    assert_failure(run("checkout"), "empty_cart")
 
 
 def test_list_orders_filters_by_status(run):
@@ -177,8 +181,8 @@ def test_order_status_and_tracking(run):
     tracking = run("track_shipment", order_id=order["order_id"])
     assert tracking["tracking_number"] == order["shipment"]["tracking_number"]
     assert tracking["latest"] == order["shipment"]["events"][-1]
-    assert run("get_order_status", order_id="ORD-99999")["reason"] == "unknown_order"
-    assert run("track_shipment", order_id=first_order("cancelled")["order_id"])["reason"] == "order_cancelled"
+    assert_failure(run("get_order_status", order_id="ORD-99999"), "unknown_order")
+    assert_failure(run("track_shipment", order_id=first_order("cancelled")["order_id"]), "order_cancelled")
 
 
 def test_cancel_only_unshipped_orders(run):
@@ -189,8 +193,8 @@ def test_cancel_only_unshipped_orders(run):
     assert cancelled["ok"] and cancelled["refund_amount"] == pytest.approx(
         sum(i["quantity"] * i["unit_price"] for i in order["items"]) + order["shipping"])
     assert run("get_product_details", product_id=item["product_id"])["stock"] == stock + item["quantity"]
-    assert run("cancel_order", order_id=order["order_id"])["reason"] == "already_cancelled"
-    assert run("cancel_order", order_id=first_order("shipped")["order_id"])["reason"] == "already_shipped"
+    assert_failure(run("cancel_order", order_id=order["order_id"]), "already_cancelled")
+    assert_failure(run("cancel_order", order_id=first_order("shipped")["order_id"]), "already_shipped")
 
 
 def test_request_return_within_the_window(run):
@@ -200,19 +204,25 @@ def test_request_return_within_the_window(run):
     assert result["ok"] and result["amount"] == pytest.approx(2 * line["unit_price"])
     assert run("get_order_status", order_id="ORD-10388")["returns"][0]["return_id"] == result["return_id"]
     again = run("request_return", order_id="ORD-10388", product_id="P1003", reason="damaged")
-    assert again["reason"] == "already_returned" and again["returnable_quantity"] == 0
+    assert_failure(again, "already_returned")
+    assert again["returnable_quantity"] == 0
 
 
-@pytest.mark.parametrize(("order_id", "product_id", "reason"), [
+@pytest.mark.parametrize(("order_id", "product_id", "error"), [
     ("ORD-10231", "P2001", "return_window_closed"),
     ("ORD-10412", "P6001", "final_sale"),
     ("ORD-10457", "P4003", "not_delivered"),
     ("ORD-10388", "P4003", "not_in_order"),
     ("ORD-99999", "P4003", "unknown_order"),
 ])
-def test_request_return_refusals(run, order_id, product_id, reason):
+def test_request_return_refusals(run, order_id, product_id, error):
     result = run("request_return", order_id=order_id, product_id=product_id, reason="other")
-    assert result["ok"] is False and result["reason"] == reason and result["message"]
+    assert_failure(result, error)
+
+
+def test_a_product_not_in_the_order_suggests_the_order_s_products(run):
+    result = run("request_return", order_id="ORD-10388", product_id="P4003", reason="other")
+    assert result["suggestions"] == sorted(i["product_id"] for i in ORDERS["ORD-10388"]["items"])
 
 
 # ------------------------------------------------------------------------------------- validation

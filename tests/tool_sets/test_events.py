@@ -11,6 +11,7 @@ import pytest
 
 from evals.suite import load_suite
 from tests.evals.test_domain_suites import alternatives
+from tests.tool_sets.test_calculator import assert_failure
 from tool_selection import ToolArgumentError, default_registry, load_tool_set
 from tool_sets.events import (
     CATEGORIES,
@@ -123,7 +124,8 @@ def test_get_event_details(state):
     assert event["venue"]["name"] == "Riverside Park Grounds" and "Juniper Road" in event["performers"]
     assert event["prices"] == {"general": 70.0, "vip": 180.0} and event["past"] is False
     missing = run(GetEventDetails, state, event_id="E999")
-    assert missing["ok"] is False and "E999" in missing["reason"]
+    assert_failure(missing, "unknown_event")
+    assert "E999" in missing["message"] and missing["event_id"] == "E999"
 
 
 def test_list_venues(state):
@@ -141,9 +143,11 @@ def test_get_venue_info_by_name_part_or_id(state):
     assert run(GetVenueInfo, state, venue="V4")["venue"]["wheelchair_accessible"] is False
     assert run(GetVenueInfo, state, venue="Harbor")["venue"]["name"] == "Harbor Hall"
     ambiguous = run(GetVenueInfo, state, venue="ar")
-    assert ambiguous["ok"] is False and len(ambiguous["candidates"]) > 1
+    assert_failure(ambiguous, "ambiguous_venue")
+    assert len(ambiguous["suggestions"]) > 1 and all("ar" in name.lower() for name in ambiguous["suggestions"])
     unknown = run(GetVenueInfo, state, venue="Moda Center")
-    assert unknown["ok"] is False and len(unknown["candidates"]) == len(CATALOG["venues"])
+    assert_failure(unknown, "unknown_venue")
+    assert len(unknown["suggestions"]) == len(CATALOG["venues"])
 
 
 def test_check_availability(state):
@@ -154,8 +158,10 @@ def test_check_availability(state):
     only_vip = run(CheckAvailability, state, event_id="E101", ticket_type="vip")
     assert [t["ticket_type"] for t in only_vip["tiers"]] == ["vip"]
     assert run(CheckAvailability, state, event_id="E090")["on_sale"] is False
-    assert run(CheckAvailability, state, event_id="E104", ticket_type="vip")["ok"] is False
-    assert run(CheckAvailability, state, event_id="E999")["ok"] is False
+    no_vip = run(CheckAvailability, state, event_id="E104", ticket_type="vip")
+    assert_failure(no_vip, "unknown_ticket_type")
+    assert no_vip["suggestions"] == ["general"]
+    assert_failure(run(CheckAvailability, state, event_id="E999"), "unknown_event")
 
 
 # ------------------------------------------------------------------------------------- actions
@@ -168,23 +174,25 @@ def test_book_tickets_creates_a_booking_and_uses_up_seats(state):
     assert run(CheckAvailability, state, event_id="E105")["tiers"][0]["remaining"] == before - 2
     assert booking["booking_id"] in ids_of_bookings(run(ListMyBookings, state))
     too_many = run(BookTickets, state, event_id="E105", tickets=before)
-    assert too_many["ok"] is False and too_many["remaining"] == before - 2
+    assert_failure(too_many, "not_enough_tickets")
+    assert too_many["remaining"] == before - 2 and too_many["requested"] == before
 
 
 def ids_of_bookings(result):
     return [b["booking_id"] for b in result["bookings"]]
 
 
-@pytest.mark.parametrize("arguments, reason", [
-    ({"event_id": "E104", "tickets": 1}, "sold out"),
-    ({"event_id": "E101", "ticket_type": "vip"}, "sold out"),
-    ({"event_id": "E090"}, "took place"),
-    ({"event_id": "E104", "ticket_type": "vip"}, "no 'vip'"),
-    ({"event_id": "E999"}, "unknown event"),
+@pytest.mark.parametrize("arguments, error, message", [
+    ({"event_id": "E104", "tickets": 1}, "sold_out", "sold out"),
+    ({"event_id": "E101", "ticket_type": "vip"}, "sold_out", "sold out"),
+    ({"event_id": "E090"}, "event_past", "took place"),
+    ({"event_id": "E104", "ticket_type": "vip"}, "unknown_ticket_type", "no 'vip'"),
+    ({"event_id": "E999"}, "unknown_event", "unknown event"),
 ])
-def test_book_tickets_refuses_impossible_bookings(state, arguments, reason):
+def test_book_tickets_refuses_impossible_bookings(state, arguments, error, message):
     result = run(BookTickets, state, **arguments)
-    assert result["ok"] is False and reason in result["reason"]
+    assert_failure(result, error)
+    assert message in result["message"]
     assert ids_of_bookings(run(ListMyBookings, state, status="all")) == ids_of_bookings(
         run(ListMyBookings, EventsState(), status="all"))
 
@@ -194,9 +202,10 @@ def test_join_waitlist_only_when_too_few_tickets(state):
     assert first["ok"] and first["waitlist"]["position"] == CATALOG["waitlists"]["E104"]["general"] + 1
     assert run(JoinWaitlist, state, event_id="E104")["waitlist"]["position"] == first["waitlist"]["position"] + 1
     available = run(JoinWaitlist, state, event_id="E105", tickets=1)
-    assert available["ok"] is False and "book" in available["reason"]
+    assert_failure(available, "tickets_available")
+    assert "book" in available["message"] and available["remaining"] == 3
     assert run(JoinWaitlist, state, event_id="E105", tickets=4)["ok"]  # only 3 left
-    assert run(JoinWaitlist, state, event_id="E090")["ok"] is False
+    assert_failure(run(JoinWaitlist, state, event_id="E090"), "event_past")
 
 
 def test_cancel_booking_refunds_by_policy_and_releases_seats(state):
@@ -206,9 +215,12 @@ def test_cancel_booking_refunds_by_policy_and_releases_seats(state):
     assert run(CheckAvailability, state, event_id="E106", ticket_type="general")["tiers"][0]["remaining"] == seats + 4
     assert run(CancelBooking, state, booking_id="b1001")["refund"] == 2 * 38.0 / 2  # 4 days ahead
     again = run(CancelBooking, state, booking_id="B1004")
-    assert again["ok"] is False and "already cancelled" in again["reason"]
-    assert run(CancelBooking, state, booking_id="B1003")["ok"] is False  # past event
-    assert run(CancelBooking, state, booking_id="B9999")["ok"] is False
+    assert_failure(again, "already_cancelled")
+    assert "already cancelled" in again["message"]
+    past = run(CancelBooking, state, booking_id="B1003")
+    assert_failure(past, "event_past")
+    assert "already took place" in past["message"] and past["booking_id"] == "B1003"
+    assert_failure(run(CancelBooking, state, booking_id="B9999"), "unknown_booking")
     assert ids_of_bookings(run(ListMyBookings, state)) == ["B1003"]
 
 

@@ -16,7 +16,9 @@ import pytest
 
 from evals.suite import load_suite
 from tests.evals.test_domain_suites import expected_arguments
+from tests.tool_sets.test_calculator import assert_failure
 from tool_selection import ToolArgumentError, load_tool_set
+from tool_selection.failures import is_failure
 from tool_selection.selector import response_schema
 from tool_sets.finance import AS_OF, DATA_FILES, TOOL_SET, QueryTransactions, _generate_data, load_data
 from tool_sets.finance.data import _sandbox
@@ -107,7 +109,8 @@ def test_stock_price_is_the_latest_close():
 
 def test_unknown_symbol_is_a_structured_result():
     result = run("get_stock_price", symbol="TSLA")
-    assert result["ok"] is False and "TSLA" in result["reason"] and result["known"] == sorted(CLOSES)
+    assert_failure(result, "unknown_symbol")
+    assert "TSLA" in result["message"] and result["suggestions"] == sorted(CLOSES) and result["symbol"] == "TSLA"
 
 
 def test_price_history_summarises_the_range():
@@ -125,8 +128,9 @@ def test_price_history_summarises_the_range():
 def test_price_history_defaults_to_all_data_and_reports_empty_ranges():
     assert run("get_price_history", symbol="SOYL")["trading_days"] == len(CLOSES["SOYL"])
     weekend = run("get_price_history", symbol="SOYL", start_date="2025-03-01", end_date="2025-03-02")
-    assert weekend["ok"] is False and weekend["available_to"] == AS_OF.isoformat()
-    assert run("get_price_history", symbol="ZZZ")["ok"] is False
+    assert_failure(weekend, "no_trading_days")
+    assert weekend["available_to"] == AS_OF.isoformat()
+    assert_failure(run("get_price_history", symbol="ZZZ"), "unknown_symbol")
 
 
 def test_search_ticker_by_name_and_sector():
@@ -153,7 +157,8 @@ def test_value_portfolio_uses_latest_closes_and_merges_duplicates():
 
 def test_value_portfolio_names_unknown_symbols():
     result = run("value_portfolio", holdings=[{"symbol": "ACME", "shares": 1}, {"symbol": "NOPE", "shares": 1}])
-    assert result["ok"] is False and result["unknown"] == ["NOPE"] and "ACME" in result["known"]
+    assert_failure(result, "unknown_symbol")
+    assert result["unknown"] == ["NOPE"] and "ACME" in result["suggestions"]
 
 
 # ------------------------------------------------------------------------------------------ currency
@@ -180,7 +185,8 @@ def test_exchange_rate_and_inverse():
 @pytest.mark.parametrize("name, extra", [("convert_currency", {"amount": 10}), ("get_exchange_rate", {})])
 def test_unknown_currency_is_a_structured_result(name, extra):
     result = run(name, from_currency="USD", to_currency="BRL", **extra)
-    assert result["ok"] is False and "BRL" in result["reason"] and result["known"] == sorted(PER_USD)
+    assert_failure(result, "unknown_currency")
+    assert "BRL" in result["message"] and result["suggestions"] == sorted(PER_USD) and result["currency"] == "BRL"
 
 
 # ------------------------------------------------------------------------------------------ loans and savings
@@ -247,7 +253,8 @@ def test_summarize_spending_for_one_category_lists_its_items():
 
 def test_summarize_spending_for_a_month_without_data():
     result = run("summarize_spending", month="2024-12")
-    assert result["ok"] is False and result["known"] == ["2025-01", "2025-02", "2025-03"]
+    assert_failure(result, "no_transactions")
+    assert result["suggestions"] == ["2025-01", "2025-02", "2025-03"]
 
 
 # ------------------------------------------------------------------------------------------ SQL sandbox
@@ -275,12 +282,12 @@ def test_query_transactions_answers_a_select():
 ])
 def test_sql_refuses_writes(sql):
     result = run("query_transactions", sql=sql)
-    assert result["ok"] is False and result["reason"] in {"not_select", "not_allowed"}
+    assert is_failure(result) and result["error"] in {"not_select", "not_allowed"}
     count = run("query_transactions", sql="SELECT COUNT(*) FROM transactions")["rows"][0][0]
     assert count == len(TRANSACTIONS)
 
 
-@pytest.mark.parametrize("sql, reason", [
+@pytest.mark.parametrize("sql, error", [
     ("PRAGMA query_only = OFF", "not_select"),
     ("ATTACH DATABASE 'x.db' AS x", "not_select"),
     ("CREATE TABLE t (x)", "not_select"),
@@ -288,8 +295,8 @@ def test_sql_refuses_writes(sql):
     ("SELECT * FROM pragma_table_info('prices')", "not_allowed"),
     ("SELECT 1; DROP TABLE prices", "one_statement_only"),
 ])
-def test_sql_refuses_everything_but_one_select(sql, reason):
-    assert run("query_transactions", sql=sql)["reason"] == reason
+def test_sql_refuses_everything_but_one_select(sql, error):
+    assert_failure(run("query_transactions", sql=sql), error)
 
 
 def test_sandbox_itself_is_read_only_and_select_only():
@@ -307,7 +314,7 @@ def test_sql_stops_a_runaway_query_within_its_time_limit():
     started = time.monotonic()
     result = tool.validate_and_execute(
         sql="WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT MAX(i) FROM n")
-    assert result["ok"] is False and result["reason"] == "timeout"
+    assert_failure(result, "timeout")
     assert time.monotonic() - started < 2
 
 
@@ -315,7 +322,7 @@ def test_sql_bounds_rows_and_value_size():
     result = QueryTransactions(max_rows=5).validate_and_execute(sql="SELECT * FROM prices")
     assert result["row_count"] == 5 and len(result["rows"]) == 5 and result["truncated"] is True
     big = run("query_transactions", sql="SELECT zeroblob(1000000000)")
-    assert big["ok"] is False and big["reason"] == "sql_error"
+    assert_failure(big, "sql_error")
 
 
 @pytest.mark.parametrize("sql", [
@@ -325,14 +332,16 @@ def test_sql_bounds_rows_and_value_size():
 def test_sql_printf_cannot_outrun_the_time_limit(sql):
     started = time.monotonic()
     result = run("query_transactions", sql=sql)
-    assert result["ok"] is False and result["reason"] == "not_allowed" and "width or precision" in result["message"]
+    assert_failure(result, "not_allowed")
+    assert "width or precision" in result["message"]
     assert time.monotonic() - started < 0.5
     assert run("query_transactions", sql="SELECT printf('%.2f', 1234.5)")["rows"] == [["1234.50"]]
 
 
 def test_sql_refuses_functions_off_the_allow_list():
     result = run("query_transactions", sql="SELECT fts3_tokenizer('simple')")  # returned a native pointer
-    assert result["ok"] is False and result["reason"] == "not_allowed" and "fts3_tokenizer()" in result["message"]
+    assert_failure(result, "not_allowed")
+    assert "fts3_tokenizer()" in result["message"]
 
 
 def test_sql_runaway_recursion_stops_within_ten_percent_of_its_limit():
@@ -341,7 +350,7 @@ def test_sql_runaway_recursion_stops_within_ten_percent_of_its_limit():
     result = tool.validate_and_execute(sql="WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
                                            "SELECT count(*) FROM n")
     elapsed = time.monotonic() - started
-    assert result["reason"] == "timeout" and elapsed < 0.5 * 1.1 + 0.1  # + building the in-memory tables
+    assert result["error"] == "timeout" and elapsed < 0.5 * 1.1 + 0.1  # + building the in-memory tables
 
 
 def test_sandbox_refuses_vacuum_into_and_attach(tmp_path):

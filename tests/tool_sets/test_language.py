@@ -11,6 +11,7 @@ import pytest
 
 from evals.suite import load_suite
 from tests.evals.test_domain_suites import expected_arguments
+from tests.tool_sets.test_calculator import assert_failure
 from tool_selection import ToolArgumentError, load_tool_set
 from tool_sets.language import SUPPORTED_LANGUAGES, TOOL_SET, load_data
 from tool_sets.language.text import CASE_STYLES, syllables
@@ -154,7 +155,8 @@ def test_detect_language(text, language):
 
 def test_detect_language_refuses_an_unsupported_language():
     result = run("detect_language", text="Ik heb honger en ik ben moe vandaag")  # Dutch
-    assert result["ok"] is False and result["supported"] == list(SUPPORTED_LANGUAGES)
+    assert_failure(result, "language_not_recognised")
+    assert result["supported"] == list(SUPPORTED_LANGUAGES) and set(result["scores"]) == set(SUPPORTED_LANGUAGES)
 
 
 # ------------------------------------------------------------------------------------------ dictionary
@@ -168,7 +170,8 @@ def test_define_word():
 
 def test_define_word_unknown_suggests_close_headwords():
     result = run("define_word", word="ephemerel")
-    assert result["ok"] is False and result["did_you_mean"] == ["ephemeral"]
+    assert_failure(result, "unknown_word")
+    assert result["suggestions"] == ["ephemeral"] and result["word"] == "ephemerel"
 
 
 def test_find_synonyms():
@@ -183,7 +186,7 @@ def test_find_synonyms_follows_links_back_to_headwords():
     # "cheerful" is not a headword, but "happy" and "sad" list it as a synonym and an antonym
     result = run("find_synonyms", word="cheerful", include_antonyms=True)
     assert "happy" in result["synonyms"] and "sad" in result["antonyms"]
-    assert run("find_synonyms", word="xylophone")["ok"] is False
+    assert_failure(run("find_synonyms", word="xylophone"), "unknown_word")
 
 
 # ------------------------------------------------------------------------------------------ spelling
@@ -247,7 +250,7 @@ def test_harder_text_reads_harder():
     assert hard["flesch_reading_ease"] < easy["flesch_reading_ease"]
     assert hard["flesch_kincaid_grade"] > easy["flesch_kincaid_grade"]
     assert hard["complex_words"] > easy["complex_words"] == 0
-    assert run("text_statistics", text="... !!!")["ok"] is False
+    assert_failure(run("text_statistics", text="... !!!"), "no_words")
 
 
 # ------------------------------------------------------------------------------------------ summary and keywords
@@ -259,6 +262,7 @@ def test_summarize_text_keeps_the_central_sentences_in_order():
     assert not any("cafeteria" in s for s in result["sentences"])  # the off-topic sentence is dropped
     everything = run("summarize_text", text=REMOTE, max_sentences=10)
     assert everything["positions"] == [1, 2, 3, 4, 5]
+    assert_failure(run("summarize_text", text="... !!!"), "no_sentences")
 
 
 def test_extract_keywords_ranks_content_words_and_merges_plurals():
@@ -270,7 +274,7 @@ def test_extract_keywords_ranks_content_words_and_merges_plurals():
     assert merged["keywords"] == [{"keyword": "company", "count": 2}, {"keyword": "file", "count": 2},
                                   {"keyword": "report", "count": 2}, {"keyword": "yearly", "count": 1}]
     assert merged["phrases"] == [{"phrase": "company file", "count": 2}]
-    assert run("extract_keywords", text="It is what it is.")["ok"] is False
+    assert_failure(run("extract_keywords", text="It is what it is."), "no_content_words")
 
 
 # ------------------------------------------------------------------------------------------ case

@@ -9,6 +9,7 @@ import pytest
 
 from evals.suite import load_suite
 from tests.evals.test_domain_suites import alternatives
+from tests.tool_sets.test_calculator import assert_failure
 from tool_selection import ToolArgumentError, default_registry, load_tool_set
 from tool_sets.treasure_hunt import (
     DIRECTIONS,
@@ -115,16 +116,19 @@ def test_move_follows_exits_and_refuses_walls(state):
     back = run(Move, state, direction="south")
     assert back["location_id"] == "cove" and not back["first_visit"]
     wall = run(Move, state, direction="south")
-    assert wall["ok"] is False and "boat" in wall["reason"] and state.location == "cove"
+    assert_failure(wall, "no_exit")
+    assert "boat" in wall["message"] and wall["suggestions"] == ["north", "east", "west"] and state.location == "cove"
     nowhere = run(Move, state, direction="up")
-    assert nowhere["ok"] is False and "no way up" in nowhere["reason"]
+    assert_failure(nowhere, "no_exit")
+    assert "no way up" in nowhere["message"] and nowhere["location_id"] == "cove" and nowhere["direction"] == "up"
     assert state.moves == 2 and state.visited == ["cove", "jungle_path"]
 
 
 def test_move_through_a_locked_exit_needs_its_flag(state):
     walk(state, "north", "east")
     blocked = run(Move, state, direction="down")
-    assert blocked["ok"] is False and "rope" in blocked["reason"] and state.location == "village"
+    assert_failure(blocked, "locked_exit")
+    assert "rope" in blocked["message"] and "down" not in blocked["suggestions"] and state.location == "village"
     state.flags.append("rope_tied")
     assert run(Move, state, direction="down")["location_id"] == "well_bottom"
 
@@ -137,8 +141,12 @@ def test_travel_to_takes_the_shortest_route_through_visited_places(state):
     assert state.location == "cove" and state.moves == 6
     walk(state, "north")
     assert run(TravelTo, state, destination="village")["steps"] == 1  # now the jungle path is known
-    assert "not been" in run(TravelTo, state, destination="ruins")["reason"]
-    assert "already" in run(TravelTo, state, destination="village")["reason"]
+    unvisited = run(TravelTo, state, destination="ruins")
+    assert_failure(unvisited, "not_visited")
+    assert "not been" in unvisited["message"]
+    here = run(TravelTo, state, destination="village")
+    assert_failure(here, "already_here")
+    assert "already" in here["message"]
     assert state.location == "village" and state.moves == 8
 
 
@@ -152,7 +160,8 @@ def test_search_area_reveals_hidden_items_only_here(state):
     assert "brass_compass" in item_ids(run(ExamineLocation, state)["items"])
     assert run(SearchArea, state)["found_items"] == []  # already found
     missing = run(SearchArea, state, focus="stone well")
-    assert missing["ok"] is False and missing["landmarks"] == ["broken mast", "captain's cabin"]
+    assert_failure(missing, "unknown_landmark")
+    assert missing["suggestions"] == ["broken mast", "captain's cabin"]
 
 
 def test_search_area_opens_the_secret_cave(state):
@@ -163,7 +172,8 @@ def test_search_area_opens_the_secret_cave(state):
     assert run(ExamineLocation, state)["exits"]["east"] == "Cave Behind the Falls"
     assert run(Move, state, direction="east")["location_id"] == "cave"
     dark = run(SearchArea, state)
-    assert dark["ok"] is False and "dark" in dark["reason"]
+    assert_failure(dark, "too_dark")
+    assert "dark" in dark["message"]
 
 
 def test_search_map_finds_landmarks_island_wide_with_distances(state):
@@ -185,7 +195,8 @@ def test_inspect_item_reads_clues_of_visible_or_carried_items(state):
     assert state.clues_read == ["message_bottle"]
     assert run(InspectItem, state, item_id="coconut")["clue"] is None
     away = run(InspectItem, state, item_id="shovel")
-    assert away["ok"] is False and "rusty shovel" in away["reason"]
+    assert_failure(away, "not_here")
+    assert "rusty shovel" in away["message"]
     walk(state, "west")
     assert run(InspectItem, state, item_id="brass_compass")["ok"] is False  # still hidden
 
@@ -194,9 +205,11 @@ def test_take_item_moves_it_into_the_pack(state):
     taken = run(TakeItem, state, item_id="coconut")
     assert taken["ok"] and item_ids(taken["inventory"]) == ["coconut"]
     assert "coconut" not in item_ids(run(ExamineLocation, state)["items"])
-    assert "already" in run(TakeItem, state, item_id="coconut")["reason"]
+    again = run(TakeItem, state, item_id="coconut")
+    assert_failure(again, "already_carried")
+    assert "already" in again["message"]
     assert run(InspectItem, state, item_id="coconut")["carried"] is True
-    assert run(TakeItem, state, item_id="shovel")["ok"] is False  # it is at the shipwreck
+    assert_failure(run(TakeItem, state, item_id="shovel"), "not_here")  # it is at the shipwreck
     assert run(TakeItem, state, item_id="iron_chest")["ok"] is False  # not dug up yet
 
 
@@ -210,27 +223,37 @@ def test_check_inventory_lists_carried_items(state):
 
 def test_use_item_needs_the_item_the_place_and_the_target(state):
     state.inventory.append("rope")
-    assert run(UseItem, state, item_id="rope", target="stone well")["ok"] is False  # at the cove
+    assert_failure(run(UseItem, state, item_id="rope", target="stone well"), "no_effect")  # at the cove
     walk(state, "north", "east")
-    assert run(UseItem, state, item_id="rope", target="chief's hut")["ok"] is False
-    assert run(UseItem, state, item_id="old_key", target="well")["reason"].startswith("You are not carrying")
+    assert_failure(run(UseItem, state, item_id="rope", target="chief's hut"), "no_effect")
+    not_carried = run(UseItem, state, item_id="old_key", target="well")
+    assert_failure(not_carried, "not_carried")
+    assert not_carried["message"].startswith("You are not carrying")
     tied = run(UseItem, state, item_id="rope", target="the well")
     assert tied["ok"] and tied["received"] is None and "rope_tied" in state.flags
-    assert "already" in run(UseItem, state, item_id="rope", target="well")["reason"]
+    used = run(UseItem, state, item_id="rope", target="well")
+    assert_failure(used, "already_used")
+    assert "already" in used["message"]
 
 
 def test_dig_needs_a_shovel_and_light_and_finds_only_the_chest(state):
-    assert "nothing to dig with" in run(Dig, state)["reason"]
+    no_shovel = run(Dig, state)
+    assert_failure(no_shovel, "nothing_to_dig_with")
+    assert "nothing to dig with" in no_shovel["message"]
     state.inventory.append("shovel")
     plain = run(Dig, state)
     assert plain["ok"] and plain["found"] is None and "Sandy Cove" in plain["message"]
     state.location, state.flags = "cave", ["cave_found"]
-    assert "dark" in run(Dig, state)["reason"]
+    dark = run(Dig, state)
+    assert_failure(dark, "too_dark")
+    assert "dark" in dark["message"]
     state.inventory.append("lantern")
     result = run(Dig, state)
     assert result["found"] == {"item_id": "iron_chest", "name": "iron chest"}
     assert run(Dig, state)["found"] is None
-    assert "too heavy" in run(TakeItem, state, item_id="iron_chest")["reason"]
+    heavy = run(TakeItem, state, item_id="iron_chest")
+    assert_failure(heavy, "too_heavy")
+    assert "too heavy" in heavy["message"]
 
 
 def test_show_progress_summarises_the_game(state):

@@ -2,7 +2,9 @@
 
 The seed (``schema.sql``, ``products.csv``, ``orders.json``) is only ever read. Every query is parameterised;
 no caller-supplied text reaches SQL except as a bound value. Dates come from the seed's fixed ``today``, so
-results never depend on the system clock.
+results never depend on the system clock. A request the shop refuses (an unknown order, an item out of stock, a
+closed return window) returns the shared failure shape (``tool_selection.failures``):
+``{"ok": False, "error": <code>, "message", "suggestions", ...}``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from datetime import date, timedelta
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from tool_selection.failures import tool_failure
 
 __all__ = ["SEED_FILES", "SORT_ORDERS", "Shop", "seed_text"]
 
@@ -46,10 +50,6 @@ def _cents(amount: float) -> int:
 
 def _money(cents: int) -> float:
     return round(cents / 100, 2)
-
-
-def _fail(reason: str, message: str, **details: Any) -> dict[str, Any]:
-    return {"ok": False, "reason": reason, "message": message, **details}
 
 
 def _search_terms(text: str) -> list[str]:
@@ -158,11 +158,12 @@ class Shop:
 
     @staticmethod
     def _unknown_order(order_id: str) -> dict[str, Any]:
-        return _fail("unknown_order", f"No order {order_id} exists for this customer.", order_id=order_id)
+        return tool_failure("unknown_order", f"No order {order_id} exists for this customer.", order_id=order_id)
 
     @staticmethod
     def _unknown_product(product_id: str) -> dict[str, Any]:
-        return _fail("unknown_product", f"No product {product_id} exists in the catalog.", product_id=product_id)
+        return tool_failure("unknown_product", f"No product {product_id} exists in the catalog.",
+                            product_id=product_id)
 
     def _keyword_score(self, terms: list[str]) -> tuple[str, list[str]]:
         """SQL scoring expression (2 per term in the name, 1 per term elsewhere) and its bound values."""
@@ -232,15 +233,15 @@ class Shop:
             if row is None:
                 return self._unknown_product(product_id)
             if row["stock"] == 0:
-                return _fail("out_of_stock", f"{row['name']} is out of stock.", product_id=product_id)
+                return tool_failure("out_of_stock", f"{row['name']} is out of stock.", product_id=product_id)
             in_cart = self._row("SELECT quantity FROM cart_items WHERE product_id = ?", (product_id,))
             new_quantity = quantity + (in_cart["quantity"] if in_cart else 0)
             if new_quantity > row["stock"]:
-                return _fail("insufficient_stock", f"Only {row['stock']} of {row['name']} are available.",
-                             product_id=product_id, available=row["stock"], requested=new_quantity)
+                return tool_failure("insufficient_stock", f"Only {row['stock']} of {row['name']} are available.",
+                                    product_id=product_id, available=row["stock"], requested=new_quantity)
             if new_quantity > MAX_LINE_QUANTITY:
-                return _fail("quantity_limit", f"At most {MAX_LINE_QUANTITY} of one product per order.",
-                             product_id=product_id, requested=new_quantity)
+                return tool_failure("quantity_limit", f"At most {MAX_LINE_QUANTITY} of one product per order.",
+                                    product_id=product_id, requested=new_quantity)
             self.db.execute("INSERT INTO cart_items VALUES (?, ?) ON CONFLICT (product_id) "
                             "DO UPDATE SET quantity = excluded.quantity", (product_id, new_quantity))
         return {"ok": True, "added": {"product_id": product_id, "name": row["name"], "quantity": quantity},
@@ -250,7 +251,10 @@ class Shop:
         with self._lock, self.db:
             in_cart = self._row("SELECT quantity FROM cart_items WHERE product_id = ?", (product_id,))
             if in_cart is None:
-                return _fail("not_in_cart", f"{product_id} is not in the cart.", product_id=product_id)
+                in_the_cart = [r["product_id"] for r in self._rows("SELECT product_id FROM cart_items "
+                                                                   "ORDER BY product_id")]
+                return tool_failure("not_in_cart", f"{product_id} is not in the cart.", suggestions=in_the_cart,
+                                    product_id=product_id)
             removed = in_cart["quantity"] if quantity is None else min(quantity, in_cart["quantity"])
             if removed == in_cart["quantity"]:
                 self.db.execute("DELETE FROM cart_items WHERE product_id = ?", (product_id,))
@@ -264,12 +268,12 @@ class Shop:
             lines = self._rows("SELECT p.*, c.quantity FROM cart_items c JOIN products p USING (product_id) "
                                "ORDER BY p.product_id")
             if not lines:
-                return _fail("empty_cart", "The cart is empty; add products before checking out.")
+                return tool_failure("empty_cart", "The cart is empty; add products before checking out.")
             short = [{"product_id": r["product_id"], "requested": r["quantity"], "available": r["stock"]}
                      for r in lines if r["quantity"] > r["stock"]]
             if short:
-                return _fail("insufficient_stock", "Some cart items are no longer available in that quantity.",
-                             items=short)
+                return tool_failure("insufficient_stock",
+                                    "Some cart items are no longer available in that quantity.", items=short)
             subtotal = sum(r["price_cents"] * r["quantity"] for r in lines)
             free = shipping_method == "standard" and subtotal >= FREE_STANDARD_SHIPPING_CENTS
             shipping = 0 if free else SHIPPING_CENTS[shipping_method]
@@ -324,9 +328,9 @@ class Shop:
             return self._unknown_order(order_id)
         shipment = self._row("SELECT * FROM shipments WHERE order_id = ?", (order_id,))
         if shipment is None:
-            reason = "order_cancelled" if order["status"] == "cancelled" else "not_shipped_yet"
-            return _fail(reason, f"Order {order_id} has no shipment (status: {order['status']}).",
-                         order_id=order_id, status=order["status"])
+            error = "order_cancelled" if order["status"] == "cancelled" else "not_shipped_yet"
+            return tool_failure(error, f"Order {order_id} has no shipment (status: {order['status']}).",
+                                order_id=order_id, status=order["status"])
         events = self._rows("SELECT date, location, description FROM shipment_events WHERE order_id = ? "
                             "ORDER BY seq", (order_id,))
         return {"ok": True, "order_id": order_id, "carrier": shipment["carrier"],
@@ -340,12 +344,14 @@ class Shop:
             if order is None:
                 return self._unknown_order(order_id)
             if order["status"] != "processing":
-                reasons = {"shipped": ("already_shipped", "it has already shipped; request a return once it arrives"),
-                           "delivered": ("already_delivered", "it was delivered; request a return instead"),
-                           "cancelled": ("already_cancelled", "it was already cancelled")}
-                reason, why = reasons[order["status"]]
-                return _fail(reason, f"Order {order_id} cannot be cancelled: {why}.", order_id=order_id,
-                             status=order["status"])
+                refusals = {
+                    "shipped": ("already_shipped", "it has already shipped; request a return once it arrives"),
+                    "delivered": ("already_delivered", "it was delivered; request a return instead"),
+                    "cancelled": ("already_cancelled", "it was already cancelled"),
+                }
+                error, why = refusals[order["status"]]
+                return tool_failure(error, f"Order {order_id} cannot be cancelled: {why}.", order_id=order_id,
+                                    status=order["status"])
             lines = self._order_lines(order_id)
             self.db.execute("UPDATE orders SET status = 'cancelled', cancelled_on = ? WHERE order_id = ?",
                             (self.today.isoformat(), order_id))
@@ -362,29 +368,33 @@ class Shop:
             if order is None:
                 return self._unknown_order(order_id)
             if order["status"] != "delivered":
-                return _fail("not_delivered", f"Order {order_id} has not been delivered (status: {order['status']}).",
-                             order_id=order_id, status=order["status"])
+                return tool_failure("not_delivered",
+                                    f"Order {order_id} has not been delivered (status: {order['status']}).",
+                                    order_id=order_id, status=order["status"])
             line = self._row("SELECT oi.*, p.name, p.final_sale FROM order_items oi JOIN products p "
                              "USING (product_id) WHERE order_id = ? AND product_id = ?", (order_id, product_id))
             if line is None:
-                return _fail("not_in_order", f"{product_id} is not part of order {order_id}.",
-                             order_id=order_id, product_id=product_id)
+                return tool_failure("not_in_order", f"{product_id} is not part of order {order_id}.",
+                                    suggestions=[r["product_id"] for r in self._order_lines(order_id)],
+                                    order_id=order_id, product_id=product_id)
             if line["final_sale"]:
-                return _fail("final_sale", f"{line['name']} is a final-sale item and cannot be returned.",
-                             order_id=order_id, product_id=product_id)
+                return tool_failure("final_sale", f"{line['name']} is a final-sale item and cannot be returned.",
+                                    order_id=order_id, product_id=product_id)
             delivered = date.fromisoformat(self._row("SELECT delivered_on FROM shipments WHERE order_id = ?",
                                                      (order_id,))["delivered_on"])
             deadline = delivered + timedelta(days=self.return_window_days)
             if self.today > deadline:
-                return _fail("return_window_closed", f"The return window closed on {deadline.isoformat()}.",
-                             order_id=order_id, delivered_on=delivered.isoformat(), deadline=deadline.isoformat())
+                return tool_failure("return_window_closed", f"The return window closed on {deadline.isoformat()}.",
+                                    order_id=order_id, delivered_on=delivered.isoformat(),
+                                    deadline=deadline.isoformat())
             returned = self._row("SELECT coalesce(sum(quantity), 0) AS n FROM returns WHERE order_id = ? "
                                  "AND product_id = ?", (order_id, product_id))["n"]
             left = line["quantity"] - returned
             if quantity > left:
-                return _fail("already_returned", f"{returned} of {line['quantity']} {line['name']} already returned; "
-                             f"{left} can still be returned.", order_id=order_id, product_id=product_id,
-                             returnable_quantity=left)
+                return tool_failure("already_returned",
+                                    f"{returned} of {line['quantity']} {line['name']} already returned; "
+                                    f"{left} can still be returned.", order_id=order_id, product_id=product_id,
+                                    returnable_quantity=left)
             count = self._row("SELECT count(*) AS n FROM returns")["n"]
             return_id = f"RMA-{count + 1:05d}"
             amount = quantity * line["unit_price_cents"]

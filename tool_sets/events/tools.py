@@ -1,4 +1,8 @@
-"""Events calendar and ticketing tools over the shipped catalog (offline and deterministic)."""
+"""Events calendar and ticketing tools over the shipped catalog (offline and deterministic).
+
+A request the catalog cannot satisfy (an unknown event, a sold-out ticket type, a past event) returns the shared
+failure shape (``tool_selection.failures``): ``{"ok": False, "error": <code>, "message", "suggestions", ...}``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pydantic import Field
 
 from tool_selection import BaseTool, register_tool
 from tool_selection.argtypes import IsoDate, end_not_before_start
+from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
 from tool_sets.events.state import TODAY, EventsState
 
@@ -42,8 +47,20 @@ class EventsTool(BaseTool, abstract=True):
     def _event(self, event_id: str) -> dict | None:
         return self.state.events.get(event_id.upper())
 
-    def _unknown_event(self, event_id: str) -> dict[str, Any]:
-        return {"ok": False, "reason": f"unknown event id {event_id!r}; find ids with search_events"}
+    @staticmethod
+    def _unknown_event(event_id: str) -> dict[str, Any]:
+        return tool_failure("unknown_event", f"unknown event id {event_id!r}; find ids with search_events",
+                            event_id=event_id)
+
+    @staticmethod
+    def _no_ticket_type(event: dict, ticket_type: str) -> dict[str, Any]:
+        return tool_failure("unknown_ticket_type", f"{event['event_id']} has no {ticket_type!r} tickets",
+                            suggestions=list(event["tiers"]), event_id=event["event_id"])
+
+    @staticmethod
+    def _past(event: dict, already: str = "") -> dict[str, Any]:
+        return tool_failure("event_past", f"{event['title']} {already}took place on {event['date']}",
+                            event_id=event["event_id"], date=event["date"])
 
 
 def _words(text: str) -> set[str]:
@@ -176,9 +193,10 @@ class GetVenueInfo(EventsTool):
         found = [v for v in venues if needle in (v["venue_id"].lower(), v["name"].lower())]
         found = found or [v for v in venues if needle in v["name"].lower()]
         if len(found) != 1:
-            reason = "no venue matches" if not found else "several venues match"
-            return {"ok": False, "reason": f"{reason} {venue!r}",
-                    "candidates": [v["name"] for v in (found or venues)]}
+            error = "ambiguous_venue" if found else "unknown_venue"
+            what = "several venues match" if found else "no venue matches"
+            return tool_failure(error, f"{what} {venue!r}", suggestions=[v["name"] for v in (found or venues)],
+                                venue=venue)
         info = dict(found[0])
         upcoming = [e for e in self.state.events.values()
                     if e["venue_id"] == info["venue_id"] and not self.state.is_past(e)]
@@ -204,8 +222,7 @@ class CheckAvailability(EventsTool):
         if event is None:
             return self._unknown_event(event_id)
         if ticket_type is not None and ticket_type not in event["tiers"]:
-            return {"ok": False, "reason": f"{event['event_id']} has no {ticket_type!r} tickets",
-                    "ticket_types": list(event["tiers"])}
+            return self._no_ticket_type(event, ticket_type)
         on_sale = not self.state.is_past(event)
         tiers = []
         for tier, info in event["tiers"].items():
@@ -232,15 +249,15 @@ class BookTickets(EventsTool):
         if event is None:
             return self._unknown_event(event_id)
         if self.state.is_past(event):
-            return {"ok": False, "reason": f"{event['title']} took place on {event['date']}"}
+            return self._past(event)
         if ticket_type not in event["tiers"]:
-            return {"ok": False, "reason": f"{event['event_id']} has no {ticket_type!r} tickets",
-                    "ticket_types": list(event["tiers"])}
+            return self._no_ticket_type(event, ticket_type)
         remaining = self.state.remaining(event, ticket_type)
         if remaining < tickets:
-            reason = "sold out; join_waitlist can queue you" if remaining == 0 else f"only {remaining} left"
-            return {"ok": False, "reason": f"{ticket_type} tickets for {event['title']}: {reason}",
-                    "remaining": remaining}
+            error, why = (("sold_out", "sold out; join_waitlist can queue you") if remaining == 0
+                          else ("not_enough_tickets", f"only {remaining} left"))
+            return tool_failure(error, f"{ticket_type} tickets for {event['title']}: {why}",
+                                event_id=event["event_id"], remaining=remaining, requested=tickets)
         booking = self.state.new_booking(event, ticket_type, tickets)
         return {"ok": True, "booking": self.state.booking_view(booking)}
 
@@ -263,14 +280,14 @@ class JoinWaitlist(EventsTool):
         if event is None:
             return self._unknown_event(event_id)
         if self.state.is_past(event):
-            return {"ok": False, "reason": f"{event['title']} took place on {event['date']}"}
+            return self._past(event)
         if ticket_type not in event["tiers"]:
-            return {"ok": False, "reason": f"{event['event_id']} has no {ticket_type!r} tickets",
-                    "ticket_types": list(event["tiers"])}
+            return self._no_ticket_type(event, ticket_type)
         remaining = self.state.remaining(event, ticket_type)
         if remaining >= tickets:
-            return {"ok": False, "reason": f"{remaining} {ticket_type} tickets are available; book them instead",
-                    "remaining": remaining}
+            return tool_failure("tickets_available",
+                                f"{remaining} {ticket_type} tickets are available; book them instead",
+                                event_id=event["event_id"], remaining=remaining)
         return {"ok": True, "waitlist": self.state.join_waitlist(event, ticket_type, tickets)}
 
 
@@ -288,12 +305,14 @@ class CancelBooking(EventsTool):
     def execute(self, booking_id: str) -> dict[str, Any]:
         booking = self.state.bookings.get(booking_id.upper())
         if booking is None:
-            return {"ok": False, "reason": f"no booking {booking_id!r}; see list_my_bookings"}
+            return tool_failure("unknown_booking", f"no booking {booking_id!r}; see list_my_bookings",
+                                booking_id=booking_id)
         if booking["status"] == "cancelled":
-            return {"ok": False, "reason": f"booking {booking['booking_id']} is already cancelled"}
+            return tool_failure("already_cancelled", f"booking {booking['booking_id']} is already cancelled",
+                                booking_id=booking["booking_id"])
         event = self.state.events[booking["event_id"]]
         if self.state.is_past(event):
-            return {"ok": False, "reason": f"{event['title']} already took place on {event['date']}"}
+            return {**self._past(event, "already "), "booking_id": booking["booking_id"]}
         refund = self.state.cancel(booking)
         return {"ok": True, "booking": self.state.booking_view(booking), "refund": refund,
                 "currency": self.state.currency}

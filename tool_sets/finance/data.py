@@ -18,6 +18,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
+from tool_selection.failures import tool_failure
 from tool_sets._sandbox.sql import QueryRefused, SqlSandbox, connect
 
 __all__ = ["DATA_FILES", "FinanceData", "PricePoint", "load_data", "money", "run_select", "significant", "unknown"]
@@ -40,8 +41,10 @@ def significant(value: float, digits: int = 6) -> float:
 
 
 def unknown(kind: str, value: str, known: list[str]) -> dict[str, Any]:
-    """The structured result for a symbol or code that is valid in form but absent from the data."""
-    return {"ok": False, "reason": f"unknown {kind} {value!r}; not in the shipped data", "known": known}
+    """The failure for a ``kind`` ("symbol", "currency") valid in form but absent from the data: error
+    ``unknown_<kind>``, the values the data has as suggestions, and the value asked for under ``kind``."""
+    return tool_failure(f"unknown_{kind}", f"unknown {kind} {value!r}; not in the shipped data", suggestions=known,
+                        **{kind: value})
 
 
 @dataclass(frozen=True)
@@ -135,12 +138,14 @@ def _sandbox(data: FinanceData) -> SqlSandbox:
 
 
 def run_select(data: FinanceData, sql: str, *, timeout_s: float, max_rows: int) -> dict[str, Any]:
-    """Run one read-only SELECT over the shipped tables; every failure is a structured result, not an error."""
+    """Run one read-only SELECT over the shipped tables; every failure is a structured result, not an error:
+    the shared failure shape with the sandbox's code (``not_select``, ``one_statement_only``, ``not_allowed``,
+    ``timeout``, ``sql_error``) as ``error``."""
     db = _sandbox(data)
     try:
         result = db.select(sql, timeout_s=timeout_s, max_rows=max_rows)
     except QueryRefused as refusal:
-        return {"ok": False, "reason": refusal.code, "message": refusal.message}
+        return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions)
     finally:
         db.close()
     return {

@@ -2,7 +2,10 @@
 and spending summaries or read-only SQL over the shipped transactions.
 
 All tools compute offline over the shipped data (``data.py``); results are JSON-serialisable and rounded.
-A symbol or currency that is well formed but not in the data gives ``{"ok": False, "reason", "known"}``.
+A request the data cannot answer gives the shared failure shape (``tool_selection.failures``):
+``{"ok": False, "error", "message", "suggestions", ...}``. A symbol or currency that is well formed but not in the
+data gives ``unknown_symbol`` or ``unknown_currency`` with the known ones as suggestions; a SQL query the sandbox
+refuses gives its code (``not_select``, ``not_allowed``, ``timeout``...).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pydantic import (
 
 from tool_selection import BaseTool, register_tool
 from tool_selection.argtypes import IsoDate, end_not_before_start
+from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
 from tool_sets.finance.data import SQL_TABLES, FinanceData, load_data, money, run_select, significant, unknown
 
@@ -112,8 +116,8 @@ class GetPriceHistory(FinanceTool):
         points = [p for p in series if (start_date is None or p.date >= start_date)
                   and (end_date is None or p.date <= end_date)]
         if not points:
-            return {"ok": False, "reason": "no trading days in the requested range",
-                    "available_from": series[0].date.isoformat(), "available_to": series[-1].date.isoformat()}
+            return tool_failure("no_trading_days", "no trading days in the requested range", symbol=symbol,
+                                available_from=series[0].date.isoformat(), available_to=series[-1].date.isoformat())
         low = min(points, key=lambda p: p.close)
         high = max(points, key=lambda p: p.close)
         first, last = points[0], points[-1]
@@ -327,7 +331,8 @@ class SummarizeSpending(FinanceTool):
     def execute(self, month: str, category: str | None) -> dict[str, Any]:
         in_month = [t for t in self.data.transactions if t["date"].startswith(month)]
         if not in_month:
-            return {"ok": False, "reason": f"no transactions in {month}", "known": self.data.months()}
+            return tool_failure("no_transactions", f"no transactions in {month}", suggestions=self.data.months(),
+                                month=month)
         categories = [category] if category else list(self.data.budgets)
         rows = []
         for name in categories:

@@ -5,7 +5,8 @@ Everything runs offline and deterministically over the shipped data (``data.py``
 Language codes are validated by the ``Arguments`` models: a code must be two lowercase letters (ISO 639-1) *and*
 one the lexicon supports, otherwise the call fails with a ``ToolArgumentError`` that lists the supported codes.
 An input that is well formed but cannot be handled (a word not in the dictionary, a text with no recognisable
-language) gives ``{"ok": False, "reason": ...}``.
+language) gives the shared failure shape (``tool_selection.failures``): ``{"ok": False, "error": <code>, "message",
+"suggestions", ...}``, e.g. ``unknown_word`` with the closest headwords as suggestions.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from pydantic import Field, InstanceOf, field_validator
 
 from tool_selection import BaseTool, StrictArguments, register_tool
+from tool_selection.failures import tool_failure
 from tool_sets.language.data import LanguageData, load_data
 from tool_sets.language.text import (
     ELIDING_LANGUAGES,
@@ -239,8 +241,8 @@ class DetectLanguage(LanguageTool):
         found = detect(self.data, text)
         scores = {code: round(s, 3) for code, s in found["scores"].items()}
         if found["language"] is None:
-            return {"ok": False, "reason": "no supported language recognised: too few known words",
-                    "supported": list(SUPPORTED_LANGUAGES), "scores": scores}
+            return tool_failure("language_not_recognised", "no supported language recognised: too few known words",
+                                supported=list(SUPPORTED_LANGUAGES), scores=scores)
         language = found["language"]
         return {"ok": True, "language": language, "language_name": self.data.languages[language],
                 "confidence": round(found["scores"][language] / sum(found["scores"].values()), 3),
@@ -260,8 +262,8 @@ class _DictionaryTool(LanguageTool, abstract=True):
 
     def _not_found(self, word: str) -> dict[str, Any]:
         near = sorted((edit_distance(word.lower(), h, 2), h) for h in self.data.dictionary)
-        return {"ok": False, "reason": f"{word!r} is not in the dictionary", "word": word,
-                "did_you_mean": [h for d, h in near if d <= 2][:3]}
+        return tool_failure("unknown_word", f"{word!r} is not in the dictionary",
+                            suggestions=[h for d, h in near if d <= 2][:3], word=word)
 
 
 @register_tool
@@ -429,7 +431,7 @@ class TextStatistics(LanguageTool):
     def execute(self, text: str) -> dict[str, Any]:
         found = words(text)
         if not found:
-            return {"ok": False, "reason": "the text has no words"}
+            return tool_failure("no_words", "the text has no words")
         sentence_count = max(1, len(sentences(text)))
         syllable_count = sum(syllables(w) for w in found)
         letters = sum(len(re.sub(r"[\W_]", "", w)) for w in found)
@@ -464,7 +466,7 @@ class SummarizeText(LanguageTool):
     def execute(self, text: str, max_sentences: int = 3) -> dict[str, Any]:
         found = sentences(text)
         if not found:
-            return {"ok": False, "reason": "the text has no sentences"}
+            return tool_failure("no_sentences", "the text has no sentences")
         language = _language_of(self.data, text)
         content = [[w for w in _content_words(self.data, s, language, 3) if w] for s in found]
         counts = Counter(w for ws in content for w in ws)
@@ -491,7 +493,7 @@ class ExtractKeywords(LanguageTool):
         runs = [_content_words(self.data, s, language, 3) for s in sentences(text)]
         counts = Counter(w for run in runs for w in run if w)
         if not counts:
-            return {"ok": False, "reason": "the text has no content words"}
+            return tool_failure("no_content_words", "the text has no content words")
         singular = _singular(counts)
         merged: Counter = Counter()
         for w in counts:  # insertion order is first occurrence, so ties keep the text's order

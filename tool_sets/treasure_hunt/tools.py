@@ -1,7 +1,9 @@
 """Treasure-hunt tools: explore Gull Island, find clues and dig up the Marigold's gold (offline, deterministic).
 
-Impossible actions (walking into a cliff, taking what is not there) return ``{"ok": False, "reason": ...}``;
-malformed arguments raise ``ToolArgumentError`` before any tool runs.
+Impossible actions (walking into a cliff, taking what is not there) return the shared failure shape
+(``tool_selection.failures``): ``{"ok": False, "error": <code>, "message": <what happened>, "suggestions": [...]}``,
+with codes such as ``no_exit``, ``locked_exit``, ``too_dark``, ``not_here`` or ``no_effect``. Malformed arguments
+raise ``ToolArgumentError`` before any tool runs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tool_selection import BaseTool, StrictArguments, register_tool
+from tool_selection.failures import tool_failure
 from tool_sets.treasure_hunt.game import DIRECTIONS, WORLD, GameState, item_view, matches
 
 Direction = Literal[DIRECTIONS]
@@ -29,11 +32,8 @@ class TreasureHuntTool(BaseTool, abstract=True):
     def _too_dark(self) -> dict[str, Any] | None:
         if self.state.can_see():
             return None
-        return {"ok": False, "reason": f"It is too dark in the {self.state.here.name} to do that; bring a light."}
-
-
-def _fail(reason: str, **extra: Any) -> dict[str, Any]:
-    return {"ok": False, "reason": reason, **extra}
+        return tool_failure("too_dark", f"It is too dark in the {self.state.here.name} to do that; bring a light.",
+                            location_id=self.state.location)
 
 
 @register_tool
@@ -82,9 +82,10 @@ class Move(TreasureHuntTool):
         exits = state.open_exits()
         if direction not in exits:
             locked = location.locked_exits.get(direction)
-            reason = (locked.reason if locked else location.walls.get(direction)
-                      or f"There is no way {direction} from the {location.name}.")
-            return _fail(reason, location_id=state.location, exits=list(exits))
+            message = (locked.reason if locked else location.walls.get(direction)
+                       or f"There is no way {direction} from the {location.name}.")
+            return tool_failure("locked_exit" if locked else "no_exit", message, suggestions=list(exits),
+                                location_id=state.location, direction=direction)
         came_from = location.name
         first_visit = state.enter(exits[direction])
         arrived = state.here
@@ -107,12 +108,14 @@ class TravelTo(TreasureHuntTool):
         state = self.state
         name = WORLD.locations[destination].name
         if destination == state.location:
-            return _fail(f"You are already at the {name}.")
+            return tool_failure("already_here", f"You are already at the {name}.", location_id=destination)
         if destination not in state.visited:
-            return _fail(f"You have not been to the {name} yet; explore there step by step with move.")
+            return tool_failure("not_visited", f"You have not been to the {name} yet; explore there step by step "
+                                               "with move.", location_id=destination)
         route = state.route(state.location, destination, within=set(state.visited))
         if route is None:
-            return _fail(f"You know no open route to the {name} from here.")
+            return tool_failure("no_known_route", f"You know no open route to the {name} from here.",
+                                location_id=destination)
         state.enter(destination, steps=len(route))
         return {"ok": True, "location_id": destination, "name": name, "steps": len(route),
                 "route": [{"direction": d, "to": WORLD.locations[to].name} for d, to in route]}
@@ -137,7 +140,8 @@ class SearchArea(TreasureHuntTool):
             return dark
         spots = [m for m in location.landmarks if focus is None or matches(focus, m)]
         if not spots:
-            return _fail(f"There is no {focus!r} to search at the {location.name}.", landmarks=list(location.landmarks))
+            return tool_failure("unknown_landmark", f"There is no {focus!r} to search at the {location.name}.",
+                                suggestions=location.landmarks, location_id=state.location)
         found = [i for i, where in state.item_locations.items()
                  if where == state.location and WORLD.items[i].hidden_near in spots and i not in state.found]
         state.found.extend(found)
@@ -190,7 +194,7 @@ class InspectItem(TreasureHuntTool):
         state, item = self.state, WORLD.items[item_id]
         carried = state.carrying(item_id)
         if not carried and item_id not in state.visible_items():
-            return _fail(f"You don't see the {item.name} here or in your pack.")
+            return tool_failure("not_here", f"You don't see the {item.name} here or in your pack.", item_id=item_id)
         if item.clue and item_id not in state.clues_read:
             state.clues_read.append(item_id)
         return {"ok": True, "item_id": item_id, "name": item.name, "description": item.description,
@@ -208,11 +212,11 @@ class TakeItem(TreasureHuntTool):
     def execute(self, item_id: str) -> dict[str, Any]:
         state, item = self.state, WORLD.items[item_id]
         if state.carrying(item_id):
-            return _fail(f"You are already carrying the {item.name}.")
+            return tool_failure("already_carried", f"You are already carrying the {item.name}.", item_id=item_id)
         if item_id not in state.visible_items():
-            return _fail(f"You don't see the {item.name} here.")
+            return tool_failure("not_here", f"You don't see the {item.name} here.", item_id=item_id)
         if not item.portable:
-            return _fail(f"The {item.name} is far too heavy to carry.")
+            return tool_failure("too_heavy", f"The {item.name} is far too heavy to carry.", item_id=item_id)
         del state.item_locations[item_id]
         state.inventory.append(item_id)
         return {"ok": True, "taken": item_view(item_id), "inventory": [item_view(i) for i in state.inventory]}
@@ -233,15 +237,17 @@ class UseItem(TreasureHuntTool):
     def execute(self, item_id: str, target: str) -> dict[str, Any]:
         state, item = self.state, WORLD.items[item_id]
         if not state.carrying(item_id):
-            return _fail(f"You are not carrying the {item.name}.")
+            return tool_failure("not_carried", f"You are not carrying the {item.name}.", item_id=item_id)
         if dark := self._too_dark():
             return dark
         use = next((u for u in WORLD.uses if u.item == item_id and u.location == state.location
                     and matches(target, u.target)), None)
         if use is None or (use.requires_flag and use.requires_flag not in state.flags):
-            return _fail(f"Using the {item.name} on {target!r} does nothing here.")
+            return tool_failure("no_effect", f"Using the {item.name} on {target!r} does nothing here.",
+                                item_id=item_id, target=target)
         if use.sets_flag in state.flags:
-            return _fail(f"You have already used the {item.name} on the {use.target}.")
+            return tool_failure("already_used", f"You have already used the {item.name} on the {use.target}.",
+                                item_id=item_id, target=use.target)
         state.set_flag(use.sets_flag)
         if use.gives:
             state.inventory.append(use.gives)
@@ -256,7 +262,7 @@ class Dig(TreasureHuntTool):
     def execute(self) -> dict[str, Any]:
         state, treasure = self.state, WORLD.treasure
         if not state.carrying(treasure.tool):
-            return _fail("You have nothing to dig with.")
+            return tool_failure("nothing_to_dig_with", "You have nothing to dig with.")
         if dark := self._too_dark():
             return dark
         if state.location != treasure.location:
