@@ -19,6 +19,8 @@ from typing import Any
 
 import dspy
 import pandas as pd
+from dspy.lm15 import LM15Error
+from dspy.utils.exceptions import DSPyError
 from tqdm.auto import tqdm
 
 from evals.metrics import score_case, summarize, summarize_by_tag
@@ -31,6 +33,10 @@ from tool_selection.registry import ToolRegistry
 __all__ = ["EvalAborted", "EvalResult", "Evaluator", "load_results"]
 
 log = logging.getLogger(__name__)
+
+# What a model call can fail with that is the model's or its provider's doing (DSPy's LM errors, the engine
+# layer's, the network's); a malformed answer never gets here (the selector scores it as a parse failure).
+MODEL_FAILURES = (DSPyError, LM15Error, ConnectionError, TimeoutError)
 
 RESULTS_FILE = "results.jsonl"
 TABLE_FILE = "results.parquet"
@@ -153,16 +159,14 @@ class Evaluator:
         usage: dict[str, Any] = {}
         extras: dict[str, Any] = {}
         start = time.perf_counter()
+        registry = self.tools if self.tools is not None else registry_for(case)  # a bad definition stops the run
         try:
-            registry = self.tools if self.tools is not None else registry_for(case)
             with dspy.context(lm=lm or dspy.settings.lm, adapter=adapter or dspy.settings.adapter, track_usage=True):
                 prediction = program(request=case.prompt, tools=registry)
             decision: MultiToolDecision = prediction.decision
             usage = prediction.get_lm_usage() or {}
             extras = dict(getattr(prediction, "row_extras", None) or {})
-        except ToolSelectionError:
-            raise  # the toolkit's own errors name a setup problem (engine, model file, tools), not a model failure
-        except Exception as exc:
+        except MODEL_FAILURES as exc:  # recorded and scored; anything else (the toolkit's errors, bugs) stops the run
             error = f"{type(exc).__name__}: {exc}"[:1000]
             decision = MultiToolDecision(parse_error=f"model call failed: {error[:200]}")
         latency = time.perf_counter() - start

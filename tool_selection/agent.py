@@ -152,9 +152,13 @@ class Transcript(BaseModel):
         return sum(step.decided_by != "primary" for step in self.steps)
 
 
+_SETTINGS = (str, int, float, bool, type(None))  # per-tool settings (an interpreter, a timeout): never shared
+
+
 class ToolSession:
-    """Tool instances for one session, created on first use; tools that declare the same configuration field
-    share one value (the first tool created makes it)."""
+    """Tool instances for one session, created on first use. Tools that declare the same configuration field
+    share its value when it is state (a game, a shop, a folder: anything but a plain string, number or flag); the
+    first tool created makes it. ``config`` sets values for the session (e.g. ``root=`` for the file tools)."""
 
     def __init__(self, tools: ToolRegistry | ToolSet, **config: Any):
         self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
@@ -167,7 +171,9 @@ class ToolSession:
             fields = set(cls.model_fields)
             instance = cls(**{k: v for k, v in self.shared.items() if k in fields})
             for field in fields:
-                self.shared.setdefault(field, getattr(instance, field))
+                value = getattr(instance, field)
+                if not isinstance(value, _SETTINGS):
+                    self.shared.setdefault(field, value)
             self._instances[name] = instance
         return self._instances[name]
 
@@ -189,7 +195,7 @@ class ToolSession:
             return CallRecord(**record, ok=False, error="execution_error", message=message,
                               result=tool_failure("execution_error", message), seconds=time.perf_counter() - start)
         failed = is_failure(result)
-        message = (result.get("message") or result.get("reason")) if failed else None
+        message = result.get("message") if failed else None
         return CallRecord(**record, ok=not failed, result=result, error="tool_failure" if failed else None,
                           message=message, seconds=time.perf_counter() - start)
 

@@ -1,0 +1,248 @@
+"""Multi-step tasks scored by running the tool-calling loop (``tool_selection.agent``) to its end.
+
+A task (one JSON line of a loop suite, ``evals/suites/loop/*.jsonl``) states a goal and what success looks like:
+
+    {"id": "loop-001", "request": "Find the rope and bring it to the lighthouse.",
+     "tool_sets": ["treasure_hunt"], "max_tool_calls": 10,
+     "success": {"calls": [{"tool_name": "take_item", "arguments": {"item_id": "rope"}}],
+                 "state": [{"path": "state.location", "equals": "lighthouse"},
+                           {"path": "state.inventory", "contains": "rope"}],
+                 "answer": {"any_of": ["rope"]}},
+     "oracle": [{"tool_name": "...", "arguments": {...}}, ...],
+     "tags": ["treasure_hunt"], "split": "test"}
+
+Every criterion given must hold: ``calls`` each made successfully (arguments matched as in the suites, only the
+listed ones, ``{"one_of": [...]}`` allowed), ``state`` checked on the session's shared tool state after the run
+(``path`` starts with a configuration field the tools share, such as treasure_hunt's ``state``, then attributes or
+keys; ``equals``, ``contains`` or ``in``), and ``answer`` the final answer containing one of the strings
+(case-insensitive). A ``calls`` entry with no arguments accepts any successful call of that tool. ``oracle``
+is a call sequence that solves the task, never shown to a model: the suite tests run
+it to prove every task can be done.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import dspy
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evals.metrics import bootstrap_ci, value_matches
+from evals.runner import _RowWriter, load_rows
+from tool_selection.agent import AgentLoop, LoopStuckDetector, ToolSession, Transcript
+from tool_selection.decision import ToolCall
+from tool_selection.errors import ToolSelectionError
+from tool_selection.registry import ToolRegistry
+from tool_selection.toolset import ToolSet, load_tool_set
+
+__all__ = ["LoopResult", "LoopTask", "StateCheck", "load_loop_suite", "run_loop_suite", "score_task"]
+
+LOOP_SUITES = Path(__file__).parent / "suites" / "loop"
+
+
+class StateCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    equals: Any = None
+    contains: Any = None
+    in_: list[Any] | None = Field(default=None, alias="in")
+
+    @model_validator(mode="after")
+    def _one_test(self) -> StateCheck:
+        given = [name for name in ("equals", "contains", "in_") if name in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(f"state check {self.path!r} needs exactly one of equals, contains, in")
+        return self
+
+
+class ExpectedLoopCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Success(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    calls: list[ExpectedLoopCall] = Field(default_factory=list)
+    state: list[StateCheck] = Field(default_factory=list)
+    answer: dict[Literal["any_of"], list[str]] | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Success:
+        if not (self.calls or self.state or self.answer):
+            raise ValueError("success needs at least one of calls, state, answer")
+        return self
+
+
+class LoopTask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    request: str
+    tool_sets: list[str] = Field(min_length=1)
+    max_tool_calls: int = Field(default=10, ge=1, le=30)
+    success: Success
+    oracle: list[ToolCall] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    split: Literal["train", "dev", "test"] = "test"
+
+    def tools(self) -> ToolSet:
+        sets = [load_tool_set(name) for name in self.tool_sets]
+        return sets[0] if len(sets) == 1 else sets[0].merged(*sets[1:], name="+".join(self.tool_sets))
+
+
+def load_loop_suite(name_or_path: str | Path) -> list[LoopTask]:
+    """Tasks of a loop suite by name (``evals/suites/loop/NAME.jsonl``) or path; every line validated."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = LOOP_SUITES / f"{name_or_path}.jsonl"
+    if not path.is_file():
+        known = sorted(p.stem for p in LOOP_SUITES.glob("*.jsonl"))
+        raise ToolSelectionError(f"No loop suite {str(name_or_path)!r}; known: {', '.join(known) or 'none'}.")
+    tasks = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                tasks.append(LoopTask.model_validate_json(line))
+            except ValueError as error:
+                raise ToolSelectionError(f"{path} line {number}: {error}") from None
+    return tasks
+
+
+def _resolve(shared: dict[str, Any], path: str) -> Any:
+    head, *rest = path.split(".")
+    value = shared[head]
+    for part in rest:
+        value = value[part] if isinstance(value, dict) else getattr(value, part)
+    return list(value) if isinstance(value, set | tuple | frozenset) else value
+
+
+def _check_state(check: StateCheck, shared: dict[str, Any]) -> bool:
+    try:
+        value = _resolve(shared, check.path)
+    except (KeyError, AttributeError, TypeError):
+        return False
+    if "equals" in check.model_fields_set:
+        return value == check.equals
+    if "contains" in check.model_fields_set:
+        return isinstance(value, list | str | dict) and check.contains in value
+    return value in check.in_
+
+
+def _call_made(expected: ExpectedLoopCall, made: list[ToolCall]) -> bool:
+    for call in made:
+        if call.tool_name != expected.tool_name:
+            continue
+        if all(name in call.arguments and value_matches(call.arguments[name],
+                                                        v["one_of"] if isinstance(v, dict) and "one_of" in v else [v])
+               for name, v in expected.arguments.items()):
+            return True
+    return False
+
+
+def score_task(task: LoopTask, successful_calls: list[ToolCall], shared: dict[str, Any],
+               final_answer: str | None) -> dict[str, bool]:
+    """Each criterion's verdict, and ``success`` (all of them)."""
+    verdicts = {}
+    if task.success.calls:
+        verdicts["calls_ok"] = all(_call_made(c, successful_calls) for c in task.success.calls)
+    if task.success.state:
+        verdicts["state_ok"] = all(_check_state(c, shared) for c in task.success.state)
+    if task.success.answer:
+        answer = (final_answer or "").lower()
+        verdicts["answer_ok"] = any(option.lower() in answer for option in task.success.answer["any_of"])
+    verdicts["success"] = all(verdicts.values())
+    return verdicts
+
+
+def run_oracle(task: LoopTask) -> dict[str, bool]:
+    """Run the task's oracle calls in a fresh session and score them (the final answer counts as given)."""
+    with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
+        session = ToolSession(task.tools(), root=Path(root))
+        records = [session.execute(call, f"oracle_{i}") for i, call in enumerate(task.oracle)]
+        made = [ToolCall(tool_name=r.tool_name, arguments=r.arguments) for r in records if r.ok]
+        answer = " ".join(task.success.answer["any_of"]) if task.success.answer else None
+        return score_task(task, made, session.shared, answer)
+
+
+class LoopResult(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    results: pd.DataFrame
+    summary: dict[str, float]
+    run_dir: Path | None = None
+
+
+def _row(task: LoopTask, transcript: Transcript, session: ToolSession, usage: dict[str, Any]) -> dict[str, Any]:
+    made = [ToolCall(tool_name=c.tool_name, arguments=c.arguments) for c in transcript.calls if c.ok]
+    verdicts = score_task(task, made, session.shared, transcript.final_answer)
+    tokens = {key: float(sum((entry or {}).get(key, 0) or 0 for entry in usage.values()))
+              for key in ("prompt_tokens", "completion_tokens")}
+    return {
+        "id": task.id, "split": task.split, "tags": task.tags, "request": task.request,
+        **{k: float(v) for k, v in verdicts.items()},
+        "steps": float(len(transcript.steps)), "calls": float(len(transcript.calls)),
+        "tool_errors": float(transcript.tool_errors), "errors_recovered": float(transcript.errors_recovered),
+        "escalations": float(transcript.escalations), "stop_reason": transcript.stop_reason,
+        "final_answer": transcript.final_answer, "seconds": transcript.seconds,
+        "input_tokens": tokens["prompt_tokens"], "output_tokens": tokens["completion_tokens"],
+        "transcript": transcript.model_dump_json(),
+    }
+
+
+def summarize_loop(results: pd.DataFrame) -> dict[str, float]:
+    mean, low, high = bootstrap_ci(results["success"]) if len(results) else (math.nan,) * 3
+    summary = {"tasks": float(len(results)), "task_success": mean, "task_success_ci_low": low,
+               "task_success_ci_high": high}
+    for column in ("steps", "calls", "tool_errors", "errors_recovered", "escalations", "seconds", "input_tokens",
+                   "output_tokens"):
+        summary[column] = float(results[column].mean()) if len(results) else math.nan
+    return summary
+
+
+def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, strategy: str = "native",
+                   secondary_lm: dspy.BaseLM | None = None, escalation: str = "delegate", threshold: float = 0.7,
+                   run_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> LoopResult:
+    """Run every task's loop (resumable: finished tasks in ``run_dir`` are kept) and score it."""
+    run_path = Path(run_dir) if run_dir else None
+    done = load_rows(run_path / "results.jsonl", finished_only=True) if run_path else {}
+    if run_path:
+        run_path.mkdir(parents=True, exist_ok=True)
+    writer = _RowWriter(run_path / "results.jsonl" if run_path else None)
+    rows = dict(done)
+    for index, task in enumerate(tasks, start=1):
+        if task.id in rows:
+            continue
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="loop-task-") as root:  # each task's files start from nothing
+            loop = AgentLoop(task.tools(), strategy=strategy, lm=lm, max_tool_calls=task.max_tool_calls,
+                             secondary_lm=secondary_lm, escalation=escalation, threshold=threshold,
+                             detector=LoopStuckDetector() if secondary_lm is not None else None,
+                             session_config={"root": Path(root)})
+            with dspy.context(track_usage=True), dspy.track_usage() as tracker:
+                transcript = loop.run(task.request)
+            row = _row(task, transcript, loop.session, tracker.get_total_tokens())
+        rows[task.id] = row
+        writer.write(row)
+        if progress:
+            progress(f"{index}/{len(tasks)} {task.id}: {'ok' if row['success'] else 'failed'} "
+                     f"({row['steps']:.0f} steps, {row['calls']:.0f} calls, {time.perf_counter() - start:.1f} s)")
+    table = pd.DataFrame([rows[t.id] for t in tasks if t.id in rows])
+    if run_path:
+        table.drop(columns=["transcript"]).to_parquet(run_path / "results.parquet", index=False)
+        (run_path / "summary.json").write_text(json.dumps(summarize_loop(table), indent=2))
+    return LoopResult(results=table, summary=summarize_loop(table), run_dir=run_path)
+
+
+def registry_of(task: LoopTask) -> ToolRegistry:
+    return task.tools().registry()
