@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
     run.set_defaults(handler=_eval)
 
-    sub = run.add_subparsers(dest="eval_command", metavar="compare")
+    sub = run.add_subparsers(dest="eval_command", metavar="compare|loop")
     compare = sub.add_parser("compare", help="Two runs' metrics side by side, with confidence intervals.",
                              description="Compare two evaluation runs (run directories or MLflow run ids): "
                                          "each metric with its 95% CI, and the paired difference B - A.")
@@ -66,6 +66,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("run_b", help="Run directory or MLflow run id.")
     compare.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     compare.set_defaults(handler=_compare)
+
+    loop = sub.add_parser("loop", help="Run multi-step tasks through the tool-calling loop and score how they end.",
+                          description="Each task of a loop suite (evals/suites/loop/NAME.jsonl) runs the agent loop: "
+                                      "the model decides, tools execute, results go back, until it answers. Scored on "
+                                      "the calls made, the tools' state and the final answer; resumable.")
+    loop.add_argument("--suite", default="multistep", help="Loop suite name or .jsonl path (default: multistep).")
+    loop.add_argument("--model", default=DEFAULT_MODEL, help=f"The primary model (default: {DEFAULT_MODEL}).")
+    loop.add_argument("--strategy", default="native", help="Selection strategy in the loop (default: native).")
+    loop.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
+    loop.add_argument("--limit", type=int, help="Only the first N tasks.")
+    loop.add_argument("--secondary", help="A larger model a stuck step escalates to (the loop's stuck detector).")
+    loop.add_argument("--escalation", choices=["delegate", "guide"], default="delegate",
+                      help="What the secondary does for a stuck step (default: delegate).")
+    loop.add_argument("--threshold", type=float, default=0.7, help="Stuck score that escalates (default: 0.7).")
+    loop.add_argument("--max-tokens", type=int, default=512, help="Generation limit per step (default: 512).")
+    loop.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
+    loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
+    loop.set_defaults(handler=_loop)
 
     opt = subparsers.add_parser(
         "optimize", help="Optimize a selector's prompt on a suite's train split and save it.",
@@ -241,4 +259,33 @@ def _suites(args: argparse.Namespace) -> int:
         if args.name:
             for tag, count in suite.tag_counts().most_common():
                 print(f"  {tag:<20} {count}")
+    return 0
+
+
+def _loop(args: argparse.Namespace) -> int:
+    from evals.loop_eval import load_loop_suite, run_loop_suite
+    from evals.naming import slug
+    from tool_selection.lm import get_lm, prepare_lm
+
+    tasks = [t for t in load_loop_suite(args.suite) if args.split == "all" or t.split == args.split][: args.limit]
+    if not tasks:
+        raise ToolSelectionError(f"Loop suite {args.suite!r} has no {args.split!r} tasks.")
+    lms = [get_lm(spec, max_tokens=args.max_tokens, cache=not args.no_cache) for spec in
+           (args.model, *([args.secondary] if args.secondary else []))]
+    for lm in lms:
+        prepare_lm(lm)
+    models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
+    run_dir = args.run_dir or Path("runs") / "loop" / slug(f"{args.suite}-{args.split}-{args.strategy}-{models}")
+    result = run_loop_suite(tasks, lms[0], strategy=args.strategy, secondary_lm=lms[1] if args.secondary else None,
+                            escalation=args.escalation, threshold=args.threshold, run_dir=run_dir,
+                            progress=lambda line: print(line, flush=True))
+    s = result.summary
+    print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}")
+    print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "
+          f"{100 * s['task_success_ci_high']:.1f}]")
+    for key, label in (("steps", "steps per task"), ("calls", "tool calls per task"), ("tool_errors", "tool errors"),
+                       ("errors_recovered", "errors recovered"), ("escalations", "escalations"),
+                       ("seconds", "seconds per task")):
+        print(f"  {label:<19} {s[key]:.2f}")
+    print(f"\nper-task results: {result.run_dir}")
     return 0
