@@ -205,6 +205,11 @@ def format_summary(summary: dict[str, float]) -> str:
         if f"{name}_ci_low" in summary and not math.isnan(summary[f"{name}_ci_low"]):
             value += f"  [{_fmt(summary[f'{name}_ci_low'])}, {_fmt(summary[f'{name}_ci_high'])}]"
         lines.append(f"  {name:<22} {value:<26} {description}")
+    for name, description in (("seconds_per_correct", "seconds spent per fully right decision"),
+                              ("tokens_per_correct", "tokens (in + out) per fully right decision"),
+                              ("cost_per_correct", "catalog cost per fully right decision")):
+        if name in summary:
+            lines.append(f"  {name:<22} {summary[name]:<26.4g} {description}")
     return "\n".join(lines)
 
 

@@ -14,10 +14,11 @@ from typing import Any, Literal
 
 import dspy
 
+from evals.metrics import per_correct
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.suite import Suite, load_suite
-from evals.tracking import git_commit, log_run, write_json
+from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
@@ -107,10 +108,17 @@ def evaluate(
     optional ``gate_model``. ``sample``: a fixed seeded sample of the split (``seed``), for categories too slow
     to run whole. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
     tools, imported with ``tool_selection.mcp.connect_mcp``)."""
+    if threads < 1 or max_tokens < 1:
+        raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
+    if mlflow:
+        check_tracking_uri(tracking_uri)
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
     cases = suite_obj.split(split).sample(sample, seed).limit(limit)
     if not len(cases):
-        raise ValueError(f"Suite {suite_obj.name!r} has no cases in split {split!r}.")
+        raise ToolSelectionError(f"Suite {suite_obj.name!r} has no cases in split {split!r} (its splits: "
+                                 f"{dict(suite_obj.split_counts())}).")
+    if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
+        raise ToolSelectionError(f"--run-dir {run_dir} is a file; give a directory for the per-case results.")
     if adapter == "chat" and strategy is None:
         strategy = "chat-cot"  # the former --adapter chat
     selector = program if isinstance(program, MultiToolSelector) else load_program(
@@ -151,11 +159,17 @@ def evaluate(
         "git_commit": git_commit(),
     }
     run_path = Path(run_dir) if run_dir else default_run_dir(params)
+    try:
+        run_path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
     if fresh and run_path.exists():
         for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
             (run_path / name).unlink(missing_ok=True)
     result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools)(selector, lm=lm, run_dir=run_path)
     result.params = params
+    if isinstance(model, str):
+        _price(result, model)
     result.results.to_parquet(run_path / TABLE_FILE, index=False)
     result.by_tag.to_csv(run_path / "by_tag.csv", index=False)
     write_json(run_path / "summary.json", {"params": params, "summary": result.summary})
@@ -177,3 +191,16 @@ def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache:
     lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache, constrained=True)
     prepare_lm(lm)
     return lm, model
+
+
+def _price(result: EvalResult, spec: str) -> None:
+    """Each case's catalog cost (``cost``), and the per-correct figures that follow; models the catalog does not
+    price are left unpriced."""
+    from tool_selection.lm import CatalogError, model_cost
+
+    try:
+        result.results["cost"] = [model_cost(spec, int(i), int(o)) for i, o in
+                                  zip(result.results["input_tokens"], result.results["output_tokens"], strict=True)]
+    except (CatalogError, ValueError):
+        return
+    result.summary.update(per_correct(result.results))

@@ -22,6 +22,7 @@ from tool_selection.decision import MultiToolDecision, ToolCall
 __all__ = [
     "HEADLINE_METRICS",
     "bootstrap_ci",
+    "per_correct",
     "score_case",
     "summarize",
     "summarize_by_tag",
@@ -189,7 +190,24 @@ def summarize(results: pd.DataFrame, *, with_ci: bool = True) -> dict[str, float
             summary.update({name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high})
         else:
             summary[name] = float(series.mean()) if series.notna().any() else math.nan
+    summary.update(per_correct(results))
     return summary
+
+
+def per_correct(results: pd.DataFrame) -> dict[str, float]:
+    """What one correct decision costs: seconds, tokens and (where priced) catalog cost, summed over every case and
+    divided by the cases fully right (infinite when none is)."""
+    if "full_match" not in results or not len(results):
+        return {}
+    correct = float(pd.to_numeric(results["full_match"], errors="coerce").fillna(0).sum())
+    totals = {"seconds_per_correct": ("latency_s",), "tokens_per_correct": ("input_tokens", "output_tokens"),
+              "cost_per_correct": ("cost",)}
+    out = {}
+    for name, columns in totals.items():
+        if all(c in results for c in columns):
+            total = float(sum(pd.to_numeric(results[c], errors="coerce").fillna(0).sum() for c in columns))
+            out[name] = total / correct if correct else math.inf
+    return out
 
 
 def summarize_by_tag(results: pd.DataFrame) -> pd.DataFrame:
@@ -200,5 +218,6 @@ def summarize_by_tag(results: pd.DataFrame) -> pd.DataFrame:
         subset = results[results["tags"].apply(lambda ts, tag=tag: tag in ts)]
         rows.append({"tag": tag, **summarize(subset, with_ci=False)})
     columns = ["tag", "cases", "accuracy", "tool_exact_match", "tool_f1", "argument_accuracy",
-               "abstention_accuracy", "parse_failure_rate"]
-    return pd.DataFrame(rows)[columns]
+               "abstention_accuracy", "parse_failure_rate", "seconds_per_correct"]
+    table = pd.DataFrame(rows)
+    return table[[c for c in columns if c in table]]

@@ -294,6 +294,15 @@ def optimize(
     chosen = get_optimizer(optimizer)
     if budget not in BUDGETS:
         raise ToolSelectionError(f"Unknown budget {budget!r}. Choose one of: {', '.join(BUDGETS)}.")
+    bad = {name: value for name, value in {"threads": threads, "max_tokens": max_tokens, "train_limit": train_limit,
+                                            "dev_limit": dev_limit, "test_limit": test_limit}.items()
+           if value is not None and value < 1}
+    if bad:
+        raise ToolSelectionError(f"These must be positive: {', '.join(f'{k}={v}' for k, v in bad.items())}.")
+    if mlflow:
+        from evals.tracking import check_tracking_uri
+
+        check_tracking_uri(tracking_uri)
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
     train = make_examples(suite_obj.split("train").limit(train_limit))
     dev = make_examples(suite_obj.split("dev").limit(dev_limit))

@@ -206,16 +206,31 @@ def load_suite(name_or_path: str | Path) -> Suite:
                              "or give the path of a .jsonl suite file.")
     if not path.exists():
         raise SuiteError(f"Suite file {path} does not exist.")
-    return Suite(path.stem, _read_cases(path), source=str(path))
+    if not path.is_file():
+        raise SuiteError(f"Suite {path} is a directory, not a JSON Lines file.")
+    suite = Suite(path.stem, _read_cases(path), source=str(path))
+    check_calls(suite)
+    return suite
+
+
+MAX_LINE_DEPTH = 64  # a case nests a few levels; deeper is not a case (and would exhaust the JSON parser)
 
 
 def _read_cases(path: Path) -> list[Case]:
     cases: list[Case] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise SuiteError(f"{path}, line {number}: not UTF-8 ({error.reason} at byte {error.start}); suite "
+                                 "files are UTF-8 JSON Lines.") from None
             if not line.strip():
                 continue
+            problem = too_large_json(line)
+            if problem:
+                raise SuiteError(f"{path}, line {number}: {problem}.")
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as error:
@@ -237,3 +252,34 @@ def _read_cases(path: Path) -> list[Case]:
     if not cases:
         raise SuiteError(f"{path}: no cases found.")
     return cases
+
+
+def too_large_json(line: str) -> str | None:
+    from tool_selection.parsing import nesting_depth
+
+    return f"nested deeper than {MAX_LINE_DEPTH} levels" if nesting_depth(line) > MAX_LINE_DEPTH else None
+
+
+def check_calls(suite: Suite) -> None:
+    """Refuse a suite whose expected calls name a tool its case does not have, or an argument the tool does not
+    take (such a case could only score 0), or a tool set that does not exist; each problem with its case id."""
+    problems = []
+    for case in suite.cases:
+        try:
+            registry = registry_for(case)
+        except ToolSelectionError as error:
+            problems.append(f"case {case.id!r}: {error}")
+            continue
+        for call in case.expected_calls:
+            if call.tool_name not in registry:
+                problems.append(f"case {case.id!r}: expected tool {call.tool_name!r} is not among its tools")
+                continue
+            properties = registry.get(call.tool_name).input_schema().get("properties")
+            unknown = sorted(set(call.arguments) - set(properties)) if properties else []
+            if unknown and registry.get(call.tool_name).input_schema().get("additionalProperties") is False:
+                problems.append(f"case {case.id!r}: {call.tool_name} takes no argument(s) {unknown}")
+        if len(problems) >= 20:
+            break
+    if problems:
+        listing = "\n".join(f"  - {p}" for p in problems[:20])
+        raise SuiteError(f"Suite {suite.name!r} has expected calls its tools cannot satisfy:\n{listing}")

@@ -12,9 +12,26 @@ from typing import Any
 
 import pandas as pd
 
+from tool_selection.errors import ToolSelectionError
 from tool_selection.tracking import DEFAULT_TRACKING_URI, EXPERIMENT, tracking_uri
 
-__all__ = ["DEFAULT_TRACKING_URI", "git_commit", "log_run", "results_from_mlflow", "tracking_uri"]
+__all__ = ["DEFAULT_TRACKING_URI", "check_tracking_uri", "git_commit", "log_run", "results_from_mlflow",
+           "tracking_uri"]
+
+def check_tracking_uri(uri: str | None) -> str:
+    """The tracking URI, once MLflow accepts it (checked before any work, so a typo does not cost a run)."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    resolved = tracking_uri(uri)
+    try:
+        mlflow.MlflowClient(resolved)
+    except (MlflowException, OSError, ValueError) as error:
+        raise ToolSelectionError(f"MLflow cannot use the tracking URI {resolved!r}: {str(error).splitlines()[0][:200]} "
+                                 "Give --tracking-uri (or MLFLOW_TRACKING_URI) a store such as sqlite:///mlflow.db, "
+                                 "or run with --no-mlflow.") from None
+    return resolved
+
 
 def git_commit() -> str:
     try:

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "ParsedAnswer",
     "load_json",
+    "nesting_depth",
     "parse_call_lines",
     "parse_fenced_tool_blocks",
     "parse_native",
@@ -70,7 +71,7 @@ def safe_value(value: Any, limit: int = MAX_ANSWER_CHARS) -> Any:
     return value
 
 
-def _depth(text: str) -> int:
+def nesting_depth(text: str) -> int:
     """The deepest bracket nesting in ``text``, outside JSON strings."""
     depth = deepest = 0
     in_string = escaped = False
@@ -96,7 +97,7 @@ def too_large(text: str) -> str | None:
     """Why ``text`` is beyond what a parser should take on (too long, nested too deep), or None."""
     if len(text) > MAX_ANSWER_CHARS:
         return f"longer than {MAX_ANSWER_CHARS} characters"
-    if _depth(text) > MAX_JSON_DEPTH:
+    if nesting_depth(text) > MAX_JSON_DEPTH:
         return f"nested deeper than {MAX_JSON_DEPTH} levels"
     return None
 
@@ -214,7 +215,7 @@ def parse_call_lines(text: str) -> ParsedAnswer:
         last = match.end()
         line = match.group("call").strip()
         shape = _CALL_SHAPE.match(line)
-        if not shape or _depth(line) > MAX_JSON_DEPTH:
+        if not shape or nesting_depth(line) > MAX_JSON_DEPTH:
             parsed.failures.append(f"TOOL_CALL line: not name(arg=value, ...): {safe_text(line, 200)}")
             continue
         try:

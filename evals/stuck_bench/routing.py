@@ -44,6 +44,9 @@ RECOMMENDATION_CRITERION = ("the cheapest threshold whose accuracy is within 1 p
 TOLERANCE = 0.01
 
 
+MAX_THRESHOLDS = 1000  # a finer grid says nothing more (every distinct score is swept anyway) and costs memory
+
+
 def parse_thresholds(text: str) -> list[float]:
     """``START:STOP:STEP`` (inclusive) or a comma-separated list; every value within [0, 1]."""
     try:
@@ -51,6 +54,9 @@ def parse_thresholds(text: str) -> list[float]:
             start, stop, step = (float(p) for p in text.split(":"))
             if step <= 0:
                 raise ValueError("the step must be positive")
+            if (stop - start) / step > MAX_THRESHOLDS:
+                raise ValueError(f"that is over {MAX_THRESHOLDS} thresholds; use a step of at least "
+                                 f"{(stop - start) / MAX_THRESHOLDS:g}")
             values = list(np.round(np.arange(start, stop + step / 2, step), 10))
         else:
             values = [float(p) for p in text.split(",") if p.strip()]

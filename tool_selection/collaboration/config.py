@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec
+from tool_selection.parsing import nesting_depth
 from tool_selection.stuck import DetectorOptions, StuckDetector, detector_class, make_detector
 from tool_selection.validation import validation_problems
 
@@ -108,6 +109,10 @@ class CollaborationConfig(BaseModel):
         return self
 
 
+MAX_CONFIG_CHARS = 100_000
+MAX_CONFIG_DEPTH = 32
+
+
 def load_collaboration_config(source: str | Path | dict[str, Any]) -> CollaborationConfig:
     """A validated config from a YAML file (or its parsed contents): ``collaboration: {enabled, pairs}``."""
     where = "collaboration config"
@@ -118,9 +123,18 @@ def load_collaboration_config(source: str | Path | dict[str, Any]) -> Collaborat
         where = str(path)
         if not path.exists():
             raise CollaborationConfigError(f"Collaboration config {path} does not exist.")
+        if not path.is_file():
+            raise CollaborationConfigError(f"Collaboration config {path} is a directory, not a YAML file.")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as error:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise CollaborationConfigError(f"{path}: not UTF-8 ({error.reason} at byte {error.start}).") from None
+        if len(text) > MAX_CONFIG_CHARS or nesting_depth(text.replace("-", "[")) > MAX_CONFIG_DEPTH:
+            raise CollaborationConfigError(f"{path}: too large or nested too deep for a collaboration config "
+                                           f"(at most {MAX_CONFIG_CHARS} characters, {MAX_CONFIG_DEPTH} levels).")
+        try:
+            data = yaml.safe_load(text)
+        except (yaml.YAMLError, RecursionError) as error:
             raise CollaborationConfigError(f"{path}: not valid YAML ({error}).") from None
     if not isinstance(data, dict) or "collaboration" not in data:
         raise CollaborationConfigError(f"{where}: expected a top-level 'collaboration' section "

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import os
 
+# LiteLLM fetches its price map from the network on import unless told not to; this toolkit runs offline
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 import dspy
 
 from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_model_dir, ensure_model
@@ -76,3 +79,23 @@ def prepare_lm(lm: dspy.BaseLM) -> None:
     engine = getattr(lm, "engine", None)
     if isinstance(engine, LocalEngine):
         engine.model  # noqa: B018 - loading is the point
+    elif isinstance(getattr(lm, "model", None), str):
+        _require_api_key(lm)
+
+
+def _require_api_key(lm: dspy.BaseLM) -> None:
+    """A hosted model whose provider needs a key that the environment lacks stops here, not at its first call."""
+    kwargs = getattr(lm, "kwargs", {}) or {}
+    if kwargs.get("api_base") or kwargs.get("api_key"):
+        return  # a server of one's own (vLLM, llama.cpp) or a key given in code
+    try:
+        import litellm
+
+        missing = litellm.validate_environment(model=lm.model).get("missing_keys") or []
+    except Exception:  # litellm does not know the provider: let the call itself say what is wrong
+        return
+    keys = [key for key in missing if key.endswith("_API_KEY")]
+    base = [name for name in os.environ if name.endswith("_API_BASE") and os.environ[name].strip()]
+    if keys and not base:
+        raise ModelSpecError(f"{lm.model} needs {' and '.join(keys)} in the environment (or api_key=/api_base= in "
+                             "get_lm for a server of your own).")

@@ -1,0 +1,94 @@
+"""Bad input is one clear `toolsel: error:` line (exit 2) before any work starts, never a traceback: the list a
+careless user walked, case by case."""
+
+import json
+
+import pytest
+
+from tool_selection.cli import main
+from tool_selection.collaboration import load_collaboration_config
+from tool_selection.errors import ToolSelectionError
+
+
+def _suite(tmp_path, cases, name="s.jsonl"):
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    return str(path)
+
+
+CASE = {"id": "c1", "request": "What time is it in Oslo?", "tool_set": "datetime", "tags": ["single"],
+        "split": "train", "expected_calls": [{"tool_name": "get_current_time", "arguments": {"timezone": "Europe/Oslo"}}]}
+
+
+def _bad_inputs(tmp_path):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"id": "caf\xe9"}\n')
+    (tmp_path / "folder.jsonl").mkdir()
+    not_json, pickle = tmp_path / "program.json", tmp_path / "program.pkl"
+    not_json.write_text("this is not JSON")
+    pickle.write_bytes(b"\x80\x04\x95cos\nsystem\n.")
+    a_file = tmp_path / "results"
+    a_file.write_text("occupied")
+    only_train = _suite(tmp_path, [CASE])
+    unknown_tool = _suite(tmp_path, [{**CASE, "expected_calls": [{"tool_name": "get_weather", "arguments": {}}]}],
+                          "unknown_tool.jsonl")
+    unknown_arg = _suite(tmp_path, [{**CASE, "expected_calls": [{"tool_name": "get_current_time",
+                                                                  "arguments": {"zone": "UTC"}}]}], "unknown_arg.jsonl")
+    unknown_set = _suite(tmp_path, [{**CASE, "tool_set": "weather"}], "unknown_set.jsonl")
+    eval_ = ["eval", "--no-mlflow", "--suite"]
+    return {
+        "threads 0": (eval_ + ["treasure_hunt", "--threads", "0"], "threads and max_tokens must be at least 1"),
+        "threads -3": (eval_ + ["treasure_hunt", "--threads", "-3"], "must be at least 1"),
+        "max tokens -5": (eval_ + ["treasure_hunt", "--max-tokens", "-5"], "must be at least 1"),
+        "empty split": (eval_ + [only_train, "--split", "test"], "has no cases in split 'test'"),
+        "program missing": (eval_ + ["treasure_hunt", "--program", str(tmp_path / "absent.json")], "is missing"),
+        "program not JSON": (eval_ + ["treasure_hunt", "--program", str(not_json)], "is not valid JSON"),
+        "program pickle": (eval_ + ["treasure_hunt", "--program", str(pickle)], "is not valid JSON"),
+        "run dir a file": (eval_ + [only_train, "--split", "train", "--run-dir", str(a_file)], "is a file"),
+        "bogus tracking": (["eval", "--suite", "treasure_hunt", "--tracking-uri", "bogus://x"],
+                           "MLflow cannot use the tracking URI 'bogus://x'"),
+        "suite nested deep": (eval_ + [str(deep)], "nested deeper than"),
+        "suite not UTF-8": (eval_ + [str(latin)], "not UTF-8"),
+        "suite a directory": (eval_ + [str(tmp_path / "folder.jsonl")], "is a directory"),
+        "expected tool not in set": (eval_ + [unknown_tool], "expected tool 'get_weather' is not among its tools"),
+        "expected argument not taken": (eval_ + [unknown_arg], "takes no argument(s) ['zone']"),
+        "unknown tool set": (eval_ + [unknown_set], "Unknown tool set 'weather'"),
+        "thresholds too fine": (["bench", "stuck", "--suite", "treasure_hunt", "--no-mlflow", "--thresholds",
+                                 "0:1:1e-9", "--pair", "local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b"],
+                                "over 1000 thresholds"),
+        "train limit -1": (["optimize", "--suite", "treasure_hunt", "--no-mlflow", "--train-limit", "-1"],
+                           "must be positive: train_limit=-1"),
+        "no API key": (["optimize", "--suite", "treasure_hunt", "--no-mlflow", "--model", "openai/gpt-4o-mini"],
+                       "needs OPENAI_API_KEY in the environment"),
+    }
+
+
+@pytest.mark.parametrize("name", [
+    "threads 0", "threads -3", "max tokens -5", "empty split", "program missing", "program not JSON",
+    "program pickle", "run dir a file", "bogus tracking", "suite nested deep", "suite not UTF-8",
+    "suite a directory", "expected tool not in set", "expected argument not taken", "unknown tool set",
+    "thresholds too fine", "train limit -1", "no API key"])
+def test_bad_input_is_one_clear_line(name, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for key in ("OPENAI_API_KEY", "OPENAI_API_BASE"):
+        monkeypatch.delenv(key, raising=False)
+    argv, message = _bad_inputs(tmp_path)[name]
+    assert main(argv) == 2, name
+    err = capsys.readouterr().err
+    assert err.startswith("toolsel: error: ") and "Traceback" not in err, err
+    assert message in err, err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("results.jsonl"))
+
+
+@pytest.mark.parametrize("content", [b"collaboration:\n" + b"  - " * 5000 + b"x\n", b"collaboration: caf\xe9\n", None])
+def test_a_bad_collaboration_config_is_a_clear_error(tmp_path, content):
+    path = tmp_path / "collab.yaml"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ToolSelectionError) as raised:
+        load_collaboration_config(path)
+    assert str(path) in str(raised.value)
