@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Benchmarks that compare strategies across models. 'toolsel bench stuck --help' for details.",
     )
     bench.set_defaults(handler=lambda args: _help(bench))
-    sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate")
+    sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate|scale")
 
     stuck = sub.add_parser(
         "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
@@ -74,6 +74,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                            "--split all can serve as both.")
     gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     gate.set_defaults(handler=_gate)
+
+    from evals.benchmarks import scale
+
+    scale_parser = sub.add_parser("scale", help="Selection over registries of 10 to 2,000+ tools, with retrieval.",
+                                  description=scale.__doc__.split("\n\n")[0])
+    scale.add_arguments(scale_parser)
+    scale_parser.set_defaults(handler=scale.run_from_args)
 
 
 def _help(parser: argparse.ArgumentParser) -> int:

@@ -1,0 +1,146 @@
+"""Scale: selection over registries of 10 to 2,000+ tools, with and without retrieval in front of the selector.
+
+    toolsel bench scale [--model local:qwen2.5-coder-0.5b] [--strategy native] [--cases 60] [--k 5]
+                        [--sizes 10 100 1000 all] [--retriever hybrid]
+
+A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
+
+- with only each case's own tool set (the reference);
+- over registries of each size (``evals.scale_registry.registry_of_size``: the catalog of domain tools plus every
+  BFCL function doc, always holding the tools the cases need), with the selector seeing the top-``k`` retrieved
+  tools; and without retrieval where the whole listing still fits the model's context.
+
+Per row: Recall@k of the retrieval, accuracy with its 95% interval, prompt tokens and seconds per case; the plot
+draws accuracy and prompt tokens against registry size. The prompt stays the same size whatever the registry
+when retrieval is on, which is the point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from evals.evaluate import evaluate
+from evals.metrics import bootstrap_ci
+from evals.scale_registry import DOMAIN_TOOL_SETS, registry_of_size
+from evals.suite import Suite, load_suite
+
+__all__ = ["main", "run_scale"]
+
+OUT = Path("runs") / "scale"
+
+
+def sample_cases(n: int, seed: int = 0) -> Suite:
+    """``n`` single-turn cases needing tools, spread evenly over the test splits of the domain suites and BFCL
+    ``multiple``."""
+    sources = [load_suite(name).split("test") for name in (*DOMAIN_TOOL_SETS, "bfcl:multiple")]
+    share = max(1, n // len(sources))
+    cases = []
+    for source in sources:
+        needing = Suite(source.name, [c for c in source.cases if c.expected_calls and len(c.messages or []) <= 1])
+        cases.extend(needing.sample(share, seed).cases)
+    return Suite(f"scale~{len(cases)}@{seed}", cases)
+
+
+def _row(label: str, size: int | None, retrieve: int | None, result) -> dict:
+    frame = result.results
+    accuracy, low, high = bootstrap_ci(frame["full_match"])
+    recall = frame["retrieval_recall"].mean() if "retrieval_recall" in frame else float("nan")
+    return {"setting": label, "registry_tools": size, "retrieve_k": retrieve, "cases": len(frame),
+            "recall_at_k": recall, "accuracy": accuracy, "accuracy_low": low, "accuracy_high": high,
+            "prompt_tokens": frame["input_tokens"].mean(), "seconds": frame["latency_s"].mean(),
+            "errors": frame["error"].mean()}
+
+
+def run_scale(model: str, *, strategy: str = "native", cases: int = 60, k: int = 5, retriever: str = "hybrid",
+              sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
+              out: Path = OUT) -> pd.DataFrame:
+    """The benchmark's table (also written to ``out``); see the module docstring."""
+    suite = sample_cases(cases, seed)
+    required = sorted({c.tool_name for case in suite for c in case.expected_calls})
+    common = {"strategy": strategy, "mlflow": False, "progress": True, "cache": False}
+    rows = [_row("own tool set", None, None, evaluate(suite, model, run_dir=out / "own", **common))]
+    for size in sizes:
+        registry = registry_of_size(size, required, seed)
+        label = f"{len(registry)} tools"
+        if len(registry) <= context_tools:  # the whole listing fits the context
+            rows.append(_row(f"{label}, all listed", len(registry), None,
+                             evaluate(suite, model, tools=registry, run_dir=out / f"{len(registry)}-all", **common)))
+        rows.append(_row(f"{label}, top {k} ({retriever})", len(registry), k,
+                         evaluate(suite, model, tools=registry, retrieve=k, retriever=retriever,
+                                  run_dir=out / f"{len(registry)}-top{k}", **common)))
+    table = pd.DataFrame(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "scale.csv", index=False)
+    (out / "cases.json").write_text(json.dumps([c.id for c in suite]))
+    _plot(table, out / "scale.png")
+    return table
+
+
+def _plot(table: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    retrieved = table[table["retrieve_k"].notna()]
+    own = table[table["setting"] == "own tool set"].iloc[0]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    left.errorbar(retrieved["registry_tools"], retrieved["accuracy"],
+                  yerr=[retrieved["accuracy"] - retrieved["accuracy_low"],
+                        retrieved["accuracy_high"] - retrieved["accuracy"]], marker="o", capsize=3,
+                  label="top-k retrieved")
+    left.plot(retrieved["registry_tools"], retrieved["recall_at_k"], marker="s", linestyle="--", label="recall@k")
+    left.axhline(own["accuracy"], color="gray", linestyle=":", label="own tool set")
+    left.set_xscale("log")
+    left.set_xlabel("tools in the registry")
+    left.set_ylabel("share of cases")
+    left.set_ylim(0, 1)
+    left.legend()
+    right.plot(retrieved["registry_tools"], retrieved["prompt_tokens"], marker="o", label="top-k retrieved")
+    listed = table[table["setting"].str.endswith("all listed")]
+    if len(listed):
+        right.plot(listed["registry_tools"], listed["prompt_tokens"], marker="x", linestyle="none", label="all listed")
+    right.axhline(own["prompt_tokens"], color="gray", linestyle=":", label="own tool set")
+    right.set_xscale("log")
+    right.set_xlabel("tools in the registry")
+    right.set_ylabel("prompt tokens per case")
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="toolsel bench scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="local:qwen2.5-coder-0.5b", help="Model spec.")
+    parser.add_argument("--strategy", default="native", help="Selection strategy (default: native).")
+    parser.add_argument("--cases", type=int, default=60, help="Cases in the sample (default: 60).")
+    parser.add_argument("--k", type=int, default=5, help="Tools the selector sees with retrieval (default: 5).")
+    parser.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"])
+    parser.add_argument("--sizes", nargs="+", default=["10", "100", "1000", "all"],
+                        help="Registry sizes (a number or 'all').")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(OUT), help=f"Output directory (default: {OUT}).")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    sizes = [None if s == "all" else int(s) for s in args.sizes]
+    table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
+                      sizes=sizes, seed=args.seed, out=Path(args.out))
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
