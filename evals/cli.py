@@ -119,6 +119,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
                                    description="List the available suites with case, tag and split counts.")
     suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
+    suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
+                                                       "its tools, sources and how the cases were written.")
     suites.set_defaults(handler=_suites)
 
 
@@ -247,8 +249,37 @@ def _strategies(args: argparse.Namespace) -> int:
     return 0
 
 
+def _card(name: str) -> int:
+    from evals.suite import SUITES_DIR, load_suite
+
+    suite = load_suite(name)
+    tags = sorted(suite.tag_counts())
+    splits = ["train", "dev", "test"]
+    counts = {split: suite.split(split).tag_counts() for split in splits}
+    print(f"# {suite.name}: {len(suite)} cases\n")
+    print("| tag | " + " | ".join(splits) + " | all |\n|---|" + "---|" * (len(splits) + 1))
+    print("| cases | " + " | ".join(str(len(suite.split(s))) for s in splits) + f" | {len(suite)} |")
+    for tag in tags:
+        print(f"| {tag} | " + " | ".join(str(counts[s][tag]) for s in splits) + f" | {suite.tag_counts()[tag]} |")
+    tool_sets = sorted({c.tool_set for c in suite.cases if c.tool_set})
+    if tool_sets:
+        from tool_selection import load_tool_set
+
+        for tool_set in tool_sets:
+            print(f"\ntools ({tool_set}): {', '.join(load_tool_set(tool_set).names())}")
+    card = SUITES_DIR / f"{name}.card.md"
+    if card.is_file():
+        print("\n" + card.read_text(encoding="utf-8"))
+    else:
+        print(f"\n(no card file {card.name}: the counts above are all there is)")
+    return 0
+
+
 def _suites(args: argparse.Namespace) -> int:
     from evals.suite import available_suites, load_suite
+
+    if args.card:
+        return _card(args.card)
 
     names = [args.name] if args.name else available_suites()
     for name in names:

@@ -67,11 +67,10 @@ def log_run(
         mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
         metrics = {k: v for k, v in {**summary, **(extra_metrics or {})}.items()
                    if isinstance(v, int | float) and not math.isnan(v)}
-        if by_tag is not None:
+        if by_tag is not None:  # every figure of the per-tag table (summarize_by_tag chooses them)
             for row in by_tag.to_dict("records"):
-                for column in ("accuracy", "tool_exact_match", "cases"):
-                    value = row.get(column)
-                    if isinstance(value, int | float) and not math.isnan(value):
+                for column, value in row.items():
+                    if column != "tag" and isinstance(value, int | float) and math.isfinite(value):
                         metrics[f"tag.{row['tag']}.{column}"] = float(value)
         mlflow.log_metrics({_metric_key(k): float(v) for k, v in metrics.items()})
         for path in artifacts:

@@ -1,0 +1,34 @@
+"""MLflow tracking: a run logged with its params, metrics, per-tag figures and results file reads back."""
+
+import pandas as pd
+import pytest
+
+from evals.tracking import check_tracking_uri, git_commit, log_run, results_from_mlflow
+from tool_selection.errors import ToolSelectionError
+
+
+def test_a_logged_run_reads_back(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    results = pd.DataFrame({"id": ["a", "b"], "full_match": [1.0, 0.0]})
+    results.to_parquet(tmp_path / "results.parquet")
+    by_tag = pd.DataFrame([{"tag": "all", "cases": 2, "accuracy": 0.5, "seconds_per_correct": float("inf")}])
+    run_id = log_run(params={"suite": "s", "kind": "eval", "long": "x" * 900}, summary={"accuracy": 0.5,
+                     "tool_f1": float("nan")}, by_tag=by_tag, artifacts=[tmp_path / "results.parquet"], uri=uri)
+    frame, params = results_from_mlflow(run_id, uri)
+    assert frame.equals(results) and params["suite"] == "s" and len(params["long"]) == 500
+
+    import mlflow
+
+    metrics = mlflow.MlflowClient(uri).get_run(run_id).data.metrics
+    assert metrics["accuracy"] == 0.5 and metrics["tag.all.accuracy"] == 0.5 and metrics["tag.all.cases"] == 2
+    assert "tool_f1" not in metrics and "tag.all.seconds_per_correct" not in metrics  # NaN and inf are not logged
+
+
+def test_a_tracking_uri_mlflow_cannot_use_is_refused_before_work():
+    with pytest.raises(ToolSelectionError, match="MLflow cannot use the tracking URI 'bogus://x'"):
+        check_tracking_uri("bogus://x")
+
+
+def test_the_commit_is_a_short_hash_or_unknown():
+    commit = git_commit()
+    assert commit == "unknown" or len(commit.removesuffix("-dirty")) == 12
