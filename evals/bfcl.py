@@ -9,14 +9,13 @@ imported; its files are located through its distribution metadata.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from importlib import metadata
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from evals.suite import Case, Suite, SuiteError
+from evals.suite import Case, Suite, SuiteError, read_json_lines
 
 __all__ = ["BFCL_CATEGORIES", "bfcl_data_dir", "load_bfcl", "load_bfcl_file"]
 
@@ -69,25 +68,13 @@ def load_bfcl(categories: Iterable[str]) -> Suite:
     return Suite("bfcl_" + "+".join(names), cases, source="bfcl-eval")
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise SuiteError(f"{path}, line {number}: not valid JSON ({error.msg}).") from None
-    return rows
-
-
 def load_bfcl_file(questions: Path, answers: Path | None = None, *, category: str | None = None) -> Suite:
     """A suite from one BFCL question file and its ``possible_answer`` file. Without answers, every case
     expects no call (as in the irrelevance category)."""
     category = category or questions.stem.split("_", 2)[-1]
-    truth = {row["id"]: row["ground_truth"] for row in _read_jsonl(answers)} if answers else {}
+    truth = {row["id"]: row["ground_truth"] for row in read_json_lines(answers)} if answers else {}
     cases = []
-    for number, row in enumerate(_read_jsonl(questions), start=1):
+    for number, row in enumerate(read_json_lines(questions), start=1):
         try:
             cases.append(_case(row, truth.get(row["id"], []), category))
         except (KeyError, TypeError, ValueError) as error:

@@ -254,6 +254,19 @@ def _read_cases(path: Path) -> list[Case]:
     return cases
 
 
+def read_json_lines(path: Path) -> list[Any]:
+    """The JSON values of a JSON Lines file, blank lines skipped; a line that is not JSON is a ``SuiteError``."""
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise SuiteError(f"{path}, line {number}: not valid JSON ({error.msg}).") from None
+    return rows
+
+
 def too_large_json(line: str) -> str | None:
     from tool_selection.parsing import nesting_depth
 
