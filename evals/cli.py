@@ -12,6 +12,7 @@ from evals.metrics import METRICS
 from evals.runner import load_results
 from evals.stats import compare_runs
 from tool_selection.errors import ToolSelectionError
+from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
 
 DEFAULT_SUITE = "treasure_hunt"
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
@@ -34,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     run.add_argument("--allow-tool-changes", action="store_true",
                      help="Evaluate a compiled selector even if its tools changed since it was compiled.")
-    run.add_argument("--strategy", help="How the selector asks the model: json-cot (default), json, chat-cot, native, "
-                                        "native-cot, text:fenced, text:call, text:tags; gate+NAME puts the relevance "
+    run.add_argument("--strategy", help="How the selector asks the model: native (default), native-cot, json-cot, json, "
+                                        "chat-cot, text:fenced, text:call, text:tags; gate+NAME puts the relevance "
                                         "gate first (see 'toolsel strategies').")
     run.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy (default: --model).")
     run.add_argument("--gate-threshold", type=float, help="Relevance score below which the gate answers with no call "
@@ -73,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                       "the calls made, the tools' state and the final answer; resumable.")
     loop.add_argument("--suite", default="multistep", help="Loop suite name or .jsonl path (default: multistep).")
     loop.add_argument("--model", default=DEFAULT_MODEL, help=f"The primary model (default: {DEFAULT_MODEL}).")
-    loop.add_argument("--strategy", default="native", help="Selection strategy in the loop (default: native).")
+    loop.add_argument("--strategy", default=DEFAULT_STRATEGY,
+                      help=f"Selection strategy in the loop (default: {DEFAULT_STRATEGY}).")
     loop.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
     loop.add_argument("--limit", type=int, help="Only the first N tasks.")
     loop.add_argument("--secondary", help="A larger model a stuck step escalates to (the loop's stuck detector).")
@@ -100,8 +102,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
     opt.add_argument("--out", help="Directory for the compiled selector (default: programs/<suite>-<optimizer>-<model>).")
     opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
-    opt.add_argument("--strategy", default="json-cot", help="Selection strategy to optimize (see 'toolsel "
-                                                          "strategies'; default: json-cot).")
+    opt.add_argument("--strategy", default=STRUCTURED_STRATEGY, help="Selection strategy to optimize (see 'toolsel "
+                                                          f"strategies'; default: {STRUCTURED_STRATEGY}).")
     opt.add_argument("--adapter", choices=["json", "chat"], default="json", help="Answer format (default: json).")
     opt.add_argument("--train-limit", type=int, help="Use only the first N train cases.")
     opt.add_argument("--dev-limit", type=int, help="Use only the first N dev cases.")
@@ -237,7 +239,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _strategies(args: argparse.Namespace) -> int:
-    from tool_selection.strategies import DEFAULT_STRATEGY, get_strategy, strategy_names
+    from tool_selection.strategies import get_strategy, strategy_names
 
     names = strategy_names()
     width = max(len(n) for n in names)

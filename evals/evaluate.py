@@ -103,7 +103,7 @@ def evaluate(
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
-    ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default json-cot, or the
+    ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default native, or the
     compiled program's own); ``gate+NAME`` adds the relevance gate, with ``gate_threshold`` (default 0) and an
     optional ``gate_model``. ``sample``: a fixed seeded sample of the split (``seed``), for categories too slow
     to run whole. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's

@@ -40,6 +40,7 @@ from tool_selection.agent import AgentLoop, LoopStuckDetector, ToolSession, Tran
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.strategies import DEFAULT_STRATEGY
 from tool_selection.toolset import ToolSet, load_tool_set
 
 __all__ = ["LoopResult", "LoopTask", "StateCheck", "load_loop_suite", "run_loop_suite", "score_task"]
@@ -210,7 +211,7 @@ def summarize_loop(results: pd.DataFrame) -> dict[str, float]:
     return summary
 
 
-def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, strategy: str = "native",
+def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, strategy: str = DEFAULT_STRATEGY,
                    secondary_lm: dspy.BaseLM | None = None, escalation: str = "delegate", threshold: float = 0.7,
                    run_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> LoopResult:
     """Run every task's loop (resumable: finished tasks in ``run_dir`` are kept) and score it."""

@@ -23,7 +23,7 @@ from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.selector import MultiToolSelector, compact_demo
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.strategies import STRUCTURED_STRATEGY
 
 __all__ = [
     "OPTIMIZERS",
@@ -284,7 +284,7 @@ def optimize(
     test_limit: int | None = None,
     mlflow: bool = True,
     tracking_uri: str | None = None,
-    strategy: str = DEFAULT_STRATEGY,
+    strategy: str = STRUCTURED_STRATEGY,
 ) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``out``,
     then score it on test with the harness and log everything to MLflow."""
@@ -318,7 +318,7 @@ def optimize(
             prepare_lm(each)  # a broken engine stops here: DSPy's optimizers would count its error as a score
     model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
     teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
-    label = optimizer if strategy == DEFAULT_STRATEGY else f"{optimizer}-{slug(strategy)}"
+    label = optimizer if strategy == STRUCTURED_STRATEGY else f"{optimizer}-{slug(strategy)}"
     out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{label}-{slug(model_name)}"
     tool_sets = {c.tool_set for c in suite_obj.cases}
     tool_set = next(iter(tool_sets)) if len(tool_sets) == 1 and None not in tool_sets else None

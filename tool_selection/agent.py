@@ -31,6 +31,7 @@ from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolArgumentError, ToolSelectionError, UnknownToolError
 from tool_selection.failures import is_failure, tool_failure
 from tool_selection.registry import ToolRegistry
+from tool_selection.strategies import DEFAULT_STRATEGY
 from tool_selection.tool import BaseTool
 from tool_selection.toolset import ToolSet
 
@@ -274,7 +275,7 @@ class AgentLoop:
     with), at most ``max_escalations`` times per turn, when the detector's score reaches ``threshold``.
     """
 
-    def __init__(self, tools: ToolRegistry | ToolSet, *, selector: Any = None, strategy: str = "native",
+    def __init__(self, tools: ToolRegistry | ToolSet, *, selector: Any = None, strategy: str = DEFAULT_STRATEGY,
                  lm: dspy.BaseLM | None = None, max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
                  max_steps: int | None = None, system_prompt: str | None = None,
                  detector: LoopStuckDetector | None = None, secondary_lm: dspy.BaseLM | None = None,

@@ -65,7 +65,8 @@ class Manifest(BaseModel):
     tool_set: str | None = Field(description="Tool set name, or None when tools came per case (e.g. BFCL).")
     tools: dict[str, str] = Field(default_factory=dict, description="Tool name -> schema hash.")
     model: str
-    strategy: str | None = Field(default=None, description="The selector's strategy; None for the default.")
+    strategy: str | None = Field(default=None, description="The selector's strategy; None: json-cot (saved before "
+                                                            "strategies were named).")
     dspy_version: str = dspy.__version__
     optimizer: str = "none"
     optimizer_args: dict[str, Any] = Field(default_factory=dict)

@@ -2,8 +2,8 @@
 
 One program serves any tool catalog: the available tools are an input, so a compiled selector's instructions and
 demonstrations carry over between tool sets. How the model is asked and its answer read is the selector's
-*strategy* (``tool_selection.strategies``): ``json-cot`` (the default: ChainOfThought over JSON whose response
-schema admits only the listed tools), ``native`` / ``native-cot`` (the model's own tool-calling format),
+*strategy* (``tool_selection.strategies``): ``native`` (the default: the model's own tool-calling format),
+``native-cot``, ``json-cot`` (ChainOfThought over JSON whose response schema admits only the listed tools),
 ``text:*`` protocols, ``json`` and ``chat-cot``; ``gate+NAME`` asks a relevance question first. The selector
 carries its strategy's adapter, so calling it in Python with only an LM configured behaves as ``toolsel eval``
 does. Every decision is checked against the registry; unknown tools and invalid arguments are recorded on the
@@ -23,7 +23,14 @@ from dspy.utils.usage_tracker import UsageTracker
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
-from tool_selection.strategies import DEFAULT_STRATEGY, GATE_PREFIX, check_decision, get_strategy, parse_strategy
+from tool_selection.strategies import (
+    DEFAULT_STRATEGY,
+    GATE_PREFIX,
+    STRUCTURED_STRATEGY,
+    check_decision,
+    get_strategy,
+    parse_strategy,
+)
 from tool_selection.strategies.gate import IsRelevant, run_gate
 from tool_selection.strategies.json_strategies import (
     DEMO_OMITS,
@@ -156,7 +163,7 @@ class MultiToolSelector(dspy.Module):
         manifest = read_manifest(directory)
         if tools is None and manifest.tool_set:
             tools = load_tool_set(manifest.tool_set)
-        selector = cls(tools, strategy=getattr(manifest, "strategy", None) or DEFAULT_STRATEGY)
+        selector = cls(tools, strategy=getattr(manifest, "strategy", None) or STRUCTURED_STRATEGY)
         selector.manifest = load_compiled(selector, directory, selector.tools, allow_tool_changes=allow_tool_changes)
         return selector
 

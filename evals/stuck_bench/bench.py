@@ -35,7 +35,7 @@ from tool_selection.collaboration import (
 )
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.strategies import STRUCTURED_STRATEGY
 
 __all__ = ["GUIDE_NOTE", "run_stuck_bench"]
 
@@ -150,7 +150,7 @@ def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Pa
         run_dir = out_dir / "runs" / split / f"{name}-scored-{key}"
     else:
         program, run_dir = MultiToolSelector(strategy=strategy), out_dir / "runs" / split / name
-    if strategy != DEFAULT_STRATEGY:
+    if strategy != STRUCTURED_STRATEGY:
         run_dir = run_dir.with_name(f"{run_dir.name}-{slug(strategy)}")
     result = evaluate(suite, lm, split=split, limit=settings.limit, threads=threads, program=program, adapter="json",
                       run_dir=run_dir, mlflow=mlflow, tracking_uri=tracking_uri, progress=progress)

@@ -13,7 +13,7 @@ from dspy.utils.usage_tracker import UsageTracker
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.strategies import STRUCTURED_STRATEGY
 from tool_selection.stuck import Attempt, DetectorUnavailable, StuckDetector, capture_generation, make_sampler
 from tool_selection.toolset import ToolSet
 
@@ -33,7 +33,7 @@ class StuckScoredSelector(MultiToolSelector):
     (``DetectorFailed``)."""
 
     def __init__(self, detectors: Sequence[StuckDetector], tools: ToolRegistry | ToolSet | None = None, *,
-                 constrain: bool = True, strategy: str = DEFAULT_STRATEGY):
+                 constrain: bool = True, strategy: str = STRUCTURED_STRATEGY):
         super().__init__(tools, constrain=constrain, strategy=strategy)
         self.detectors = sorted(detectors, key=lambda d: d.composite)  # combined reuses the others' signals
 

@@ -27,7 +27,7 @@ TOOLS = ToolSet(name="fixture", tools=(Echo, Add))
 @pytest.fixture
 def saved(tmp_path):
     """A compiled selector with one bootstrapped demonstration, saved with its manifest."""
-    program = MultiToolSelector(TOOLS)
+    program = MultiToolSelector(TOOLS, strategy="json-cot")
     program.select.predict.demos = [dspy.Example(request="say hi", reasoning="echo fits", augmented=True,
                                                  tool_calls=[{"tool_name": "echo", "arguments": {"message": "hi"}}])]
     save_compiled(program, tmp_path, Manifest(tool_set=None, tools=tool_fingerprint(TOOLS.registry()), model="m"))
@@ -52,7 +52,8 @@ def _load(directory, **kwargs):
 def test_a_saved_selector_loads_back_with_its_demos_and_instructions(saved):
     loaded = _load(saved)
     assert loaded.select.predict.demos[0]["request"] == "say hi" and loaded.select.predict.demos[0]["augmented"]
-    assert loaded.select.predict.signature.instructions == MultiToolSelector().select.predict.signature.instructions
+    fresh = MultiToolSelector(strategy="json-cot")
+    assert loaded.select.predict.signature.instructions == fresh.select.predict.signature.instructions
     assert loaded.manifest.program_sha256 == program_sha256(json.loads((saved / "program.json").read_text()))
 
 
@@ -101,7 +102,8 @@ def test_all_problems_are_reported_at_once(saved):
         state["other"] = {}
 
     _tamper(saved, change)
-    problems = state_problems(MultiToolSelector(TOOLS), json.loads((saved / "program.json").read_text()))
+    problems = state_problems(MultiToolSelector(TOOLS, strategy="json-cot"),
+                              json.loads((saved / "program.json").read_text()))
     assert len(problems) == 3
 
 
@@ -145,11 +147,11 @@ def test_a_manifest_naming_a_tool_set_must_list_its_tools(saved):
 
 def test_saving_refuses_a_manifest_that_omits_the_programs_tools(tmp_path):
     with pytest.raises(ToolSelectionError, match="lists no tools, but the program has 2"):
-        save_compiled(MultiToolSelector(TOOLS), tmp_path, Manifest(tool_set=None, model="m"))
+        save_compiled(MultiToolSelector(TOOLS, strategy="json-cot"), tmp_path, Manifest(tool_set=None, model="m"))
 
 
 def test_saving_refuses_a_predictor_with_its_own_lm(tmp_path):
-    program = MultiToolSelector()
+    program = MultiToolSelector(strategy="json-cot")
     program.select.predict.lm = dspy.LM("openai/gpt-4o-mini")
     with pytest.raises(ProgramStateError, match=r"select\.predict\.lm: must be null"):
         save_compiled(program, tmp_path, Manifest(tool_set=None, model="m"))
@@ -165,6 +167,6 @@ def test_non_json_numbers_are_refused_clearly(saved):
 def test_a_bare_state_file_is_checked_too(saved):
     _tamper(saved, lambda s: s["select.predict"].update(config={"api_base": "http://evil"}))
     with pytest.raises(ProgramStateError, match=r"select\.predict\.config"):
-        load_program_state(MultiToolSelector(), saved / "program.json")
+        load_program_state(MultiToolSelector(strategy="json-cot"), saved / "program.json")
     _tamper(saved, lambda s: s["select.predict"].pop("config"))
-    assert load_program_state(MultiToolSelector(), saved / "program.json").select.predict.demos
+    assert load_program_state(MultiToolSelector(strategy="json-cot"), saved / "program.json").select.predict.demos

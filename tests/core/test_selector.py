@@ -22,7 +22,7 @@ def answer(*calls, reasoning="because"):
 def test_valid_calls_become_a_clean_decision():
     lm = DummyLM([answer(("add_numbers", {"a": 1, "b": 2}), ("get_time", {}))], adapter=JSON)
     with dspy.context(lm=lm):
-        decision = MultiToolSelector(TOOLS).decide("add 1 and 2, and what time is it?")
+        decision = MultiToolSelector(TOOLS, strategy="json-cot").decide("add 1 and 2, and what time is it?")
     assert decision.tool_names == ["add_numbers", "get_time"]
     assert decision.valid and not decision.abstained
     assert decision.reasoning == "because"
@@ -31,14 +31,14 @@ def test_valid_calls_become_a_clean_decision():
 def test_no_call_is_a_first_class_answer():
     lm = DummyLM([answer()], adapter=JSON)
     with dspy.context(lm=lm):
-        decision = MultiToolSelector(TOOLS).decide("tell me a joke")
+        decision = MultiToolSelector(TOOLS, strategy="json-cot").decide("tell me a joke")
     assert decision.abstained and decision.valid
 
 
 def test_unknown_tools_and_invalid_arguments_are_recorded_not_raised():
     lm = DummyLM([answer(("echo", {"message": "", "times": 7}), ("send_email", {"to": "x"}))], adapter=JSON)
     with dspy.context(lm=lm):
-        decision = MultiToolSelector(TOOLS).decide("echo nothing seven times and email x")
+        decision = MultiToolSelector(TOOLS, strategy="json-cot").decide("echo nothing seven times and email x")
     assert decision.tool_names == ["echo", "send_email"]
     kinds = {p.kind: p for p in decision.problems}
     assert kinds["invalid_arguments"].fields == ["message", "times"]
@@ -49,7 +49,7 @@ def test_unknown_tools_and_invalid_arguments_are_recorded_not_raised():
 def test_malformed_answer_is_a_parse_failure_not_a_crash():
     lm = DummyLM([{"reasoning": "hmm", "tool_calls": "call echo please"}] * 2)
     with dspy.context(lm=lm):
-        decision = MultiToolSelector(TOOLS).decide("echo hi")
+        decision = MultiToolSelector(TOOLS, strategy="json-cot").decide("echo hi")
     assert decision.parse_error and "AdapterParseError" in decision.parse_error
     assert not decision.abstained and decision.tool_calls == []
 
@@ -60,7 +60,7 @@ def test_tools_can_be_given_per_call_including_schema_only_catalogs():
                                            "required": ["city"]}}])
     lm = DummyLM({"Oslo": answer(("get_weather", {"city": "Oslo"}))}, adapter=JSON)
     with dspy.context(lm=lm):
-        decision = MultiToolSelector().decide("weather in Oslo?", tools=catalog)
+        decision = MultiToolSelector(strategy="json-cot").decide("weather in Oslo?", tools=catalog)
     assert decision.tool_names == ["get_weather"] and decision.valid
     prompt = lm.history[-1]["messages"][-1]["content"]
     assert "get_weather: Weather for a city." in prompt
@@ -68,7 +68,7 @@ def test_tools_can_be_given_per_call_including_schema_only_catalogs():
 
 def test_selector_without_tools_explains_what_to_pass():
     with pytest.raises(ToolSelectionError, match="pass tools="):
-        MultiToolSelector().decide("hi")
+        MultiToolSelector(strategy="json-cot").decide("hi")
 
 
 def test_response_schema_allows_only_listed_tools_with_their_arguments():
@@ -97,7 +97,7 @@ def test_adapter_sends_the_per_call_schema_as_response_format():
     lm = RecordingDummyLM([{"reasoning": "r", "tool_calls": [{"tool_name": "get_time", "arguments": {}}]}],
                           adapter=adapter)
     with dspy.context(lm=lm, adapter=adapter):
-        decision = MultiToolSelector(TOOLS).decide("time?")
+        decision = MultiToolSelector(TOOLS, strategy="json-cot").decide("time?")
     assert decision.tool_names == ["get_time"]
     sent = lm.history[-1]["kwargs"]["response_format"]
     assert sent["type"] == "json_schema"
@@ -108,7 +108,7 @@ def test_adapter_sends_the_per_call_schema_as_response_format():
 
 def test_demonstrations_never_show_the_tool_listing_and_the_state_saves_as_json(tmp_path):
     lm = DummyLM([answer(("get_time", {}))])
-    selector = MultiToolSelector(TOOLS)
+    selector = MultiToolSelector(TOOLS, strategy="json-cot")
     registry = TOOLS.registry()
     selector.select.predict.demos = [dspy.Example(request="add 1 and 2", tools=registry, case={"id": "c-1"},
                                                   reasoning="sum", tool_calls=[{"tool_name": "add_numbers",

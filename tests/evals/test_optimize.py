@@ -121,7 +121,7 @@ def test_a_registered_optimizer_is_known_everywhere(labeled_optimizer, suite_pat
 
 def test_compiled_selector_refuses_changed_tools(tmp_path):
     before = ToolSet(name="fixture", tools=(Echo, Add))
-    program = MultiToolSelector(before)
+    program = MultiToolSelector(before, strategy="json-cot")
     save_compiled(program, tmp_path, Manifest(tool_set=None, tools=tool_fingerprint(before.registry()), model="m"))
 
     after = ToolSet(name="fixture", tools=(Echo, Now))

@@ -1,5 +1,6 @@
 """The runner with DSPy's dummy LM: scoring, malformed answers, model errors, resume, threads, MLflow, compare."""
 
+import functools
 import json
 
 import dspy
@@ -12,6 +13,8 @@ from evals.runner import RESULTS_FILE, EvalAborted, Evaluator, load_results
 from evals.suite import load_suite
 from tool_selection.cli import main
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+
+JSON_COT = functools.partial(MultiToolSelector, strategy="json-cot")  # the answers below are json-cot answers
 
 
 def calls(*pairs):
@@ -45,7 +48,7 @@ class CountingLM(DummyLM):
 
 def test_scores_every_kind_of_answer(suite_path):
     suite = load_suite(suite_path)
-    result = Evaluator(suite=suite, progress=False)(MultiToolSelector(), lm=CountingLM(ANSWERS))
+    result = Evaluator(suite=suite, progress=False)(JSON_COT(), lm=CountingLM(ANSWERS))
     rows = result.results.set_index("id")
     assert rows.loc["w-0", "full_match"] == 1.0
     assert rows.loc["w-1", "full_match"] == 1.0  # "paris" matches "Paris"
@@ -63,28 +66,28 @@ def test_scores_every_kind_of_answer(suite_path):
 
 def test_model_errors_are_scored_and_a_broken_setup_aborts(suite_path):
     suite = load_suite(suite_path)
-    result = Evaluator(suite=suite, progress=False)(MultiToolSelector(), lm=CountingLM(ANSWERS, fail_on=["Rome"]))
+    result = Evaluator(suite=suite, progress=False)(JSON_COT(), lm=CountingLM(ANSWERS, fail_on=["Rome"]))
     row = result.results.set_index("id").loc["w-2"]
     assert row["error"] == 1.0 and "server went away" in row["error_message"] and row["full_match"] == 0.0
     with pytest.raises(EvalAborted, match="first 3 cases all failed"):
-        Evaluator(suite=suite, progress=False)(MultiToolSelector(), lm=CountingLM(ANSWERS, fail_on=["?", "joke"]))
+        Evaluator(suite=suite, progress=False)(JSON_COT(), lm=CountingLM(ANSWERS, fail_on=["?", "joke"]))
 
 
 def test_interrupted_run_resumes_without_recomputing(suite_path, tmp_path):
     suite = load_suite(suite_path)
     run_dir = tmp_path / "run"
     first = CountingLM(ANSWERS)
-    Evaluator(suite=suite.limit(3), progress=False)(MultiToolSelector(), lm=first, run_dir=run_dir)
+    Evaluator(suite=suite.limit(3), progress=False)(JSON_COT(), lm=first, run_dir=run_dir)
     assert first.calls == 3
     with (run_dir / RESULTS_FILE).open("a") as handle:
         handle.write('{"id": "w-3", "trunc')  # a run killed mid-write
     second = CountingLM(ANSWERS)
-    result = Evaluator(suite=suite, progress=False, threads=2)(MultiToolSelector(), lm=second, run_dir=run_dir)
+    result = Evaluator(suite=suite, progress=False, threads=2)(JSON_COT(), lm=second, run_dir=run_dir)
     assert second.calls == 5  # five cases left, one call each (the JSON adapter makes no fallback call)
     assert list(result.results["id"]) == [c.id for c in suite]
     assert len(load_results(run_dir)) == 8
     third = CountingLM(ANSWERS)
-    Evaluator(suite=suite, progress=False)(MultiToolSelector(), lm=third, run_dir=run_dir)
+    Evaluator(suite=suite, progress=False)(JSON_COT(), lm=third, run_dir=run_dir)
     assert third.calls == 0
 
 
@@ -92,11 +95,11 @@ def test_evaluate_logs_to_mlflow_and_runs_compare(suite_path, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     json_answers = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())  # answers formatted as JSON
-    a = evaluate(str(suite_path), json_answers, split=None, tracking_uri=uri, progress=False)
+    a = evaluate(str(suite_path), json_answers, split=None, tracking_uri=uri, progress=False, strategy="json-cot")
     assert a.accuracy == pytest.approx(4 / 8)
     worse = {**ANSWERS, "Oslo": ANSWERS["Rome"]}
     b = evaluate(str(suite_path), CountingLM(worse, adapter=ToolSelectionAdapter()), split=None, tracking_uri=uri,
-                 progress=False, run_dir=tmp_path / "runs" / "b")
+                 progress=False, run_dir=tmp_path / "runs" / "b", strategy="json-cot")
     assert (a.run_dir / "results.parquet").exists() and a.mlflow_run_id
 
     import mlflow

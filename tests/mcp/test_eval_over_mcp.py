@@ -21,7 +21,8 @@ def test_treasure_hunt_cases_over_the_servers_tools(tmp_path):
     lm = DummyLM(answers, adapter=dspy.JSONAdapter())
     with connect_mcp(shlex.join(TREASURE_STDIO)) as server:
         tools = server.tool_set().registry()
-        result = evaluate(cases, lm, split=None, tools=tools, mlflow=False, progress=False, run_dir=tmp_path / "run")
+        result = evaluate(cases, lm, split=None, tools=tools, mlflow=False, progress=False, run_dir=tmp_path / "run",
+                          strategy="json-cot")
     assert result.params["tools"].endswith(f"({len(tools)} tools)")
     assert result.summary["accuracy"] == 1.0 and result.summary["unknown_tool_rate"] == 0.0
     prompt = lm.history[0]["messages"][0]["content"] + lm.history[0]["messages"][-1]["content"]

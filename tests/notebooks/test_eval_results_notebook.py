@@ -19,7 +19,7 @@ def test_eval_results_notebook_executes(suite_path, tmp_path, monkeypatch):
     for name, answers in (("model-a", ANSWERS), ("model-b", {**ANSWERS, "Oslo": ANSWERS["Rome"]})):
         lm = CountingLM(answers, adapter=ToolSelectionAdapter())
         lm.model = name
-        evaluate(str(suite_path), lm, split=None, progress=False, run_dir=tmp_path / name)
+        evaluate(str(suite_path), lm, split=None, progress=False, run_dir=tmp_path / name, strategy="json-cot")
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()

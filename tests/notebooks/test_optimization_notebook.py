@@ -54,9 +54,9 @@ def test_optimization_notebook_compares_before_and_after(suite_path, tmp_path, m
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     adapter = ToolSelectionAdapter()
     evaluate(str(suite_path), named(LearnerLM(ANSWERS, adapter=adapter), "student-small"), split="test",
-             progress=False, run_dir=tmp_path / "zero-shot", tracking_uri=uri)
+             progress=False, run_dir=tmp_path / "zero-shot", tracking_uri=uri, strategy="json-cot")
     evaluate(str(suite_path), named(CountingLM(GOOD, adapter=adapter), "reference-large"), split="test",
-             progress=False, run_dir=tmp_path / "reference", tracking_uri=uri)
+             progress=False, run_dir=tmp_path / "reference", tracking_uri=uri, strategy="json-cot")
     result = optimize(str(suite_path), named(LearnerLM(ANSWERS, adapter=adapter), "student-small"),
                       optimizer="bootstrap", out=tmp_path / "program", tracking_uri=uri)
     assert result.manifest.scores["test_accuracy"] == 1.0  # the demonstrations took

@@ -52,7 +52,7 @@ def _model_files(info):
 
 def test_logged_selector_loads_as_pyfunc_and_answers_plain_json(tracking, served_lm):
     specs, answers = served_lm
-    selector = MultiToolSelector(load_tool_set("finance"))
+    selector = MultiToolSelector(load_tool_set("finance"), strategy="json-cot")
     name = selector.tools.names()[0]
     answers.extend([_answer([{"tool_name": name, "arguments": {}}])] * 3)
     info = log_selector(selector, SPEC)
@@ -68,7 +68,7 @@ def test_logged_selector_loads_as_pyfunc_and_answers_plain_json(tracking, served
 
 
 def test_a_served_selector_is_code_and_json_never_a_pickle(tracking, served_lm):
-    info = log_selector(MultiToolSelector(load_tool_set("finance")), SPEC)
+    info = log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), SPEC)
     files = _model_files(info)
     flavor = yaml.safe_load((files / "MLmodel").read_text())["flavors"]["python_function"]
     assert "model_code_path" in flavor and "python_model" not in flavor  # MLflow unpickles only "python_model"
@@ -83,7 +83,7 @@ def test_a_compiled_directory_is_served_with_its_demos_and_checked_when_loaded(t
     specs, answers = served_lm
     answers.append(_answer([]))
     finance = load_tool_set("finance")
-    compiled = MultiToolSelector(finance)
+    compiled = MultiToolSelector(finance, strategy="json-cot")
     compiled.select.predict.demos = [dspy.Example(request="hi", reasoning="none fits", tool_calls=[], augmented=True)]
     save_compiled(compiled, tmp_path / "prog", Manifest(tool_set="finance", tools=tool_fingerprint(finance.registry()),
                                                         model=SPEC, optimizer="bootstrap"))
@@ -102,18 +102,18 @@ def test_a_compiled_directory_is_served_with_its_demos_and_checked_when_loaded(t
 
 def test_the_model_is_logged_by_spec_never_as_an_lm_object(tracking):
     with pytest.raises(TypeError, match="stores its model by spec"):
-        log_selector(MultiToolSelector(load_tool_set("finance")), DummyLM([_answer([])]))
+        log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), DummyLM([_answer([])]))
 
 
 def test_tools_that_no_tool_set_name_finds_are_refused(tracking):
     from tests.core.tools_fixture import Add, Echo
 
     with pytest.raises(ToolSelectionError, match="rebuilds its tools from a tool set name"):
-        log_selector(MultiToolSelector(ToolSet(name="fixture", tools=(Echo, Add))), SPEC)
+        log_selector(MultiToolSelector(ToolSet(name="fixture", tools=(Echo, Add)), strategy="json-cot"), SPEC)
 
 
 def test_served_selector_reports_unknown_tools_as_problems():
-    selector = MultiToolSelector(load_tool_set("finance"))
+    selector = MultiToolSelector(load_tool_set("finance"), strategy="json-cot")
     lm = DummyLM([_answer([{"tool_name": "launch_rocket", "arguments": {}}])], adapter=JSONAdapter())
     with dspy.context(lm=lm):
         out = ServedSelector(selector)(request="Launch it.")
@@ -122,13 +122,13 @@ def test_served_selector_reports_unknown_tools_as_problems():
 
 def test_served_selector_needs_tools():
     with pytest.raises(Exception, match="needs its tools"):
-        ServedSelector(MultiToolSelector())
+        ServedSelector(MultiToolSelector(strategy="json-cot"))
 
 
 def test_logging_leaves_no_active_model_behind(tracking):
     import mlflow
 
-    log_selector(MultiToolSelector(load_tool_set("finance")), SPEC)
+    log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), SPEC)
     assert mlflow.get_active_model_id() is None  # else later runs' metrics link to it, even in other stores
 
 

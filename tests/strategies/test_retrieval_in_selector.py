@@ -18,7 +18,7 @@ def test_only_the_retrieved_tools_reach_the_prompt():
     finance = load_tool_set("finance")
     lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": "convert_currency", "arguments": {
         "amount": 100, "from_currency": "USD", "to_currency": "EUR"}}])}], adapter=dspy.JSONAdapter())
-    selector = MultiToolSelector(finance, retrieve=2, retriever="bm25")
+    selector = MultiToolSelector(finance, retrieve=2, retriever="bm25", strategy="json-cot")
     with dspy.context(lm=lm):
         prediction = selector(request="Convert 100 US dollars to euros at today's exchange rate")
     retrieved = prediction.row_extras["retrieved"]
@@ -30,7 +30,8 @@ def test_only_the_retrieved_tools_reach_the_prompt():
 def test_the_harness_reports_retrieval_recall(tmp_path):
     cases = load_suite("finance").split("test").limit(3)
     lm = DummyLM([{"reasoning": "r", "tool_calls": "[]"}] * 3, adapter=dspy.JSONAdapter())
-    result = Evaluator(suite=cases, progress=False)(MultiToolSelector(retrieve=1, retriever="bm25"), lm=lm)
+    selector = MultiToolSelector(retrieve=1, retriever="bm25", strategy="json-cot")
+    result = Evaluator(suite=cases, progress=False)(selector, lm=lm)
     recall = result.results["retrieval_recall"]
     assert recall.notna().any() and ((recall.dropna() >= 0) & (recall.dropna() <= 1)).all()
     assert "retrieval_recall" in result.summary
@@ -38,4 +39,4 @@ def test_the_harness_reports_retrieval_recall(tmp_path):
 
 def test_retrieve_must_be_positive():
     with pytest.raises(ToolSelectionError, match="positive number of tools"):
-        MultiToolSelector(retrieve=0)
+        MultiToolSelector(retrieve=0, strategy="json-cot")

@@ -94,7 +94,7 @@ def test_json_predict_sends_a_schema_without_reasoning(scripted):
 def test_the_selector_carries_its_adapter_whatever_is_configured(scripted):
     lm, _ = scripted(['{"reasoning": "r", "tool_calls": [{"tool_name": "get_time", "arguments": {}}]}'])
     with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):  # a notebook's leftover setting
-        decision = MultiToolSelector(TOOLS).decide("time?")
+        decision = MultiToolSelector(TOOLS, strategy="json-cot").decide("time?")
     assert decision.tool_names == ["get_time"]
 
 

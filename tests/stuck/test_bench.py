@@ -156,7 +156,7 @@ def test_a_compiled_selector_keeps_its_demos_when_scored():
     from tool_selection.selector import MultiToolSelector
     from tool_selection.stuck import ValidationDetector
 
-    selector = MultiToolSelector()
+    selector = MultiToolSelector(strategy="json-cot")
     selector.select.predict.demos = [dspy.Example(request="weather in Oslo?", tools="...", reasoning="r",
                                                    tool_calls=[])]
     scored = stuck_bench.StuckScoredSelector.wrap(selector, [ValidationDetector()])

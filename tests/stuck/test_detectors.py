@@ -190,7 +190,7 @@ def test_confidence_falls_back_to_the_whole_answer_and_needs_logprobs():
 
 def test_logprobs_reach_the_detector_through_the_selector():
     lm = ScriptedLM(weak_answers(), logprobs=weak_logprobs()).copy(logprobs=True)
-    selector = MultiToolSelector()
+    selector = MultiToolSelector(strategy="json-cot")
     scores = {}
     for city in ("Oslo", "Rome"):
         request = f"What is the weather in {city}?"
@@ -217,7 +217,7 @@ class RolloutRecorder(BaseCallback):
 
 def consistency_of(samples):
     lm = ScriptedLM({"Oslo": answer("w", ("get_weather", {"city": "Oslo"}))}, samples={"Oslo": samples})
-    selector, recorder = MultiToolSelector(), RolloutRecorder()
+    selector, recorder = MultiToolSelector(strategy="json-cot"), RolloutRecorder()
     dec = decision("w", ("get_weather", {"city": "Oslo"}))
     with dspy.context(lm=lm, adapter=ToolSelectionAdapter(), callbacks=[recorder]):
         sampler = make_sampler(lambda r, t: selector(request=r, tools=t), WEATHER_OSLO, TOOLS)
@@ -256,7 +256,7 @@ def test_rollout_ids_keep_samples_apart_in_the_cache(monkeypatch):
     monkeypatch.setattr(dspy, "cache", Cache(enable_disk_cache=False, enable_memory_cache=True, disk_cache_dir=None))
     engine = CountingEngine()
     lm = dspy.LM("openai/cache-probe", engine=engine, cache=True, temperature=0.0)
-    selector = MultiToolSelector()
+    selector = MultiToolSelector(strategy="json-cot")
     with dspy.context(lm=lm, adapter=ToolSelectionAdapter()):
         sampler = make_sampler(lambda r, t: selector(request=r, tools=t), WEATHER_OSLO, TOOLS)
         first = ConsistencyDetector(k=3)(attempt(WEATHER_OSLO, decision("x"), sampler=sampler))
