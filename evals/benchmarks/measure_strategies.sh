@@ -41,7 +41,7 @@ for phase in $PHASES; do
         run native "$suite" "$suite" --split test --strategy native
       done
       for suite in treasure_hunt events ecommerce finance language; do
-        run json-cot "$suite" "$suite" --split test --sample 52 --strategy json-cot
+        run json-cot "$suite" "$suite" --split test --sample 30 --strategy json-cot
       done ;;
     domains-gate)  # dev and test with the gate open, to choose its threshold on dev
       for suite in treasure_hunt events ecommerce finance language; do
