@@ -2,6 +2,7 @@
 
     toolsel bench scale [--model local:qwen2.5-coder-0.5b] [--strategy native] [--cases 60] [--k 5]
                         [--sizes 10 100 1000 all] [--retriever hybrid]
+    toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
 
 A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
 
@@ -43,6 +44,30 @@ def sample_cases(n: int, seed: int = 0) -> Suite:
         needing = Suite(source.name, [c for c in source.cases if c.expected_calls and len(c.messages or []) <= 1])
         cases.extend(needing.sample(share, seed).cases)
     return Suite(f"scale~{len(cases)}@{seed}", cases)
+
+
+def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
+                    retrievers: list[str] = ("bm25", "dense", "hybrid"), seed: int = 0) -> pd.DataFrame:
+    """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
+    of ``suite`` (each registry holds every tool the cases need)."""
+    from tool_selection.retrieval import get_retriever, mean_score, recall_at_k, reciprocal_rank
+
+    required = sorted({c.tool_name for case in suite for c in case.expected_calls})
+    rows = []
+    for size in sizes:
+        if size is not None and size < len(required):
+            continue  # a registry this small cannot hold the tools these cases need
+        registry = registry_of_size(size, required, seed)
+        for name in retrievers:
+            retriever = get_retriever(name).fit(registry)
+            ranked = {case.id: retriever.retrieve(case.prompt, k=max(ks)) for case in suite}
+            row = {"registry_tools": len(registry), "retriever": name, "cases": len(suite)}
+            for k in ks:
+                row[f"recall@{k}"] = mean_score(recall_at_k({c.tool_name for c in case.expected_calls}, ranked[case.id], k)
+                                                for case in suite)
+            row["mrr"] = mean_score(reciprocal_rank({c.tool_name for c in case.expected_calls}, ranked[case.id]) for case in suite)
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _row(label: str, size: int | None, retrieve: int | None, result) -> dict:
@@ -131,10 +156,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Registry sizes (a number or 'all').")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(OUT), help=f"Output directory (default: {OUT}).")
+    parser.add_argument("--retrieval-only", action="store_true",
+                        help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     sizes = [None if s == "all" else int(s) for s in args.sizes]
+    if args.retrieval_only:
+        table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        table.to_csv(Path(args.out) / "retrieval.csv", index=False)
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(f"\ntable: {Path(args.out) / 'retrieval.csv'}")
+        return 0
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
