@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
     run.set_defaults(handler=_eval)
 
-    sub = run.add_subparsers(dest="eval_command", metavar="compare|loop")
+    sub = run.add_subparsers(dest="eval_command", metavar="compare|loop|rescore")
     compare = sub.add_parser("compare", help="Two runs' metrics side by side, with confidence intervals.",
                              description="Compare two evaluation runs (run directories or MLflow run ids): "
                                          "each metric with its 95% CI, and the paired difference B - A.")
@@ -67,6 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("run_b", help="Run directory or MLflow run id.")
     compare.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     compare.set_defaults(handler=_compare)
+
+    rescore = sub.add_parser("rescore", help="Read a finished run's parse failures again with today's parsers.",
+                             description="Re-read the raw answer each parse failure kept, with the run's strategy "
+                                         "and today's parsers, and rewrite the run's rows and summaries; no model "
+                                         "call (greedy answers do not change; latency and tokens stay measured).")
+    rescore.add_argument("run_dirs", nargs="+", help="Run directories of 'toolsel eval'.")
+    rescore.set_defaults(handler=_rescore)
 
     loop = sub.add_parser("loop", help="Run multi-step tasks through the tool-calling loop and score how they end.",
                           description="Each task of a loop suite (evals/suites/loop/NAME.jsonl) runs the agent loop: "
@@ -226,6 +233,12 @@ def _load(ref: str, uri: str | None) -> pd.DataFrame:
         return results_from_mlflow(ref, uri)[0]
     except Exception as error:
         raise ToolSelectionError(f"{ref!r} is neither a run directory nor a readable MLflow run id ({error}).") from None
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    from evals.rescore import main
+
+    return main(args.run_dirs)
 
 
 def _compare(args: argparse.Namespace) -> int:

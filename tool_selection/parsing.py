@@ -163,8 +163,34 @@ _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|$)",
 _JSON_FENCE = re.compile(r"```(?:json|tool_call|tool_code)?[ \t]*\n?(?P<body>[\[{].*?)\s*(?:```|$)", re.DOTALL)
 
 
+def _leading_bare_calls(text: str, parsed: ParsedAnswer) -> bool:
+    """Bare call objects one after another (``{...} {...}``): the calls, exact repeats dropped, up to the first
+    value that is not a call; what follows is prose. Without its tags a small model does not stop after its call:
+    it writes an imagined tool result, or the same call again until ``max_tokens``."""
+    decoder, position, calls = json.JSONDecoder(), 0, []
+    while position < len(text) and len(calls) < MAX_CALLS:
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            break
+        call = _as_call(value)
+        if call is None:
+            break
+        if call not in calls:
+            calls.append(call)
+        position = end
+        while position < len(text) and text[position].isspace():
+            position += 1
+    if not calls:
+        return False
+    parsed.calls.extend(calls)
+    parsed.text = text[position:].strip()
+    return True
+
+
 def parse_native(text: str) -> ParsedAnswer:
-    """The model's own format: ``<tool_call>`` blocks, else ```` ```json ```` fences, else a bare JSON answer.
+    """The model's own format: ``<tool_call>`` blocks, else ```` ```json ```` fences, else a bare JSON answer
+    (several bare call objects in a row are read by ``_leading_bare_calls``).
 
     Text with none of these is prose (an answer without a call). An opened tag or fence whose content is not
     a call object is a failure."""
@@ -176,7 +202,8 @@ def parse_native(text: str) -> ParsedAnswer:
     stripped = text.strip()
     if stripped[:1] in "[{" and stripped:
         parsed = ParsedAnswer()
-        _calls_from_json(stripped, parsed, "JSON answer")
+        if too_large(stripped) or not _leading_bare_calls(stripped, parsed):
+            _calls_from_json(stripped, parsed, "JSON answer")
         return parsed
     return ParsedAnswer(text=stripped)
 

@@ -77,3 +77,13 @@ def test_pathological_answers_never_raise(answer):
 def test_safe_text_replaces_lone_surrogates_and_caps_length():
     assert safe_text("a\ud800b") == "a?b"
     assert len(safe_text("x" * 10, limit=4)) == 4 and safe_text(None) == ""
+
+
+def test_bare_calls_in_a_row_are_read_up_to_the_first_value_that_is_not_a_call():
+    imagined_result = parse_native('{"name": "a", "arguments": {"x": 1}} {"ok": false, "error": "not_carried"}')
+    assert names(imagined_result) == [("a", {"x": 1})] and imagined_result.text == '{"ok": false, "error": "not_carried"}'
+    repeated = parse_native('{"name": "a", "arguments": {}} {"name": "a", "arguments": {}}\n{"name": "b", '
+                            '"arguments": {}} {"name": "a", "argu')  # repeats until max_tokens cut it off
+    assert names(repeated) == [("a", {}), ("b", {})] and not repeated.failed
+    assert parse_native('{"name": "a", "arguments": {}} {"city": "Oslo"}').calls[0].tool_name == "a"
+    assert parse_native('{"city": "Oslo"} {"name": "a", "arguments": {}}').failed  # no call first: not a call

@@ -1,0 +1,53 @@
+"""toolsel eval rescore: a run's parse failures read again with today's parsers, no model call."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from evals.rescore import rescore_run
+from evals.runner import RESULTS_FILE
+from tool_selection.cli import main
+from tool_selection.errors import ToolSelectionError
+
+
+def _run(tmp_path, rows, strategy="native"):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / RESULTS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "summary.json").write_text(json.dumps({"params": {"suite": "finance", "strategy": strategy},
+                                                  "summary": {}}))
+    return run
+
+
+def _failure(case_id, raw):
+    return {"id": case_id, "split": "test", "tags": [], "request": "r", "expected": "[]", "predicted": "[]",
+            "reasoning": "", "problems": "[]", "parse_error": "AdapterParseError: ...", "raw_response": raw,
+            "error_message": None, "full_match": 0.0, "parse_failure": 1.0, "latency_s": 2.5, "input_tokens": 900.0,
+            "output_tokens": 40.0}
+
+
+def test_a_failure_todays_parser_reads_is_scored_again_and_the_rest_stay(tmp_path):
+    from evals.suite import load_suite
+
+    case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1)
+    call = case.expected_calls[0]
+    arguments = {name: values[0] if isinstance(values, list) else values
+                 for name, values in call.model_dump()["arguments"].items()}
+    readable = json.dumps({"name": call.tool_name, "arguments": arguments}) + ' {"ok": true}'
+    run = _run(tmp_path, [_failure(case.id, readable), _failure("finance-unreadable", '{"name": "x", "argu')])
+
+    assert main(["eval", "rescore", str(run)]) == 0
+    table = pd.read_parquet(run / "results.parquet").set_index("id")
+    fixed = table.loc[case.id]
+    assert fixed["parse_failure"] == 0.0 and pd.isna(fixed["parse_error"]) and fixed["latency_s"] == 2.5
+    assert fixed["full_match"] == 1.0
+    assert json.loads(fixed["predicted"])[0]["tool_name"] == call.tool_name
+    assert table.loc["finance-unreadable", "parse_failure"] == 1.0
+    assert json.loads((run / "summary.json").read_text())["params"]["rescored"] is True
+    assert rescore_run(run) == 0  # nothing left that today's parser reads
+
+
+def test_a_folder_that_is_not_a_finished_run_is_refused(tmp_path):
+    with pytest.raises(ToolSelectionError, match="no summary.json"):
+        rescore_run(tmp_path)
