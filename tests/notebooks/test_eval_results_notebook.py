@@ -27,5 +27,6 @@ def test_eval_results_notebook_executes(suite_path, tmp_path, monkeypatch):
     outputs = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "2 evaluation runs" in outputs
     assert "model-a on mini" in outputs or "model-b on mini" in outputs
+    assert "paired: B = model-b (json-cot) minus A = model-a (json-cot) on mini" in outputs
     assert (tmp_path / "accuracy_per_model.png").stat().st_size > 1000
     assert (tmp_path / "accuracy_per_tag.png").stat().st_size > 1000
