@@ -62,6 +62,17 @@ class EventsTool(BaseTool, abstract=True):
         return tool_failure("event_past", f"{event['title']} {already}took place on {event['date']}",
                             event_id=event["event_id"], date=event["date"])
 
+    def _upcoming_tier(self, event_id: str, ticket_type: str) -> tuple[dict | None, dict[str, Any] | None]:
+        """The event, or the failure that stops buying or queueing for its ``ticket_type`` tickets."""
+        event = self._event(event_id)
+        if event is None:
+            return None, self._unknown_event(event_id)
+        if self.state.is_past(event):
+            return None, self._past(event)
+        if ticket_type not in event["tiers"]:
+            return None, self._no_ticket_type(event, ticket_type)
+        return event, None
+
 
 def _words(text: str) -> set[str]:
     """Lower-cased keywords with a crude plural stem, without stopwords."""
@@ -245,13 +256,9 @@ class BookTickets(EventsTool):
         ticket_type: TicketType = Field(default="general", description="Ticket type: 'general' or 'vip'.")
 
     def execute(self, event_id: str, tickets: int, ticket_type: str) -> dict[str, Any]:
-        event = self._event(event_id)
-        if event is None:
-            return self._unknown_event(event_id)
-        if self.state.is_past(event):
-            return self._past(event)
-        if ticket_type not in event["tiers"]:
-            return self._no_ticket_type(event, ticket_type)
+        event, failure = self._upcoming_tier(event_id, ticket_type)
+        if failure:
+            return failure
         remaining = self.state.remaining(event, ticket_type)
         if remaining < tickets:
             error, why = (("sold_out", "sold out; join_waitlist can queue you") if remaining == 0
@@ -276,13 +283,9 @@ class JoinWaitlist(EventsTool):
         ticket_type: TicketType = Field(default="general", description="Ticket type: 'general' or 'vip'.")
 
     def execute(self, event_id: str, tickets: int, ticket_type: str) -> dict[str, Any]:
-        event = self._event(event_id)
-        if event is None:
-            return self._unknown_event(event_id)
-        if self.state.is_past(event):
-            return self._past(event)
-        if ticket_type not in event["tiers"]:
-            return self._no_ticket_type(event, ticket_type)
+        event, failure = self._upcoming_tier(event_id, ticket_type)
+        if failure:
+            return failure
         remaining = self.state.remaining(event, ticket_type)
         if remaining >= tickets:
             return tool_failure("tickets_available",
