@@ -1,0 +1,55 @@
+"""The README's loop table from ``toolsel eval loop`` run directories.
+
+    python -m evals.benchmarks.loop_report LABEL=RUN_DIR [LABEL=RUN_DIR ...] [--same-tasks]
+
+Per run: tasks, task success with its 95% interval, tool state reached, steps, calls, tool errors and errors
+recovered per task, escalations per task, seconds per task, and how the tasks ended. ``--same-tasks`` keeps only
+the tasks every run finished, so that rows compare the same tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from evals.metrics import bootstrap_ci
+
+__all__ = ["loop_table", "main"]
+
+
+def loop_table(runs: dict[str, pd.DataFrame]) -> str:
+    lines = ["| run | tasks | task success % [95% CI] | tool state reached % | steps / task | calls / task | "
+             "tool errors / task | errors recovered / task | escalations / task | s / task | how tasks ended |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for label, frame in runs.items():
+        success, low, high = bootstrap_ci(frame["success"])
+        ended = ", ".join(f"{reason} {count}" for reason, count in frame["stop_reason"].value_counts().items())
+        lines.append(f"| {label} | {len(frame)} | {100 * success:.1f} [{100 * low:.0f}, {100 * high:.0f}] | "
+                     f"{100 * frame['state_ok'].mean():.1f} | {frame['steps'].mean():.2f} | "
+                     f"{frame['calls'].mean():.2f} | {frame['tool_errors'].mean():.2f} | "
+                     f"{frame['errors_recovered'].mean():.2f} | {frame['escalations'].mean():.2f} | "
+                     f"{frame['seconds'].mean():.1f} | {ended} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.loop_report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR")
+    parser.add_argument("--same-tasks", action="store_true", help="Only the tasks every run finished.")
+    args = parser.parse_args(argv)
+    runs = {}
+    for item in args.runs:
+        label, _, run_dir = item.partition("=")
+        runs[label] = pd.read_json(Path(run_dir) / "results.jsonl", lines=True).drop_duplicates("id", keep="last")
+    if args.same_tasks:
+        shared = set.intersection(*(set(frame["id"]) for frame in runs.values()))
+        runs = {label: frame[frame["id"].isin(shared)] for label, frame in runs.items()}
+    print(loop_table(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
