@@ -36,6 +36,7 @@ from tool_selection.tool import BaseTool
 from tool_selection.toolset import ToolSet
 
 __all__ = [
+    "LOOP_SYSTEM_PROMPT",
     "AgentConfig",
     "AgentLoop",
     "Attachment",
@@ -252,7 +253,7 @@ class AgentConfig(BaseModel):
     name: str = "agent"
     tools: list[str | dict[str, Any]] = Field(default_factory=list)
     max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, ge=1, le=100)
-    system_prompt: str | None = None
+    system_prompt: str | None = Field(default=None, description="None: the loop's default; \"\" for none.")
 
     def registry(self, available: ToolRegistry) -> ToolRegistry:
         """The configured tools found in ``available``; names that match none are warned about and skipped."""
@@ -267,17 +268,28 @@ class AgentConfig(BaseModel):
         return ToolRegistry(f"{self.name}-tools", chosen)
 
 
+LOOP_SYSTEM_PROMPT = (
+    "Requests in this conversation can take several steps. Call the function that does the next step now: a step "
+    "toward the request counts, with argument values from the request or from earlier results. Each result comes "
+    "back as a tool message; continue from it. When the request is done, or no function can take it further, "
+    "answer the user in plain text without a call."
+)
+"""The loop's default system prompt. A selector's own instructions are written for one decision (call only what
+does exactly what is asked), which makes a model refuse the first step of a multi-step request."""
+
+
 class AgentLoop:
     """Runs user turns over ``tools`` with a selector (default: ``MultiToolSelector(strategy=strategy)``).
 
     ``lm``: the primary model (default: the configured one). ``secondary_lm``: the model a stuck step goes to,
     with ``escalation`` ``delegate`` (it decides the step) or ``guide`` (it writes guidance the primary decides
     with), at most ``max_escalations`` times per turn, when the detector's score reaches ``threshold``.
+    ``system_prompt`` opens every turn (default ``LOOP_SYSTEM_PROMPT``; None or "" for none).
     """
 
     def __init__(self, tools: ToolRegistry | ToolSet, *, selector: Any = None, strategy: str = DEFAULT_STRATEGY,
                  lm: dspy.BaseLM | None = None, max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
-                 max_steps: int | None = None, system_prompt: str | None = None,
+                 max_steps: int | None = None, system_prompt: str | None = LOOP_SYSTEM_PROMPT,
                  detector: LoopStuckDetector | None = None, secondary_lm: dspy.BaseLM | None = None,
                  escalation: Literal["delegate", "guide"] = "delegate", threshold: float = 0.7,
                  max_escalations: int = 2, session_config: dict[str, Any] | None = None):
@@ -305,7 +317,8 @@ class AgentLoop:
     def from_config(cls, config: AgentConfig, available: ToolRegistry | ToolSet, **kwargs: Any) -> AgentLoop:
         registry = available.registry() if isinstance(available, ToolSet) else available
         return cls(config.registry(registry), max_tool_calls=config.max_tool_calls,
-                   system_prompt=config.system_prompt, **kwargs)
+                   system_prompt=LOOP_SYSTEM_PROMPT if config.system_prompt is None else config.system_prompt,
+                   **kwargs)
 
     def run(self, request: str | Message, *, history: Iterable[Message] = ()) -> Transcript:
         start = time.perf_counter()

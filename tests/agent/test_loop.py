@@ -8,7 +8,7 @@ import pytest
 
 from tests.lm.conftest import FakeLlama
 from tool_selection import load_tool_set
-from tool_selection.agent import AgentConfig, AgentLoop, LoopStuckDetector, Role
+from tool_selection.agent import LOOP_SYSTEM_PROMPT, AgentConfig, AgentLoop, LoopStuckDetector, Role
 from tool_selection.lm import LocalEngine
 
 TREASURE = load_tool_set("treasure_hunt")
@@ -30,8 +30,8 @@ def test_a_turn_executes_calls_feeds_results_back_and_ends_with_an_answer(tmp_pa
     transcript = AgentLoop(TREASURE, lm=lm).run("Walk north, then tell me what I carry.")
     assert transcript.stop_reason == "answered" and transcript.final_answer == "You are on the jungle path."
     assert [c.tool_name for c in transcript.calls] == ["move", "check_inventory"] and all(c.ok for c in transcript.calls)
-    assert [m.role for m in transcript.messages] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT, Role.TOOL,
-                                                    Role.ASSISTANT]
+    assert [m.role for m in transcript.messages] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT,
+                                                    Role.TOOL, Role.ASSISTANT]
     second = llama.calls[1]["messages"]  # the model saw its call and the tool's result as turns
     assert second[-2]["tool_calls"][0]["function"]["name"] == "move" and second[-1]["role"] == "tool"
     assert '"ok": true' in second[-1]["content"] and "jungle" in second[-1]["content"].lower()
@@ -94,6 +94,17 @@ def test_an_agent_system_prompt_joins_the_strategy_instructions(tmp_path):
     system = llama.calls[1]["messages"][0]
     assert system["role"] == "system" and system["content"].endswith("You are a careful explorer.")
     assert sum(m["role"] == "system" for m in llama.calls[1]["messages"]) == 1
+
+
+def test_the_first_step_already_knows_a_request_may_take_several_steps(tmp_path):
+    lm, llama = lm_for(["done"], tmp_path)
+    AgentLoop(TREASURE, lm=lm).run("Fetch the lantern from the lighthouse.")
+    system = llama.calls[0]["messages"][0]["content"]
+    assert system.endswith(LOOP_SYSTEM_PROMPT) and "next step" in system
+    lm, llama = lm_for(["done"], tmp_path, name="bare")
+    AgentLoop(TREASURE, lm=lm, system_prompt=None).run("Fetch the lantern from the lighthouse.")
+    assert LOOP_SYSTEM_PROMPT not in llama.calls[0]["messages"][0]["content"]
+    assert AgentLoop.from_config(AgentConfig(tools=["move"]), TREASURE).system_prompt == LOOP_SYSTEM_PROMPT
 
 
 def test_image_attachments_become_image_parts():
