@@ -101,9 +101,15 @@ def gate_table(runs: dict) -> str:
     return "\n".join(lines)
 
 
+DOMAIN_SUITES = ("treasure_hunt", "events", "ecommerce", "finance", "language")
+
+
 def paired_table(runs: dict, a: str = "json-cot", b: str = "native") -> str:
+    """Per suite and model, B - A on the cases both ran; the domain suites also pooled (case ids are unique)."""
     lines = [f"| suite | model | cases | {a} % | {b} % | B-A points [95% CI] | McNemar p | verdict |",
              "|---|---|---|---|---|---|---|---|"]
+    pooled: dict[str, list[tuple[pd.DataFrame, pd.DataFrame]]] = {}
+    pairs = []
     for (model, strategy, label), frame_a in sorted(runs.items()):
         if strategy != a:
             continue
@@ -112,6 +118,14 @@ def paired_table(runs: dict, a: str = "json-cot", b: str = "native") -> str:
             frame_b = runs.get((model, f"gate+{b}", label))
         if frame_b is None:
             continue
+        pairs.append((label, model, frame_a, frame_b))
+        if label in DOMAIN_SUITES:
+            pooled.setdefault(model, []).append((frame_a, frame_b))
+    for model, frames in pooled.items():
+        if len(frames) > 1:
+            pairs.append((f"{len(frames)} domain suites pooled", model, pd.concat(f[0] for f in frames),
+                          pd.concat(f[1] for f in frames)))
+    for label, model, frame_a, frame_b in pairs:
         row = compare_paired(frame_a, frame_b, {"accuracy": "full_match"}).iloc[0]
         lines.append(f"| {label} | {model.removeprefix('qwen2.5-coder-')} | {row['n']} | {_pct(row['a'])} | "
                      f"{_pct(row['b'])} | {100 * row['difference']:+.1f} [{100 * row['ci_low']:+.1f}, "

@@ -1,0 +1,27 @@
+"""The README's strategy tables: paired rows per suite, and the domain suites pooled."""
+
+import pandas as pd
+
+from evals.benchmarks.strategy_report import fastest_per_correct, paired_table
+
+
+def _rows(prefix, outcomes, seconds):
+    return pd.DataFrame({"id": [f"{prefix}-{i}" for i in range(len(outcomes))], "full_match": outcomes,
+                         "latency_s": seconds})
+
+
+def test_paired_rows_per_suite_and_the_domain_suites_pooled():
+    model = "qwen2.5-coder-0.5b"
+    runs = {
+        (model, "json-cot", "events"): _rows("events", [0, 0, 1, 0], 8.0),
+        (model, "native", "events"): _rows("events", [1, 1, 1, 0], 3.0),
+        (model, "json-cot", "finance"): _rows("finance", [0, 1], 8.0),
+        (model, "native", "finance"): _rows("finance", [1, 1], 3.0),
+        (model, "json-cot", "bfcl_multiple"): _rows("bfcl", [1, 0], 8.0),
+        (model, "gate+native", "bfcl_multiple"): _rows("bfcl", [1, 1], 3.0),
+    }
+    table = paired_table(runs)
+    assert "| events | 0.5b | 4 | 25.0 | 75.0 | +50.0 [" in table
+    assert "| 2 domain suites pooled | 0.5b | 6 | 33.3 | 83.3 | +50.0 [" in table
+    assert "| bfcl_multiple | 0.5b | 2 | 50.0 | 100.0 |" in table and "pooled | 0.5b | 8" not in table
+    assert "- events, 0.5b: native (4.0 s per correct decision)" in fastest_per_correct(runs)
