@@ -131,9 +131,27 @@ def _as_call(item: Any) -> ToolCall | None:
     return ToolCall(tool_name=name.strip(), arguments=arguments)
 
 
+def _undoubled(text: str, start: int = 0) -> tuple[Any, int] | None:
+    """``{{"name": ..., "arguments": {...}}}``: Qwen2.5's chat template shows its call format with doubled braces
+    (literal text inside a Jinja string) and models copy them. The object inside, and where its braces end."""
+    if not text.startswith("{{", start):
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start + 1)
+    except (ValueError, RecursionError):
+        return None
+    while end < len(text) and text[end] == "}":
+        end += 1
+    return value, end
+
+
 def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
     """Add the calls in one JSON fragment (an object or a list of them); note it if unreadable."""
-    value, problem = load_json(text.strip())
+    text = text.strip()
+    undoubled = _undoubled(text) if not too_large(text) else None
+    if undoubled and undoubled[1] == len(text):
+        text = json.dumps(undoubled[0])
+    value, problem = load_json(text)
     if problem:
         parsed.failures.append(f"{where}: {problem}: {safe_text(text, 200)}")
         return False
@@ -170,7 +188,7 @@ def _leading_bare_calls(text: str, parsed: ParsedAnswer) -> bool:
     decoder, position, calls = json.JSONDecoder(), 0, []
     while position < len(text) and len(calls) < MAX_CALLS:
         try:
-            value, end = decoder.raw_decode(text, position)
+            value, end = _undoubled(text, position) or decoder.raw_decode(text, position)
         except (ValueError, RecursionError):
             break
         call = _as_call(value)

@@ -87,3 +87,10 @@ def test_bare_calls_in_a_row_are_read_up_to_the_first_value_that_is_not_a_call()
     assert names(repeated) == [("a", {}), ("b", {})] and not repeated.failed
     assert parse_native('{"name": "a", "arguments": {}} {"city": "Oslo"}').calls[0].tool_name == "a"
     assert parse_native('{"city": "Oslo"} {"name": "a", "arguments": {}}').failed  # no call first: not a call
+
+
+def test_the_doubled_braces_of_qwens_template_example_are_read():
+    doubled = '{{"name": "take_item", "arguments": {"item_id": "shovel"}}}} {{"name": "dig", "arguments": {}}}'
+    assert names(parse_native(doubled)) == [("take_item", {"item_id": "shovel"}), ("dig", {})]
+    assert names(parse_native('<tool_call>\n{{"name": "a", "arguments": {"x": 1}}}\n</tool_call>')) == [("a", {"x": 1})]
+    assert parse_native('<tool_call>\n{{"name": "a", "arguments": {"x": 1}}} and more\n</tool_call>').failed
