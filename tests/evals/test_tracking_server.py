@@ -3,6 +3,7 @@ proxied artifact store) read back whole from a third. PostgreSQL when the machin
 (the ``tracking-server`` extra), SQLite otherwise."""
 
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -44,6 +45,13 @@ def _postgres_available() -> bool:
         import psycopg  # noqa: F401
     except ImportError:
         return False
+    if os.geteuid() == 0:  # as root the server runs as the postgres user (see _as_postgres_user)
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return False
+        if not shutil.which("runuser"):
+            return False
     return all(shutil.which(tool) for tool in ("initdb", "pg_ctl", "createdb"))
 
 
