@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 from dspy.utils.exceptions import AdapterParseError
 
 from evals.metrics import score_case, summarize, summarize_by_tag
@@ -83,7 +82,5 @@ def rescore_run(run_dir: str | Path) -> int:
 
 def main(run_dirs: list[str]) -> int:
     for run_dir in run_dirs:
-        changed = rescore_run(run_dir)
-        total = len(pd.read_parquet(Path(run_dir) / TABLE_FILE)) if changed else None
-        print(f"{run_dir}: {changed} parse failure(s) read again" + (f" (of {total} rows)" if total else ""))
+        print(f"{run_dir}: {rescore_run(run_dir)} parse failure(s) read again")
     return 0
