@@ -19,14 +19,13 @@ from typing import Any
 
 import dspy
 import pandas as pd
-from dspy.lm15 import LM15Error
-from dspy.utils.exceptions import DSPyError
 from tqdm.auto import tqdm
 
 from evals.metrics import score_case, summarize, summarize_by_tag
 from evals.suite import Case, Suite, registry_for
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
+from tool_selection.lm.failures import MODEL_FAILURES  # a malformed answer never gets there: it is a parse failure
 from tool_selection.parsing import safe_text
 from tool_selection.registry import ToolRegistry
 
@@ -34,9 +33,6 @@ __all__ = ["EvalAborted", "EvalResult", "Evaluator", "load_results"]
 
 log = logging.getLogger(__name__)
 
-# What a model call can fail with that is the model's or its provider's doing (DSPy's LM errors, the engine
-# layer's, the network's); a malformed answer never gets here (the selector scores it as a parse failure).
-MODEL_FAILURES = (DSPyError, LM15Error, ConnectionError, TimeoutError)
 
 RESULTS_FILE = "results.jsonl"
 TABLE_FILE = "results.parquet"

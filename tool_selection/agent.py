@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolArgumentError, ToolSelectionError, UnknownToolError
 from tool_selection.failures import is_failure, tool_failure
+from tool_selection.lm.failures import MODEL_FAILURES
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies import DEFAULT_STRATEGY
 from tool_selection.tool import BaseTool
@@ -131,7 +132,8 @@ class Transcript(BaseModel):
     messages: list[Message]
     steps: list[Step] = Field(default_factory=list)
     final_answer: str | None = None
-    stop_reason: Literal["answered", "call_limit", "step_limit", "parse_failure"] = "answered"
+    stop_reason: Literal["answered", "call_limit", "step_limit", "parse_failure", "model_error"] = "answered"
+    error: str | None = None
     seconds: float = 0.0
 
     @property
@@ -329,7 +331,11 @@ class AgentLoop:
         transcript = Transcript(messages=messages)
         calls_made = escalations = 0
         while len(transcript.steps) < self.max_steps:
-            step = self._step(transcript, escalations)
+            try:
+                step = self._step(transcript, escalations)
+            except MODEL_FAILURES as error:  # a context window outgrown, a provider down: the turn ends, recorded
+                transcript.stop_reason, transcript.error = "model_error", f"{type(error).__name__}: {error}"[:1000]
+                break
             escalations += step.decided_by != "primary"
             transcript.steps.append(step)
             decision = step.decision

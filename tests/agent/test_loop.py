@@ -112,3 +112,21 @@ def test_image_attachments_become_image_parts():
 
     message = Message(role=Role.USER, content="What is in this photo?", attachments=[Attachment(data="aGk=")])
     assert message.openai()["content"][1] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGk="}}
+
+
+def test_a_model_failure_ends_the_turn_with_what_was_done_kept(tmp_path):
+    from dspy.utils.exceptions import ContextWindowExceededError
+
+    lm, _ = lm_for([call("move", direction="north")], tmp_path)
+    loop = AgentLoop(TREASURE, lm=lm)
+    decide = loop.selector
+
+    def outgrows_its_context_on_the_second_step(**kwargs):
+        if kwargs.get("conversation") and any(m.get("role") == "tool" for m in kwargs["conversation"]):
+            raise ContextWindowExceededError(model="local:fake", message="Requested tokens (4301) exceed 4096")
+        return decide(**kwargs)
+
+    loop.selector = outgrows_its_context_on_the_second_step
+    transcript = loop.run("Walk north, then look around.")
+    assert transcript.stop_reason == "model_error" and "4301" in transcript.error
+    assert [c.tool_name for c in transcript.calls] == ["move"] and transcript.final_answer is None
