@@ -14,7 +14,7 @@ from pathlib import Path
 from dspy.utils.exceptions import AdapterParseError
 
 from evals.metrics import score_case, summarize, summarize_by_tag
-from evals.runner import RESULTS_FILE, TABLE_FILE, load_rows, rows_to_frame
+from evals.runner import RESULTS_FILE, TABLE_FILE, decision_fields, load_rows, rows_to_frame
 from evals.suite import load_suite, registry_for
 from evals.tracking import write_json
 from tool_selection.errors import ToolSelectionError
@@ -61,11 +61,7 @@ def rescore_run(run_dir: str | Path) -> int:
             continue
         case = cases[case_id]
         decision = check_decision(reparsed[0], reparsed[1], registry_for(case))
-        row.update(score_case(case, decision))
-        row.update(predicted=json.dumps([c.model_dump() for c in decision.tool_calls], ensure_ascii=False,
-                                        default=str),
-                   reasoning=decision.reasoning, parse_error=None, raw_response=None,
-                   problems=json.dumps([p.model_dump() for p in decision.problems], ensure_ascii=False))
+        row.update(score_case(case, decision), **decision_fields(decision), raw_response=None)
         changed += 1
     if not changed:
         return 0

@@ -180,10 +180,7 @@ class Evaluator:
             "tags": list(case.tags),
             "request": case.prompt,
             "expected": json.dumps([c.model_dump() for c in case.expected_calls], ensure_ascii=False),
-            "predicted": json.dumps([c.model_dump() for c in decision.tool_calls], ensure_ascii=False, default=str),
-            "reasoning": decision.reasoning,
-            "problems": json.dumps([p.model_dump() for p in decision.problems], ensure_ascii=False),
-            "parse_error": decision.parse_error,
+            **decision_fields(decision),
             "raw_response": raw if decision.parse_error else None,
             "error_message": error,
             **scores,
@@ -193,6 +190,14 @@ class Evaluator:
             "output_tokens": _tokens(usage, "completion_tokens"),
             **extras,
         })
+
+
+def decision_fields(decision: MultiToolDecision) -> dict[str, Any]:
+    """The columns of a results row that hold the decision itself."""
+    return {"predicted": json.dumps([c.model_dump() for c in decision.tool_calls], ensure_ascii=False, default=str),
+            "reasoning": decision.reasoning,
+            "problems": json.dumps([p.model_dump() for p in decision.problems], ensure_ascii=False),
+            "parse_error": decision.parse_error}
 
 
 def _encodable(row: dict[str, Any]) -> dict[str, Any]:

@@ -149,9 +149,7 @@ def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
     """Add the calls in one JSON fragment (an object or a list of them); note it if unreadable."""
     text = text.strip()
     undoubled = _undoubled(text) if not too_large(text) else None
-    if undoubled and undoubled[1] == len(text):
-        text = json.dumps(undoubled[0])
-    value, problem = load_json(text)
+    value, problem = (undoubled[0], None) if undoubled and undoubled[1] == len(text) else load_json(text)
     if problem:
         parsed.failures.append(f"{where}: {problem}: {safe_text(text, 200)}")
         return False
