@@ -16,7 +16,7 @@ SUITE  ?= treasure_hunt
 MODEL  ?= local:qwen2.5-coder-0.5b
 SPLIT  ?= test
 
-.PHONY: setup engine eval test test-fast bench doctor clean
+.PHONY: setup engine server eval test test-fast bench doctor clean
 
 setup: $(STAMP) engine
 
@@ -35,11 +35,16 @@ $(STAMP): pyproject.toml tool_selection/lm/engine_build.py
 engine: $(STAMP)
 	$(BIN)/python tool_selection/lm/engine_build.py ensure --profile $(ENGINE) $(if $(REBUILD),--rebuild)
 
+# llama-server for served models (toolsel serve model, toolsel eval --serve N), built once from the engine's
+# llama.cpp with the same profile
+server: setup
+	$(BIN)/python -m tool_selection.lm.server_build build --profile $(ENGINE) $(if $(REBUILD),--rebuild)
+
 eval: setup
 	case "$(MODEL)" in local:*.gguf|local:/*) ;; local:*) $(BIN)/toolsel models pull $(subst local:,,$(MODEL)) ;; esac
 	$(BIN)/toolsel eval --suite $(SUITE) --model $(MODEL) --split $(SPLIT)
 
-test: setup
+test: setup server
 	$(BIN)/toolsel models pull qwen2.5-coder-0.5b
 	$(BIN)/python -m pytest -q
 

@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--sample", type=int, help="A fixed seeded sample of N cases of the split (see --seed).")
     run.add_argument("--seed", type=int, default=0, help="Seed of --sample (default: 0).")
     run.add_argument("--threads", type=int, default=1, help="Cases evaluated in parallel (default: 1).")
+    run.add_argument("--serve", type=int, metavar="N",
+                     help="Run the local model in a llama-server with N parallel slots for this evaluation (batched "
+                          "decoding; use with --threads N). See 'toolsel serve model'.")
     run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     run.add_argument("--allow-tool-changes", action="store_true",
                      help="Evaluate a compiled selector even if its tools changed since it was compiled.")
@@ -155,7 +158,7 @@ def _run_eval(args: argparse.Namespace, tools=None):
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed, retrieve=args.retrieve,
-        retriever=args.retriever,
+        retriever=args.retriever, serve=args.serve,
     )
 
 

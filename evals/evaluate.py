@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -100,6 +101,7 @@ def evaluate(
     seed: int = 0,
     retrieve: int | None = None,
     retriever: str = "hybrid",
+    serve: int | None = None,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
@@ -107,79 +109,96 @@ def evaluate(
     compiled program's own); ``gate+NAME`` adds the relevance gate, with ``gate_threshold`` (default 0) and an
     optional ``gate_model``. ``sample``: a fixed seeded sample of the split (``seed``), for categories too slow
     to run whole. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
-    tools, imported with ``tool_selection.mcp.connect_mcp``)."""
-    if threads < 1 or max_tokens < 1:
-        raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
-    if mlflow:
-        check_tracking_uri(tracking_uri)
-    suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
-    cases = suite_obj.split(split).sample(sample, seed).limit(limit)
-    if not len(cases):
-        raise ToolSelectionError(f"Suite {suite_obj.name!r} has no cases in split {split!r} (its splits: "
-                                 f"{dict(suite_obj.split_counts())}).")
-    if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
-        raise ToolSelectionError(f"--run-dir {run_dir} is a file; give a directory for the per-case results.")
-    if adapter == "chat" and strategy is None:
-        strategy = "chat-cot"  # the former --adapter chat
-    selector = program if isinstance(program, MultiToolSelector) else load_program(
-        program, allow_tool_changes=allow_tool_changes, strategy=strategy)
-    lm, model_name = _lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache)
-    gate_name = None
-    if gate_model is not None or gate_threshold is not None:
-        if selector.gate is None:
-            raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME), not "
-                                     f"{selector.strategy_name!r}.")
-        if gate_model is not None:
-            selector.gate_lm, gate_name = _lm(gate_model, temperature=0.0, max_tokens=2, cache=cache)
-        if gate_threshold is not None:
-            selector.gate_threshold = float(gate_threshold)
-    selector.check_lm(lm)
-    if retrieve is not None:
-        selector.retrieve, selector.retriever_name = retrieve, retriever
-    params = {
-        "kind": "eval",
-        "suite": suite_obj.name,
-        "suite_fingerprint": suite_obj.fingerprint,
-        "split": split or "all",
-        "limit": limit,
-        **({"sample": sample, "seed": seed} if sample is not None else {}),
-        "model": model_name,
-        "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
-        "program_fingerprint": program_fingerprint(selector),
-        "strategy": selector.strategy_name,
-        **({"retrieve": retrieve, "retriever": retriever} if retrieve is not None else {}),
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "cases": len(cases),
-        **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
-        **({"gate_model": gate_name or model_name, "gate_threshold": selector.gate_threshold}
-           if selector.gate is not None else {}),
-        "threads": threads,
-        "dspy_version": dspy.__version__,
-        "git_commit": git_commit(),
-    }
-    run_path = Path(run_dir) if run_dir else default_run_dir(params)
-    try:
-        run_path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
-    if fresh and run_path.exists():
-        for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
-            (run_path / name).unlink(missing_ok=True)
-    result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools)(selector, lm=lm, run_dir=run_path)
-    result.params = params
-    if isinstance(model, str):
-        _price(result, model)
-    result.results.to_parquet(run_path / TABLE_FILE, index=False)
-    result.by_tag.to_csv(run_path / "by_tag.csv", index=False)
-    write_json(run_path / "summary.json", {"params": params, "summary": result.summary})
-    if mlflow:
-        result.mlflow_run_id = log_run(
-            params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
-            artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
-            run_name=run_path.name,
-        )
-    return result
+    tools, imported with ``tool_selection.mcp.connect_mcp``). ``serve``: run the local ``model`` in a llama-server
+    with this many parallel slots (``tool_selection.lm.ModelServer``) and send it ``threads`` cases at a time; the
+    server stops with the run, and if it dies the run stops with the finished cases kept."""
+    with contextlib.ExitStack() as stack:
+        if threads < 1 or max_tokens < 1:
+            raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
+        if mlflow:
+            check_tracking_uri(tracking_uri)
+        suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+        cases = suite_obj.split(split).sample(sample, seed).limit(limit)
+        if not len(cases):
+            raise ToolSelectionError(f"Suite {suite_obj.name!r} has no cases in split {split!r} (its splits: "
+                                     f"{dict(suite_obj.split_counts())}).")
+        if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
+            raise ToolSelectionError(f"--run-dir {run_dir} is a file; give a directory for the per-case results.")
+        if adapter == "chat" and strategy is None:
+            strategy = "chat-cot"  # the former --adapter chat
+        selector = program if isinstance(program, MultiToolSelector) else load_program(
+            program, allow_tool_changes=allow_tool_changes, strategy=strategy)
+        server = stack.enter_context(_served(model, serve)) if serve is not None else None
+        if server is not None:
+            lm, model_name = server.lm(temperature=temperature, max_tokens=max_tokens, cache=cache), model
+        else:
+            lm, model_name = _lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache)
+        gate_name = None
+        if gate_model is not None or gate_threshold is not None:
+            if selector.gate is None:
+                raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME), not "
+                                         f"{selector.strategy_name!r}.")
+            if gate_model is not None:
+                selector.gate_lm, gate_name = _lm(gate_model, temperature=0.0, max_tokens=2, cache=cache)
+            if gate_threshold is not None:
+                selector.gate_threshold = float(gate_threshold)
+        selector.check_lm(lm)
+        if retrieve is not None:
+            selector.retrieve, selector.retriever_name = retrieve, retriever
+        params = {
+            "kind": "eval",
+            "suite": suite_obj.name,
+            "suite_fingerprint": suite_obj.fingerprint,
+            "split": split or "all",
+            "limit": limit,
+            **({"sample": sample, "seed": seed} if sample is not None else {}),
+            "model": model_name,
+            **({"served_parallel": serve} if server is not None else {}),
+            "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
+            "program_fingerprint": program_fingerprint(selector),
+            "strategy": selector.strategy_name,
+            **({"retrieve": retrieve, "retriever": retriever} if retrieve is not None else {}),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "cases": len(cases),
+            **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
+            **({"gate_model": gate_name or model_name, "gate_threshold": selector.gate_threshold}
+               if selector.gate is not None else {}),
+            "threads": threads,
+            "dspy_version": dspy.__version__,
+            "git_commit": git_commit(),
+        }
+        run_path = Path(run_dir) if run_dir else default_run_dir(params)
+        try:
+            run_path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
+        if fresh and run_path.exists():
+            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
+                (run_path / name).unlink(missing_ok=True)
+        result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools,
+                           health_check=server.check_alive if server else None)(selector, lm=lm, run_dir=run_path)
+        result.params = params
+        if isinstance(model, str):
+            _price(result, model)
+        result.results.to_parquet(run_path / TABLE_FILE, index=False)
+        result.by_tag.to_csv(run_path / "by_tag.csv", index=False)
+        write_json(run_path / "summary.json", {"params": params, "summary": result.summary})
+        if mlflow:
+            result.mlflow_run_id = log_run(
+                params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
+                artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
+                run_name=run_path.name,
+            )
+        return result
+
+
+def _served(model: str | dspy.BaseLM, parallel: int):
+    from tool_selection.lm.server import ModelServer
+
+    if not isinstance(model, str):
+        raise ToolSelectionError("serve= takes a local model spec (local:NAME), not an LM object.")
+    return ModelServer(model, parallel=parallel)
 
 
 def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache: bool) -> tuple[dspy.BaseLM, str]:

@@ -93,8 +93,10 @@ class Evaluator:
     """
 
     def __init__(self, *, suite: Suite, threads: int = 1, progress: bool = True, abort_after_errors: int = 3,
-                 tools: ToolRegistry | None = None):
-        """``tools``: one catalog for every case (e.g. an MCP server's tools) instead of each case's own."""
+                 tools: ToolRegistry | None = None, health_check: Callable[[], None] | None = None):
+        """``tools``: one catalog for every case (e.g. an MCP server's tools) instead of each case's own.
+        ``health_check``: called when a model call fails; it raises if the model's server is gone, which stops the
+        run (finished cases kept) instead of scoring every case left as a failure."""
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.suite = suite
@@ -102,6 +104,7 @@ class Evaluator:
         self.progress = progress
         self.abort_after_errors = abort_after_errors
         self.tools = tools
+        self.health_check = health_check
 
     def __call__(
         self,
@@ -163,6 +166,8 @@ class Evaluator:
             usage = prediction.get_lm_usage() or {}
             extras = dict(getattr(prediction, "row_extras", None) or {})
         except MODEL_FAILURES as exc:  # recorded and scored; anything else (the toolkit's errors, bugs) stops the run
+            if self.health_check is not None:
+                self.health_check()
             error = f"{type(exc).__name__}: {exc}"[:1000]
             decision = MultiToolDecision(parse_error=f"model call failed: {error[:200]}")
         latency = time.perf_counter() - start

@@ -1,8 +1,11 @@
-"""``toolsel serve log``: log a compiled selector as an MLflow model, ready for ``mlflow models serve``."""
+"""``toolsel serve log``: log a compiled selector as an MLflow model, ready for ``mlflow models serve``.
+``toolsel serve model``: serve a local model with llama-server (parallel slots, continuous batching)."""
 
 from __future__ import annotations
 
 import argparse
+import signal
+import time
 
 from tool_selection.errors import ToolSelectionError
 
@@ -10,8 +13,9 @@ EXAMPLE_REQUEST = '{"inputs": {"request": "REQUEST"}}'
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    serve = subparsers.add_parser("serve", help="Log a selector as an MLflow model for MLflow's model server.",
-                                  description="Log a selector as an MLflow model for MLflow's model server.")
+    serve = subparsers.add_parser("serve", help="Serve a local model, or log a selector for MLflow's model server.",
+                                  description="Serve a local model over an OpenAI-compatible API (model), or log a "
+                                              "selector as an MLflow model for MLflow's model server (log).")
     sub = serve.add_subparsers(dest="serve_command", metavar="SUBCOMMAND")
     serve.set_defaults(handler=lambda args: serve.print_help() or 0)
 
@@ -32,6 +36,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="Log a compiled selector even if its tools changed since it was compiled.")
     log.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
     log.set_defaults(handler=_log)
+
+    model = sub.add_parser(
+        "model", help="Serve a local model with llama-server until interrupted.",
+        description="Serve an embedded model (or a GGUF file) with llama.cpp's llama-server on loopback: N parallel "
+                    "slots decoded together (continuous batching), the model's own chat template and tool calls. "
+                    "Evaluate through it with --model served:URL --threads N.",
+        epilog="example: toolsel serve model qwen2.5-coder-0.5b --parallel 4   then   toolsel eval --suite finance "
+               "--model served:http://127.0.0.1:PORT --threads 4")
+    model.add_argument("name", help="Embedded model name (local: optional) or local:/path/to/model.gguf.")
+    model.add_argument("--parallel", type=int, default=4, help="Requests decoded together (default: 4).")
+    model.add_argument("--port", type=int, help="Port on 127.0.0.1 (default: a free one).")
+    model.add_argument("--n-threads", type=int, help="CPU threads (default: every core).")
+    model.add_argument("--n-ctx", type=int, help="Context per slot (default: the catalog's).")
+    model.add_argument("--build", action="store_true", help="Build llama-server first if it is not built.")
+    model.set_defaults(handler=_serve_model)
 
 
 def _log(args: argparse.Namespace) -> int:
@@ -54,3 +73,28 @@ def _log(args: argparse.Namespace) -> int:
     print("query it:")
     print(f"  curl -s localhost:5001/invocations -H 'Content-Type: application/json' -d '{EXAMPLE_REQUEST}'")
     return 0
+
+
+def _serve_model(args: argparse.Namespace) -> int:
+    from tool_selection.lm.server import ModelServer
+
+    name = args.name if args.name.startswith(("local:", "LOCAL:")) else f"local:{args.name}"
+    server = ModelServer(name, parallel=args.parallel, port=args.port, n_threads=args.n_threads, n_ctx=args.n_ctx,
+                         build=args.build)
+    signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop stops the server too
+    with server:
+        print(f"serving {server.spec} with {args.parallel} parallel slot(s) at {server.base_url}", flush=True)
+        print(f"  evaluate: toolsel eval --suite SUITE --model {server.model_spec} --threads {args.parallel}",
+              flush=True)
+        print("  stop: Ctrl-C", flush=True)
+        try:
+            while True:
+                server.check_alive()
+                time.sleep(1)
+        except KeyboardInterrupt:
+            print("stopping", flush=True)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

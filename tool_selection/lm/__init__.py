@@ -22,6 +22,7 @@ from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_mo
 from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog
 from tool_selection.lm.costs import model_cost
 from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine, LocalEngineError, unload_models
+from tool_selection.lm.server import ModelServer, ServedLM, ServerError
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
 
 __all__ = [
@@ -33,6 +34,9 @@ __all__ = [
     "ModelFileError",
     "ModelSpec",
     "ModelSpecError",
+    "ModelServer",
+    "ServedLM",
+    "ServerError",
     "default_model_dir",
     "ensure_model",
     "get_lm",
@@ -64,6 +68,10 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
                             if v is not None)
         if local_only:
             raise ModelSpecError(f"{local_only} apply to local models (local:...), not to {str(parsed)!r}.")
+        if parsed.kind == "served":
+            from tool_selection.lm.server import served_lm
+
+            return served_lm(parsed.target, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
         return dspy.LM(parsed.target, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
     engine = LocalEngine.from_spec(parsed, model_dir=model_dir, n_ctx=n_ctx, n_threads=n_threads,
                                    constrained=constrained)

@@ -28,4 +28,6 @@ def model_cost(spec: str, input_tokens: int, output_tokens: int) -> float:
                 return entry.cost.of(input_tokens, output_tokens)
         raise CatalogError(f"No cost for GGUF file {name!r}: no catalog model has that file name. Add an entry "
                            f"under 'local:' in a catalog file named in {CATALOG_ENV}.")
+    if parsed.kind == "served":
+        raise CatalogError(f"{spec} is not priced: a served model's cost is the machine serving it.")
     return catalog.hosted_model(parsed.target).cost.of(input_tokens, output_tokens)

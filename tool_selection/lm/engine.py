@@ -87,6 +87,21 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+THREADS_ENV = "TOOLSEL_N_THREADS"
+
+
+def default_threads() -> int:
+    """llama.cpp threads when none are given: ``$TOOLSEL_N_THREADS`` (a fanned-out worker's share of the cores),
+    else every core available."""
+    configured = os.environ.get(THREADS_ENV, "").strip()
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            raise LocalEngineError(f"{THREADS_ENV}={configured!r} is not a number of threads.") from None
+    return available_cores()
+
+
 @dataclass(frozen=True)
 class TokenScore:
     """One generated token: its id, bytes and log-probability, and the top alternatives as (bytes, logprob)."""
@@ -117,7 +132,7 @@ class LoadSettings:
     chat_format: str | None = None
 
     def llama_kwargs(self) -> dict[str, Any]:
-        threads = self.n_threads or available_cores()
+        threads = self.n_threads or default_threads()
         return {"n_ctx": self.n_ctx, "n_threads": threads, "n_threads_batch": threads, "n_batch": self.n_batch,
                 "chat_format": self.chat_format}
 

@@ -2,6 +2,7 @@
 
 - ``local:NAME``: an embedded catalog model, e.g. ``local:qwen2.5-coder-0.5b``;
 - ``local:/path/to/model.gguf``: any GGUF file, run in-process the same way;
+- ``served:http://HOST:PORT``: a llama-server (``toolsel serve model NAME``), native tool calls included;
 - anything else: a model string ``dspy.LM`` accepts (``openai/gpt-4o-mini``, ``ollama_chat/qwen2.5``, or
   ``openai/NAME`` with ``api_base=`` for vLLM or a llama.cpp server).
 """
@@ -14,9 +15,10 @@ from typing import Literal
 
 from tool_selection.errors import ToolSelectionError, close_matches
 
-__all__ = ["LOCAL_PREFIX", "ModelSpec", "ModelSpecError"]
+__all__ = ["LOCAL_PREFIX", "SERVED_PREFIX", "ModelSpec", "ModelSpecError"]
 
 LOCAL_PREFIX = "local:"
+SERVED_PREFIX = "served:"
 
 
 class ModelSpecError(ToolSelectionError, ValueError):
@@ -25,9 +27,10 @@ class ModelSpecError(ToolSelectionError, ValueError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A parsed model spec. ``kind`` says what ``target`` is: a catalog name, a GGUF path, or a DSPy model string."""
+    """A parsed model spec. ``kind`` says what ``target`` is: a catalog name, a GGUF path, a server's address or a
+    DSPy model string."""
 
-    kind: Literal["catalog", "file", "dspy"]
+    kind: Literal["catalog", "file", "served", "dspy"]
     target: str
 
     @classmethod
@@ -38,6 +41,12 @@ class ModelSpec:
         text = text.strip()
         if text.lower().startswith(LOCAL_PREFIX):
             return cls._parse_local(text, text[len(LOCAL_PREFIX):].strip())
+        if text.lower().startswith(SERVED_PREFIX):
+            address = text[len(SERVED_PREFIX):].strip().rstrip("/")
+            if not address.startswith(("http://", "https://")) or len(address.split("//", 1)[1]) == 0:
+                raise ModelSpecError(f"Model spec {text!r}: a served model is written served:http://HOST:PORT "
+                                     "(the address 'toolsel serve model' prints).")
+            return cls("served", address)
         if any(c.isspace() for c in text):
             raise ModelSpecError(f"Model spec {text!r} contains whitespace. {_forms()}")
         provider, slash, model = text.partition("/")
@@ -72,10 +81,11 @@ class ModelSpec:
     @property
     def is_local(self) -> bool:
         """Whether the model runs in-process (a catalog model or a GGUF file)."""
-        return self.kind != "dspy"
+        return self.kind in ("catalog", "file")
 
     def __str__(self) -> str:
-        return self.target if self.kind == "dspy" else LOCAL_PREFIX + self.target
+        prefix = {"catalog": LOCAL_PREFIX, "file": LOCAL_PREFIX, "served": SERVED_PREFIX}.get(self.kind, "")
+        return prefix + self.target
 
 
 def _looks_like_path(rest: str) -> bool:
@@ -83,5 +93,5 @@ def _looks_like_path(rest: str) -> bool:
 
 
 def _forms() -> str:
-    return ("Use local:NAME (an embedded model), local:/path/to/model.gguf, or a DSPy model string such as "
+    return ("Use local:NAME (an embedded model), local:/path/to/model.gguf, served:http://HOST:PORT, or a DSPy model string such as "
             "'openai/gpt-4o-mini'.")
