@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--serve", type=int, metavar="N",
                      help="Run the local model in a llama-server with N parallel slots for this evaluation (batched "
                           "decoding; use with --threads N). See 'toolsel serve model'.")
+    run.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                     help="Fan the cases out over Ray, --threads at a time: a local Ray instance, or the cluster at "
+                          "ADDRESS (HOST:PORT). Needs the ray extra.")
     run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     run.add_argument("--allow-tool-changes", action="store_true",
                      help="Evaluate a compiled selector even if its tools changed since it was compiled.")
@@ -158,7 +161,7 @@ def _run_eval(args: argparse.Namespace, tools=None):
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed, retrieve=args.retrieve,
-        retriever=args.retriever, serve=args.serve,
+        retriever=args.retriever, serve=args.serve, ray=args.ray,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -70,7 +71,7 @@ def program_fingerprint(selector: MultiToolSelector) -> str:
 
 def default_run_dir(params: dict[str, Any]) -> Path:
     """A directory named for what determines the results, so that the same evaluation resumes."""
-    key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "git_commit")}, sort_keys=True)
+    key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "ray", "git_commit")}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     return RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
 
@@ -102,6 +103,7 @@ def evaluate(
     retrieve: int | None = None,
     retriever: str = "hybrid",
     serve: int | None = None,
+    ray: str | None = None,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
@@ -111,7 +113,9 @@ def evaluate(
     to run whole. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
     tools, imported with ``tool_selection.mcp.connect_mcp``). ``serve``: run the local ``model`` in a llama-server
     with this many parallel slots (``tool_selection.lm.ModelServer``) and send it ``threads`` cases at a time; the
-    server stops with the run, and if it dies the run stops with the finished cases kept."""
+    server stops with the run, and if it dies the run stops with the finished cases kept. ``ray``: fan the cases
+    out over Ray, ``threads`` at a time (``"local"``: a Ray instance on this machine; else a cluster's
+    ``HOST:PORT``; see ``evals.fanout``)."""
     with contextlib.ExitStack() as stack:
         if threads < 1 or max_tokens < 1:
             raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
@@ -126,25 +130,22 @@ def evaluate(
             raise ToolSelectionError(f"--run-dir {run_dir} is a file; give a directory for the per-case results.")
         if adapter == "chat" and strategy is None:
             strategy = "chat-cot"  # the former --adapter chat
-        selector = program if isinstance(program, MultiToolSelector) else load_program(
-            program, allow_tool_changes=allow_tool_changes, strategy=strategy)
+        if ray is not None:  # an unreachable cluster stops here, before a model is loaded
+            _connect_ray(ray, program=program, model=model, workers=threads)
         server = stack.enter_context(_served(model, serve)) if serve is not None else None
+        job = SelectorJob(program=program, strategy=strategy, allow_tool_changes=allow_tool_changes,
+                          model=server.model_spec if server else model, gate_model=gate_model,
+                          gate_threshold=gate_threshold, retrieve=retrieve, retriever=retriever,
+                          temperature=temperature, max_tokens=max_tokens, cache=cache)
+        selector, lm, model_name, gate_name = job.prepare()
         if server is not None:
-            lm, model_name = server.lm(temperature=temperature, max_tokens=max_tokens, cache=cache), model
-        else:
-            lm, model_name = _lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache)
-        gate_name = None
-        if gate_model is not None or gate_threshold is not None:
-            if selector.gate is None:
-                raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME), not "
-                                         f"{selector.strategy_name!r}.")
-            if gate_model is not None:
-                selector.gate_lm, gate_name = _lm(gate_model, temperature=0.0, max_tokens=2, cache=cache)
-            if gate_threshold is not None:
-                selector.gate_threshold = float(gate_threshold)
-        selector.check_lm(lm)
-        if retrieve is not None:
-            selector.retrieve, selector.retriever_name = retrieve, retriever
+            model_name = model
+        submit = None
+        if ray is not None:
+            from evals.fanout import RayCases
+            from tool_selection.lm.specs import ModelSpec
+
+            submit = RayCases(job, tools=tools, workers=threads, local_model=ModelSpec.parse(job.model).is_local).submit
         params = {
             "kind": "eval",
             "suite": suite_obj.name,
@@ -154,6 +155,7 @@ def evaluate(
             **({"sample": sample, "seed": seed} if sample is not None else {}),
             "model": model_name,
             **({"served_parallel": serve} if server is not None else {}),
+            **({"ray": ray} if ray is not None else {}),
             "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
             "program_fingerprint": program_fingerprint(selector),
             "strategy": selector.strategy_name,
@@ -177,7 +179,7 @@ def evaluate(
             for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
                 (run_path / name).unlink(missing_ok=True)
         result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools,
-                           health_check=server.check_alive if server else None)(selector, lm=lm, run_dir=run_path)
+                           health_check=server.check_alive if server else None, submit=submit)(selector, lm=lm, run_dir=run_path)
         result.params = params
         if isinstance(model, str):
             _price(result, model)
@@ -191,6 +193,52 @@ def evaluate(
                 run_name=run_path.name,
             )
         return result
+
+
+@dataclass(frozen=True)
+class SelectorJob:
+    """What builds the selector and its LM for an evaluation: here, and again in each worker of a fanned-out one
+    (``evals.fanout``), so every process asks the model the same way."""
+
+    program: str | Path | MultiToolSelector | None
+    strategy: str | None
+    allow_tool_changes: bool
+    model: str | dspy.BaseLM
+    gate_model: str | dspy.BaseLM | None
+    gate_threshold: float | None
+    retrieve: int | None
+    retriever: str
+    temperature: float
+    max_tokens: int
+    cache: bool
+
+    def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
+        """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
+        selector = self.program if isinstance(self.program, MultiToolSelector) else load_program(
+            self.program, allow_tool_changes=self.allow_tool_changes, strategy=self.strategy)
+        lm, model_name = _lm(self.model, temperature=self.temperature, max_tokens=self.max_tokens, cache=self.cache)
+        gate_name = None
+        if self.gate_model is not None or self.gate_threshold is not None:
+            if selector.gate is None:
+                raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME), "
+                                         f"not {selector.strategy_name!r}.")
+            if self.gate_model is not None:
+                selector.gate_lm, gate_name = _lm(self.gate_model, temperature=0.0, max_tokens=2, cache=self.cache)
+            if self.gate_threshold is not None:
+                selector.gate_threshold = float(self.gate_threshold)
+        selector.check_lm(lm)
+        if self.retrieve is not None:
+            selector.retrieve, selector.retriever_name = self.retrieve, self.retriever
+        return selector, lm, model_name, gate_name
+
+
+def _connect_ray(address: str, *, program, model, workers: int) -> None:
+    from evals.fanout import connect_ray
+
+    if isinstance(program, MultiToolSelector) or not isinstance(model, str):
+        raise ToolSelectionError("ray= sends the evaluation to other processes: give the program as a directory "
+                                 "and the model as a spec, not as Python objects.")
+    connect_ray(address, workers=workers)
 
 
 def _served(model: str | dspy.BaseLM, parallel: int):

@@ -12,7 +12,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,10 +93,12 @@ class Evaluator:
     """
 
     def __init__(self, *, suite: Suite, threads: int = 1, progress: bool = True, abort_after_errors: int = 3,
-                 tools: ToolRegistry | None = None, health_check: Callable[[], None] | None = None):
+                 tools: ToolRegistry | None = None, health_check: Callable[[], None] | None = None,
+                 submit: Callable[[Case], Future] | None = None):
         """``tools``: one catalog for every case (e.g. an MCP server's tools) instead of each case's own.
         ``health_check``: called when a model call fails; it raises if the model's server is gone, which stops the
-        run (finished cases kept) instead of scoring every case left as a failure."""
+        run (finished cases kept) instead of scoring every case left as a failure. ``submit``: runs a case
+        elsewhere and returns a future of its row (``evals.fanout.RayCases``), in place of the thread pool."""
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.suite = suite
@@ -105,6 +107,7 @@ class Evaluator:
         self.abort_after_errors = abort_after_errors
         self.tools = tools
         self.health_check = health_check
+        self.submit = submit
 
     def __call__(
         self,
@@ -128,7 +131,8 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=threads or self.threads) as pool, tqdm(
             total=len(self.suite), initial=len(done), disable=not self.progress, desc=self.suite.name, unit="case",
         ) as bar:
-            futures = {pool.submit(self._run_case, program, case, lm, adapter): case for case in pending}
+            submit = self.submit or (lambda case: pool.submit(self._run_case, program, case, lm, adapter))
+            futures = {submit(case): case for case in pending}
             for future in as_completed(futures):
                 try:
                     row = future.result()
