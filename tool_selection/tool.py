@@ -173,6 +173,7 @@ class BaseTool(BaseModel):
         """JSON Schema (draft 2020-12) of the tool's arguments, derived from ``Arguments``."""
         schema = _inline_refs(copy.deepcopy(cls.Arguments.model_json_schema()))
         _strip_titles(schema)
+        schema.pop("description", None)  # the Arguments class's docstring: the tool's description says what it does
         schema.setdefault("properties", {})
         schema["type"] = "object"
         return schema

@@ -140,3 +140,18 @@ def test_input_schema_inlines_nested_models_and_keeps_titles_inside_values():
     assert schema["properties"]["lines"]["items"]["properties"]["sku"]["type"] == "string"
     assert schema["properties"]["meta"]["default"] == {"title": "kept"}
     assert "title" not in schema["properties"]["lines"]
+
+
+def test_input_schema_leaves_the_arguments_docstring_out():
+    class Lookup(BaseTool, abstract=True):
+        NAME = "lookup"
+        description = "Look a word up."
+
+        class Arguments(BaseModel):
+            """Developer notes on this model, not for the language model."""
+
+            word: str = Field(description="The word.")
+
+    assert "description" not in Lookup.input_schema()  # a small model copies it into its arguments otherwise
+    assert "description" not in Now.input_schema() and Now.input_schema()["properties"] == {}
+    assert Lookup.input_schema()["properties"]["word"]["description"] == "The word."
