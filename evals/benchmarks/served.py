@@ -1,14 +1,16 @@
 """In-process engine vs llama-server with 1, 2, 4 and 8 parallel slots: decisions per second on one machine.
 
     python -m evals.benchmarks.served [--model local:qwen2.5-coder-0.5b] [--suite bfcl:multiple --sample 24]
-                                      [--parallel 1,2,4,8] [--out runs/served]
+                                      [--parallel 1,2,4,8] [--ray] [--out runs/served]
 
 Every configuration runs the same cases with the native strategy, greedy and uncached, through the same harness
 (``evaluate``): in-process with one case at a time (the baseline), then through a server started for it with N
 slots and N cases in flight (``--threads N``). Model loading and server start are outside the timings. Printed
 per configuration: wall seconds, decisions per second and its ratio to the baseline, mean seconds per request,
 accuracy, and how many decisions equal the baseline's (greedy answers should match; batched matrix products may
-round differently, and the server renders the chat template with its own engine). Writes ``served.csv`` and a
+round differently, and the server renders the chat template with its own engine). ``--ray`` adds, for each N, the
+same cases fanned out over N Ray workers (a local Ray instance) against a server of its own (a server that has
+seen the cases answers them from its prompt cache, several times faster on a CPU). Writes ``served.csv`` and a
 plot (``served.png``) under ``--out``. Run it alone: llama.cpp's threads spin.
 """
 
@@ -23,13 +25,13 @@ import pandas as pd
 __all__ = ["main"]
 
 
-def _run(label: str, lm, args: argparse.Namespace, threads: int, run_root: Path) -> dict:
+def _run(label: str, lm, args: argparse.Namespace, threads: int, run_root: Path, ray: str | None = None) -> dict:
     from evals.evaluate import evaluate
 
     start = time.perf_counter()
     result = evaluate(args.suite, lm, split=args.split, sample=args.sample, seed=args.seed, threads=threads,
-                      strategy=args.strategy, cache=False, mlflow=False, progress=True,
-                      run_dir=run_root / label, fresh=True)
+                      strategy=args.strategy, cache=False, mlflow=False, progress=True, max_tokens=args.max_tokens,
+                      run_dir=run_root / label, fresh=True, ray=ray)
     wall = time.perf_counter() - start
     table = result.results
     return {"config": label, "threads": threads, "cases": len(table), "wall_s": wall,
@@ -49,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="native")
     parser.add_argument("--parallel", default="1,2,4,8", help="Comma-separated slot counts (default: 1,2,4,8).")
     parser.add_argument("--max-tokens", type=int, default=512)
+    parser.add_argument("--ray", action="store_true", help="Also fan the cases out over N Ray workers per server.")
     parser.add_argument("--out", default="runs/served")
     args = parser.parse_args(argv)
 
@@ -64,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         with ModelServer(args.model, parallel=parallel) as server:
             served = server.lm(cache=False, max_tokens=args.max_tokens)
             rows.append(_run(f"served x{parallel}", served, args, parallel, out))
+        if args.ray:  # a fresh server, so no prompt is in its cache already; workers take its address as a spec
+            with ModelServer(args.model, parallel=parallel) as server:
+                rows.append(_run(f"ray {parallel} workers, served x{parallel}", server.model_spec, args, parallel,
+                                 out, ray="local"))
 
     baseline = rows[0]
     for row in rows:
