@@ -31,10 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--limit", type=int, help="Only the first N cases of the split.")
     run.add_argument("--sample", type=int, help="A fixed seeded sample of N cases of the split (see --seed).")
     run.add_argument("--seed", type=int, default=0, help="Seed of --sample (default: 0).")
-    run.add_argument("--threads", type=int, default=1, help="Cases evaluated in parallel (default: 1).")
+    run.add_argument("--threads", type=int, help="Cases evaluated in parallel (default: 1, or N with --serve N).")
     run.add_argument("--serve", type=int, metavar="N",
                      help="Run the local model in a llama-server with N parallel slots for this evaluation (batched "
-                          "decoding; use with --threads N). See 'toolsel serve model'.")
+                          "decoding, N cases in flight unless --threads says otherwise). See 'toolsel serve model'.")
     run.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
                      help="Fan the cases out over Ray, --threads at a time: a local Ray instance, or the cluster at "
                           "ADDRESS (HOST:PORT). Needs the ray extra.")
@@ -156,7 +156,7 @@ def _run_eval(args: argparse.Namespace, tools=None):
 
     return evaluate(
         args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
-        threads=args.threads, program=args.program, adapter=args.adapter, max_tokens=args.max_tokens,
+        threads=args.threads or args.serve or 1, program=args.program, adapter=args.adapter, max_tokens=args.max_tokens,
         allow_tool_changes=args.allow_tool_changes, strategy=args.strategy, gate_model=args.gate_model,
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,

@@ -112,3 +112,16 @@ def test_doctor_on_this_installation_passes():
     checks = {c.name: c for c in doctor.run_checks()}
     assert checks["engine smoke test"].status == "ok", checks["engine smoke test"].detail
     assert "AVX2 = 1" in checks["llama.cpp system info"].detail or checks["cpu"].detail.startswith("aarch64")
+
+
+def test_doctor_says_whether_llama_server_is_built(tmp_path, monkeypatch):
+    from tool_selection.doctor import check_server
+
+    monkeypatch.delenv("TOOLSEL_LLAMA_SERVER", raising=False)
+    monkeypatch.setenv("TOOLSEL_WHEEL_DIR", str(tmp_path))
+    missing = check_server()
+    assert missing.status == "info" and "make server" in missing.detail and not missing.required
+    binary = tmp_path / "llama-server"
+    binary.write_text("")
+    monkeypatch.setenv("TOOLSEL_LLAMA_SERVER", str(binary))
+    assert (check_server().status, check_server().detail) == ("ok", str(binary))

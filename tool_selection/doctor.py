@@ -170,10 +170,28 @@ def check_bfcl() -> Check:
                  "" if version else 'pip install --no-deps "bfcl-eval==2026.3.23"', required=False)
 
 
+def check_server() -> Check:
+    from tool_selection.lm.server_build import find_server
+
+    binary = find_server()
+    return Check("llama-server", "ok" if binary else "info",
+                 f"{binary}" if binary else "not built (make server); served models (toolsel serve model, eval "
+                 "--serve) need it",
+                 "" if binary else "make server", required=False)
+
+
+def check_ray() -> Check:
+    version = _version("ray")
+    return Check("ray", "ok" if version else "info", f"ray {version}" if version else
+                 "not installed (pip install 'tool-selection[ray]'); toolsel eval --ray needs it", "" if version else "pip install 'tool-selection[ray]'",
+                 required=False)
+
+
 def run_checks(*, recheck: bool = False, tracking_uri: str | None = None) -> list[Check]:
     steps: list[Callable[[], Check | list[Check]]] = [
         check_python, check_packages, check_cpu, check_engine_build, check_system_info,
         lambda: check_smoke(recheck), check_models, lambda: check_tracking(tracking_uri), check_bfcl,
+        check_server, check_ray,
     ]
     checks: list[Check] = []
     for step in steps:
