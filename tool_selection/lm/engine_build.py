@@ -113,6 +113,15 @@ def default_wheel_dir() -> Path:
     return Path(cache) / "tool-selection" / "wheels"
 
 
+def build_key(profile: str, identity: dict) -> str:
+    """A short hash of what a build depends on, this machine's architecture included; a native build's includes
+    this CPU's flags too, so that it is never reused on another CPU."""
+    identity = {**identity, "machine": _machine()}
+    if profile == "native":
+        identity["cpu_flags"] = sorted(cpu_flags())
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+
+
 @dataclass(frozen=True)
 class BuildPlan:
     """One build of llama-cpp-python: its profile, CMake arguments, and the wheelhouse folder keyed by them."""
@@ -136,11 +145,8 @@ def plan(profile: str | None = None, *, wheel_dir: str | os.PathLike | None = No
     """The build for ``profile`` (default: ``$TOOLSEL_ENGINE_BUILD`` or portable) on this machine."""
     profile = (profile or os.environ.get(PROFILE_ENV, "").strip() or DEFAULT_PROFILE).lower()
     args = cmake_args(profile)
-    identity = {"version": LLAMA_CPP_PYTHON_VERSION, "cmake_args": args, "machine": _machine(),
-                "python": sys.implementation.cache_tag, "platform": sys.platform}
-    if profile == "native":  # tuned to this CPU: never reuse it on another one
-        identity["cpu_flags"] = sorted(cpu_flags())
-    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+    key = build_key(profile, {"version": LLAMA_CPP_PYTHON_VERSION, "cmake_args": args,
+                              "python": sys.implementation.cache_tag, "platform": sys.platform})
     return BuildPlan(profile, LLAMA_CPP_PYTHON_VERSION, args, key,
                      Path(wheel_dir).expanduser() if wheel_dir else default_wheel_dir())
 

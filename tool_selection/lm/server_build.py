@@ -13,7 +13,6 @@ llama.cpp tool for the building CPU (``GGML_NATIVE``), which is why it is not us
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -27,8 +26,8 @@ from pathlib import Path
 from tool_selection.lm.engine_build import (
     PROFILES,
     EngineBuildError,
+    build_key,
     cmake_args,
-    cpu_flags,
     default_wheel_dir,
 )
 from tool_selection.lm.engine_build import plan as engine_plan
@@ -63,11 +62,7 @@ def server_plan(profile: str | None = None, *, wheel_dir: str | os.PathLike | No
     """The llama-server build for ``profile`` (default: the engine's profile) on this machine."""
     engine = engine_plan(profile, wheel_dir=wheel_dir)
     args = tuple(a for a in cmake_args(engine.profile) if not a.startswith("-DLLAVA")) + _SERVER_ONLY
-    identity = {"version": engine.version, "cmake_args": args, "target": "llama-server",
-                "machine": os.uname().machine if hasattr(os, "uname") else sys.platform}
-    if engine.profile == "native":
-        identity["cpu_flags"] = sorted(cpu_flags())
-    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+    key = build_key(engine.profile, {"version": engine.version, "cmake_args": args, "target": "llama-server"})
     root = Path(wheel_dir).expanduser() if wheel_dir else default_wheel_dir()
     return ServerBuild(engine.profile, engine.version, args, key,
                        root / f"llama-server-{engine.version}-{engine.profile}-{key}")
