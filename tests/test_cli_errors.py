@@ -41,6 +41,7 @@ def _bad_inputs(tmp_path):
     return {
         "threads 0": (eval_ + ["treasure_hunt", "--threads", "0"], "threads and max_tokens must be at least 1"),
         "threads -3": (eval_ + ["treasure_hunt", "--threads", "-3"], "must be at least 1"),
+        "serve 0": (eval_ + ["treasure_hunt", "--serve", "0"], "parallel must be at least 1"),
         "max tokens -5": (eval_ + ["treasure_hunt", "--max-tokens", "-5"], "must be at least 1"),
         "empty split": (eval_ + [only_train, "--split", "test"], "has no cases in split 'test'"),
         "program missing": (eval_ + ["treasure_hunt", "--program", str(tmp_path / "absent.json")], "is missing"),
@@ -66,7 +67,7 @@ def _bad_inputs(tmp_path):
 
 
 @pytest.mark.parametrize("name", [
-    "threads 0", "threads -3", "max tokens -5", "empty split", "program missing", "program not JSON",
+    "threads 0", "threads -3", "serve 0", "max tokens -5", "empty split", "program missing", "program not JSON",
     "program pickle", "run dir a file", "bogus tracking", "suite nested deep", "suite not UTF-8",
     "suite a directory", "expected tool not in set", "expected argument not taken", "unknown tool set",
     "thresholds too fine", "train limit -1", "no API key"])

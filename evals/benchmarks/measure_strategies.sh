@@ -26,6 +26,11 @@ for phase in $PHASES; do
         run gate+native "bfcl_$cat" "bfcl:$cat" --split all --strategy gate+native --gate-model "$GATE" \
             --gate-threshold=-inf
       done ;;
+    bfcl-native-sample)  # as bfcl-native on a fixed seeded sample of 120 per category (the 1.5B model: whole is slow)
+      for cat in multiple irrelevance; do
+        run gate+native "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy gate+native --gate-model "$GATE" \
+            --gate-threshold=-inf
+      done ;;
     bfcl-json-cot)  # the former default, slower: a fixed seeded sample of 120 per category
       for cat in multiple irrelevance; do
         run json-cot "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy json-cot
