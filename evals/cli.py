@@ -74,10 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     compare.set_defaults(handler=_compare)
 
-    rescore = sub.add_parser("rescore", help="Read a finished run's parse failures again with today's parsers.",
+    rescore = sub.add_parser("rescore", help="Score a finished run again with today's parsers and scoring.",
                              description="Re-read the raw answer each parse failure kept, with the run's strategy "
-                                         "and today's parsers, and rewrite the run's rows and summaries; no model "
-                                         "call (greedy answers do not change; latency and tokens stay measured).")
+                                         "and today's parsers, check and score every other row's calls again, and "
+                                         "rewrite the run's rows and summaries; no model call (greedy answers do "
+                                         "not change; latency and tokens stay measured).")
     rescore.add_argument("run_dirs", nargs="+", help="Run directories of 'toolsel eval'.")
     rescore.set_defaults(handler=_rescore)
 

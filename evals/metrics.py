@@ -100,8 +100,10 @@ def arguments_match(predicted: dict[str, Any], acceptable: dict[str, list[Any]],
     return not strict or set(predicted) <= set(acceptable)
 
 
-def _best_pairing(expected: list[tuple[str, dict]], predicted: list[ToolCall], strict: bool) -> tuple[int, int]:
-    """(pairs with the same tool, of which arguments match), maximising name pairs, then argument matches.
+def _best_pairing(expected: list[tuple[str, dict]], predicted: list[ToolCall], strict: bool,
+                  rejected: frozenset[int] = frozenset()) -> tuple[int, int]:
+    """(pairs with the same tool, of which arguments match), maximising name pairs, then argument matches; a
+    predicted call whose index is in ``rejected`` (its tool refused the arguments) matches no arguments.
 
     Within one tool name any expected call may pair with any predicted one, so the most pairs is the smaller
     count, and every set of argument-matching pairs extends to that many: the most matches is a maximum
@@ -109,9 +111,10 @@ def _best_pairing(expected: list[tuple[str, dict]], predicted: list[ToolCall], s
     named = matched = 0
     for name in dict.fromkeys(n for n, _ in expected):
         wanted = [acceptable for n, acceptable in expected if n == name]
-        calls = [call for call in predicted if call.tool_name == name]
+        calls = [(index, call) for index, call in enumerate(predicted) if call.tool_name == name]
         named += min(len(wanted), len(calls))
-        fitting = [[j for j, call in enumerate(calls) if arguments_match(call.arguments, acceptable, strict=strict)]
+        fitting = [[j for j, (index, call) in enumerate(calls)
+                    if index not in rejected and arguments_match(call.arguments, acceptable, strict=strict)]
                    for acceptable in wanted]
         matched += _maximum_matching(fitting, len(calls))
     return named, matched
@@ -148,7 +151,11 @@ def score_case(case: Case, decision: MultiToolDecision) -> dict[str, Any]:
         recall = overlap / len(expected) if expected else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     tool_exact = parsed and exp_names == pred_names
-    named, matched = _best_pairing(expected, predicted, case.strict_arguments)
+    # Non-strict cases ignore arguments beyond the expected ones, but only those the tool itself accepts: a call
+    # its tool would refuse (an echoed schema key, say) is not right. BFCL cases keep BFCL's own rules.
+    rejected = frozenset() if case.strict_arguments else frozenset(
+        p.call_index for p in decision.problems if p.kind == "invalid_arguments")
+    named, matched = _best_pairing(expected, predicted, case.strict_arguments, rejected)
     full_match = tool_exact and matched == len(expected)
     return {
         "tool_exact": float(tool_exact),

@@ -1,7 +1,8 @@
-"""Read a finished run's unreadable answers again with today's parsers, without calling the model again.
+"""Score a finished run again with today's parsers, tool checks and scoring, without calling the model again.
 
 Greedy answers do not change between runs and parsing comes after the model, so re-reading the raw text a run
-kept for each parse failure gives the row a fresh run would give (its latency and tokens stay those measured).
+kept for each parse failure, and checking and scoring the calls of every other row again, gives the rows a fresh
+run would give (their latency and tokens stay those measured).
 
     toolsel eval rescore RUN_DIR [RUN_DIR ...]
 """
@@ -9,6 +10,7 @@ kept for each parse failure gives the row a fresh run would give (its latency an
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from dspy.utils.exceptions import AdapterParseError
@@ -17,6 +19,7 @@ from evals.metrics import score_case, summarize, summarize_by_tag
 from evals.runner import RESULTS_FILE, TABLE_FILE, decision_fields, load_rows, rows_to_frame
 from evals.suite import load_suite, registry_for
 from evals.tracking import write_json
+from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import GATE_PREFIX, STRUCTURED_STRATEGY, check_decision
@@ -34,9 +37,18 @@ def _reparse(selector: MultiToolSelector, raw: str):
     return parsed.get("reasoning", "") or "", as_calls(parsed.get("tool_calls") or [])
 
 
+def _calls(row: dict) -> list[ToolCall]:
+    return [ToolCall.model_validate(call) for call in json.loads(row.get("predicted") or "[]")]
+
+
+def _same(before: object, after: object) -> bool:
+    both_nan = isinstance(before, float) and isinstance(after, float) and math.isnan(before) and math.isnan(after)
+    return both_nan or before == after
+
+
 def rescore_run(run_dir: str | Path) -> int:
-    """Re-read the run's parse failures; rewrite its results, table, summary and tag table. Returns how many
-    rows changed."""
+    """Re-read the run's parse failures and re-check and re-score its other rows; rewrite its results, table,
+    summary and tag table. Returns how many rows changed."""
     run_dir = Path(run_dir)
     summary_path = run_dir / "summary.json"
     if not summary_path.exists():
@@ -53,16 +65,21 @@ def rescore_run(run_dir: str | Path) -> int:
     rows = load_rows(run_dir / RESULTS_FILE)
     changed = 0
     for case_id, row in rows.items():
-        raw = row.get("raw_response")
-        if not row.get("parse_failure") or not raw or row.get("error_message") or case_id not in cases:
+        if row.get("error_message") or case_id not in cases:
             continue
-        reparsed = _reparse(selector, raw)
-        if reparsed is None:
-            continue
+        if row.get("parse_failure"):
+            reparsed = _reparse(selector, row["raw_response"]) if row.get("raw_response") else None
+            if reparsed is None:
+                continue
+            reasoning, calls, fresh = reparsed[0], reparsed[1], {"raw_response": None}
+        else:
+            reasoning, calls, fresh = row.get("reasoning") or "", _calls(row), {}
         case = cases[case_id]
-        decision = check_decision(reparsed[0], reparsed[1], registry_for(case))
-        row.update(score_case(case, decision), **decision_fields(decision), raw_response=None)
-        changed += 1
+        decision = check_decision(reasoning, calls, registry_for(case))
+        fresh.update(score_case(case, decision), **decision_fields(decision))
+        if not all(_same(row.get(key), value) for key, value in fresh.items()):
+            row.update(fresh)
+            changed += 1
     if not changed:
         return 0
     ordered = list(rows.values())
@@ -78,5 +95,5 @@ def rescore_run(run_dir: str | Path) -> int:
 
 def main(run_dirs: list[str]) -> int:
     for run_dir in run_dirs:
-        print(f"{run_dir}: {rescore_run(run_dir)} parse failure(s) read again")
+        print(f"{run_dir}: {rescore_run(run_dir)} row(s) scored differently today")
     return 0

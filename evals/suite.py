@@ -68,7 +68,8 @@ class Case(BaseModel):
     split: Split = "test"
     strict_arguments: bool = Field(
         default=False,
-        description="BFCL semantics: an argument the model passes that the expected call does not list is wrong.",
+        description="BFCL semantics: an argument the model passes that the expected call does not list is wrong. "
+                    "When false, such an argument is ignored if the tool accepts the call.",
     )
 
     @model_validator(mode="after")

@@ -74,6 +74,23 @@ def test_strict_cases_reject_unlisted_arguments_and_allow_optional_omission():
     assert score_case(c, decision(("f", {"x": 1, "z": 2})))["full_match"] == 0.0
 
 
+def test_a_call_its_tool_refuses_is_never_a_full_match_outside_bfcl_rules():
+    def refused(index, strict):
+        problem = CallProblem(kind="invalid_arguments", tool_name="convert", call_index=index,
+                              detail="required: extra inputs are not permitted", fields=["required"])
+        calls = [("convert", {"to": "EUR", "amount": 10, "required": ["to"]})]
+        if index == 1:
+            calls.insert(0, ("convert", {"to": "EUR", "amount": 10}))
+        c = case([{"tool_name": "convert", "arguments": {"to": "EUR", "amount": 10}}] * len(calls), strict=strict)
+        return score_case(c, decision(*calls, problems=[problem]))
+
+    echoed = refused(0, strict=False)
+    assert echoed["tool_exact"] == 1.0 and echoed["args_correct"] == 0.0 and echoed["full_match"] == 0.0
+    assert refused(1, strict=False)["args_correct"] == 0.5  # only the refused call of the two misses
+    c = case([{"tool_name": "convert", "arguments": {"to": "EUR"}}])
+    assert score_case(c, decision(("convert", {"to": "EUR", "amount": 10})))["full_match"] == 1.0  # accepted extra
+
+
 def test_best_pairing_finds_matching_arguments_among_repeated_tools():
     c = case([{"tool_name": "w", "arguments": {"city": "Paris"}}, {"tool_name": "w", "arguments": {"city": "Rome"}}])
     s = score_case(c, decision(("w", {"city": "Rome"}), ("w", {"city": "Paris"})))

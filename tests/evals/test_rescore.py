@@ -48,6 +48,34 @@ def test_a_failure_todays_parser_reads_is_scored_again_and_the_rest_stay(tmp_pat
     assert rescore_run(run) == 0  # nothing left that today's parser reads
 
 
+def _answered(case, arguments, full_match):
+    predicted = [{"tool_name": case.expected_calls[0].tool_name, "arguments": arguments}]
+    return {**_failure(case.id, None), "predicted": json.dumps(predicted), "parse_error": None,
+            "parse_failure": 0.0, "full_match": full_match}
+
+
+def test_calls_are_checked_and_scored_again_with_todays_rules(tmp_path):
+    from evals.suite import load_suite
+
+    first, second = [c for c in load_suite("finance").split("test")
+                     if len(c.expected_calls) == 1 and c.expected_calls[0].arguments][:2]
+
+    def right(case):
+        return {name: values[0] for name, values in case.expected_calls[0].acceptable().items()}
+
+    # scored before the tool's refusal counted: an echoed schema key beside the right arguments
+    echoed = _answered(first, {**right(first), "required": ["x"]}, full_match=1.0)
+    clean = _answered(second, right(second), full_match=1.0)
+    run = _run(tmp_path, [echoed, clean])
+
+    assert rescore_run(run) >= 1
+    table = pd.read_parquet(run / "results.parquet").set_index("id")
+    assert table.loc[first.id, "full_match"] == 0.0 and table.loc[first.id, "invalid_arguments"] == 1.0
+    assert "required" in table.loc[first.id, "problems"]
+    assert table.loc[second.id, "full_match"] == 1.0
+    assert rescore_run(run) == 0
+
+
 def test_a_folder_that_is_not_a_finished_run_is_refused(tmp_path):
     with pytest.raises(ToolSelectionError, match="no summary.json"):
         rescore_run(tmp_path)
