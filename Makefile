@@ -16,7 +16,7 @@ SUITE  ?= treasure_hunt
 MODEL  ?= local:qwen2.5-coder-0.5b
 SPLIT  ?= test
 
-.PHONY: setup engine server eval test test-fast bench doctor clean
+.PHONY: setup engine server eval test test-fast lint bench doctor clean
 
 setup: $(STAMP) engine
 
@@ -50,6 +50,9 @@ test: setup server
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not local_model"
+
+lint: setup
+	$(BIN)/ruff check tool_selection tool_sets evals tests
 
 bench: setup
 	$(BIN)/python -m evals.benchmarks.local_engine
