@@ -209,14 +209,34 @@ def load_program_state(program: dspy.Module, path: str | Path) -> dspy.Module:
     return program
 
 
+def keep_signature_fields(program: dspy.Module) -> None:
+    """Trim every demonstration to its predictor's signature fields and DSPy's flags. A bootstrapped trace can
+    carry what a strategy read beyond them (the native strategy's prose as ``reasoning``), which a selector's
+    saved state may not hold."""
+    for _, predictor in program.named_predictors():
+        allowed = {*predictor.signature.fields, *DEMO_FLAGS}
+        predictor.demos = [_trimmed(demo, allowed) for demo in predictor.demos]
+
+
+def _trimmed(demo: Any, allowed: set[str]) -> Any:
+    extra = [key for key in demo.keys() if key not in allowed]
+    if not extra:
+        return demo
+    if isinstance(demo, dspy.Example):
+        return demo.without(*extra)
+    return {key: value for key, value in demo.items() if key in allowed}
+
+
 def save_compiled(program: dspy.Module, directory: str | Path, manifest: Manifest) -> Path:
-    """Write ``program``'s state and ``manifest`` (which gets the state's hash) to ``directory``."""
+    """Write ``program``'s state (demonstrations trimmed to their signatures, in place) and ``manifest`` (which
+    gets the state's hash) to ``directory``."""
     directory = Path(directory)
     registry = getattr(program, "tools", None)
     if isinstance(registry, ToolRegistry) and len(registry) and not manifest.tools:
         raise ToolSelectionError(f"The manifest for {directory} lists no tools, but the program has "
                                  f"{len(registry)}; record them with tools=tool_fingerprint(registry).")
     directory.mkdir(parents=True, exist_ok=True)
+    keep_signature_fields(program)
     program.save(str(directory / PROGRAM_FILE))
     state = _read_json(directory / PROGRAM_FILE)
     check_program_state(program, state, directory / PROGRAM_FILE)

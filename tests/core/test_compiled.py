@@ -57,6 +57,19 @@ def test_a_saved_selector_loads_back_with_its_demos_and_instructions(saved):
     assert loaded.manifest.program_sha256 == program_sha256(json.loads((saved / "program.json").read_text()))
 
 
+def test_a_bootstrapped_native_demo_keeps_only_its_signature_fields(tmp_path):
+    # a native trace carries the model's prose as 'reasoning', which the native signature does not have
+    program = MultiToolSelector(TOOLS, strategy="native")
+    call = {"tool_name": "echo", "arguments": {"message": "hi"}}
+    program.select.demos = [dspy.Example(request="say hi", conversation=None, reasoning="echo fits", augmented=True,
+                                         tool_calls=[call])]
+    save_compiled(program, tmp_path, Manifest(tool_set=None, tools=tool_fingerprint(TOOLS.registry()), model="m",
+                                              strategy="native"))
+    demo = _load(tmp_path).select.demos[0]
+    assert demo["request"] == "say hi" and demo["augmented"] and "reasoning" not in demo
+    assert program.select.demos[0].get("reasoning") is None  # trimmed in place: what runs is what was saved
+
+
 def test_an_lm_config_in_a_predictor_is_refused(saved):
     _tamper(saved, lambda s: s["select.predict"].update(config={"api_base": "http://127.0.0.1:8765/v1"}))
     with pytest.raises(ProgramStateError) as caught:
