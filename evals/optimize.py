@@ -19,7 +19,7 @@ import dspy
 from evals.metrics import score_case
 from evals.naming import slug
 from evals.suite import Case, Suite, load_suite, registry_for
-from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
+from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.selector import MultiToolSelector, compact_demo
@@ -337,6 +337,7 @@ def optimize(
         else:
             compiled = optimizer_obj.compile(student, trainset=train)
     _compact_demos(compiled)
+    keep_signature_fields(compiled)  # dev and test score what is saved
     wall = time.perf_counter() - start
     candidate_scores = _candidate_scores(compiled)
     dev_score = None
