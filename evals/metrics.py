@@ -21,6 +21,7 @@ from tool_selection.decision import MultiToolDecision, ToolCall
 
 __all__ = [
     "HEADLINE_METRICS",
+    "LOWER_IS_BETTER",
     "bootstrap_ci",
     "per_correct",
     "score_case",
@@ -49,6 +50,9 @@ METRICS = {
     "output_tokens": ("output_tokens", "completion tokens per case"),
 }
 HEADLINE_METRICS = ("accuracy", "tool_exact_match", "tool_f1", "abstention_accuracy")
+# metrics where less is better (errors, time, tokens); every other one is better higher
+LOWER_IS_BETTER = frozenset({"false_abstention_rate", "unknown_tool_rate", "invalid_argument_rate", "parse_failure_rate",
+                             "error_rate", "latency_s", "input_tokens", "output_tokens"})
 
 _STRIP = re.compile(r"[ \,\.\/\-\_\*\^]")
 

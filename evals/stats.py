@@ -34,6 +34,7 @@ class PairedComparison:
     p_value: float | None  # McNemar's exact test, for 0/1 metrics
     a_only: int | None  # cases A got right and B wrong (0/1 metrics)
     b_only: int | None
+    higher_is_better: bool = True
 
     @property
     def significant(self) -> bool:
@@ -44,7 +45,7 @@ class PairedComparison:
     def verdict(self) -> str:
         if not self.significant:
             return "not significant"
-        return "B better" if self.difference > 0 else "A better"
+        return "B better" if (self.difference > 0) == self.higher_is_better else "A better"
 
     def as_row(self) -> dict:
         return {**asdict(self), "significant": self.significant, "verdict": self.verdict()}
@@ -79,9 +80,11 @@ def _binary(values: np.ndarray) -> bool:
     return finite.size > 0 and bool(np.isin(finite, (0.0, 1.0)).all())
 
 
-def compare_paired(a: pd.DataFrame, b: pd.DataFrame, columns: dict[str, str], *, seed: int = 0) -> pd.DataFrame:
+def compare_paired(a: pd.DataFrame, b: pd.DataFrame, columns: dict[str, str], *, seed: int = 0,
+                   lower_is_better: frozenset[str] = frozenset()) -> pd.DataFrame:
     """One row per metric (``{name: per-case column}``): A, B, B - A with its paired interval, McNemar's p for
-    0/1 metrics, and a verdict. Only cases both runs scored (by ``id``) and where both have a value count."""
+    0/1 metrics, and a verdict (for the metrics named in ``lower_is_better``, a drop is the better run). Only
+    cases both runs scored (by ``id``) and where both have a value count."""
     shared = sorted(set(a["id"]) & set(b["id"]))
     a_rows, b_rows = a.set_index("id").loc[shared], b.set_index("id").loc[shared]
     rows = []
@@ -99,17 +102,17 @@ def compare_paired(a: pd.DataFrame, b: pd.DataFrame, columns: dict[str, str], *,
         if _binary(va) and _binary(vb):
             p_value, a_only, b_only = mcnemar_exact(va, vb)
         rows.append(PairedComparison(name, int(va.size), float(va.mean()), float(vb.mean()), float((vb - va).mean()),
-                                     low, high, p_value, a_only, b_only).as_row())
+                                     low, high, p_value, a_only, b_only, name not in lower_is_better).as_row())
     return pd.DataFrame(rows)
 
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Per metric over the cases both runs scored: A, B, the paired difference B - A with its 95% bootstrap
     interval, McNemar's exact p for 0/1 metrics, and whether the difference is significant (``evals.stats``)."""
-    from evals.metrics import METRICS
+    from evals.metrics import LOWER_IS_BETTER, METRICS
 
     columns = {name: column for name, (column, _) in METRICS.items()}
-    table = compare_paired(a, b, columns, seed=seed)
+    table = compare_paired(a, b, columns, seed=seed, lower_is_better=LOWER_IS_BETTER)
     if table.empty:
         return table
     return pd.DataFrame({

@@ -47,3 +47,15 @@ def test_an_interval_without_spread_is_the_point():
     assert paired_bootstrap_ci(np.zeros(10)) == (0.0, 0.0)
     low, high = paired_bootstrap_ci(np.array([0.0, 1.0] * 50))
     assert low < 0.5 < high
+
+
+def test_a_drop_in_an_error_rate_or_in_seconds_is_the_better_run():
+    from evals.stats import compare_runs
+
+    a = pd.DataFrame({"id": [f"c{i}" for i in range(60)], "false_abstention": [1.0] * 60, "latency_s": [4.0] * 60,
+                      "full_match": [0.0] * 60})
+    b = a.assign(false_abstention=[0.0] * 60, latency_s=[1.0] * 60, full_match=[1.0] * 60)
+    verdicts = compare_runs(a, b).set_index("metric")["verdict"]
+    assert verdicts["false_abstention_rate"] == "B better" and verdicts["latency_s"] == "B better"
+    assert verdicts["accuracy"] == "B better"
+    assert compare_runs(b, a).set_index("metric")["verdict"]["false_abstention_rate"] == "A better"
