@@ -157,7 +157,8 @@ def _run_eval(args: argparse.Namespace, tools=None):
 
     return evaluate(
         args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
-        threads=args.threads if args.threads is not None else (args.serve or 1), program=args.program, adapter=args.adapter, max_tokens=args.max_tokens,
+        threads=args.threads if args.threads is not None else (args.serve or 1), program=args.program,
+        adapter=args.adapter, max_tokens=args.max_tokens,
         allow_tool_changes=args.allow_tool_changes, strategy=args.strategy, gate_model=args.gate_model,
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
