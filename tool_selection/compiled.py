@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.strategies.base import demo_without
 
 __all__ = [
     "Manifest",
@@ -215,16 +216,8 @@ def keep_signature_fields(program: dspy.Module) -> None:
     saved state may not hold."""
     for _, predictor in program.named_predictors():
         allowed = {*predictor.signature.fields, *DEMO_FLAGS}
-        predictor.demos = [_trimmed(demo, allowed) for demo in predictor.demos]
-
-
-def _trimmed(demo: Any, allowed: set[str]) -> Any:
-    extra = [key for key in demo.keys() if key not in allowed]
-    if not extra:
-        return demo
-    if isinstance(demo, dspy.Example):
-        return demo.without(*extra)
-    return {key: value for key, value in demo.items() if key in allowed}
+        predictor.demos = [demo_without(demo, [key for key in demo.keys() if key not in allowed])
+                           for demo in predictor.demos]
 
 
 def save_compiled(program: dspy.Module, directory: str | Path, manifest: Manifest) -> Path:

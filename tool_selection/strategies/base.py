@@ -121,6 +121,16 @@ def _load_builtins() -> None:
     from tool_selection.strategies import json_strategies, native, text  # noqa: F401 - registers on import
 
 
+def demo_without(demo: Any, keys: Any) -> Any:
+    """A demonstration without ``keys`` (a ``dspy.Example`` stays one; one that has none of them comes back as is)."""
+    drop = [key for key in demo.keys() if key in keys] if isinstance(demo, dict | dspy.Example) else []
+    if not drop:
+        return demo
+    if isinstance(demo, dspy.Example):
+        return demo.without(*drop)
+    return {key: value for key, value in demo.items() if key not in drop}
+
+
 def check_decision(reasoning: str, calls: list[ToolCall], registry: ToolRegistry) -> MultiToolDecision:
     """A decision whose unknown tools and invalid arguments are recorded as ``problems`` (the calls are kept as
     given, with the null values OpenAI-strict answers use for omitted optional arguments dropped)."""

@@ -26,6 +26,7 @@ from tool_selection.strategies.base import (
     as_calls,
     check_decision,
     decided,
+    demo_without,
     inner_predict,
     parse_failure,
     register_strategy,
@@ -123,12 +124,7 @@ class GuardedChatAdapter(_GuardedParse, dspy.ChatAdapter):
 
 def compact_demo(demo: Any) -> Any:
     """A demonstration without the fields in ``DEMO_OMITS`` (a ``dspy.Example`` stays one)."""
-    keys = demo.keys() if isinstance(demo, dict | dspy.Example) else ()
-    if not any(k in DEMO_OMITS for k in keys):
-        return demo
-    if isinstance(demo, dspy.Example):
-        return demo.without(*[k for k in DEMO_OMITS if k in keys])
-    return {k: v for k, v in demo.items() if k not in DEMO_OMITS}
+    return demo_without(demo, DEMO_OMITS)
 
 
 def salvage(raw: str, registry: ToolRegistry):
