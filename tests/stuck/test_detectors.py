@@ -178,6 +178,23 @@ def test_least_confidence_reads_the_weakest_token_of_the_calls_not_of_the_reason
         LeastConfidenceDetector()(attempt(WEATHER_OSLO, dec))
 
 
+@pytest.mark.parametrize("opening", ["<tool_call>\n", "```json\n"])
+def test_least_confidence_of_a_native_answer_starts_at_its_first_call(opening):
+    closing = "\n</tool_call>" if opening.startswith("<") else "\n```"
+    call = json.dumps({"name": "get_weather", "arguments": {"city": "Oslo"}})
+    text = f"I am not sure, maybe the weather.\n{opening}{call}{closing}"
+    dec = decision("", ("get_weather", {"city": "Oslo"}))
+    doubtful_prose = Generation(text, tokens_for(text, ["maybe"], split=["maybe", "get_weather"]))
+    doubtful_name = Generation(text, tokens_for(text, ["get_weather"], split=["maybe", "get_weather"]))
+    assert LeastConfidenceDetector()(attempt(WEATHER_OSLO, dec, generation=doubtful_prose)).score < 0.05
+    signal = LeastConfidenceDetector()(attempt(WEATHER_OSLO, dec, generation=doubtful_name))
+    assert signal.evidence["target"] == "tool_calls" and signal.evidence["weakest_token"] == "get_weather"
+    prose = "No listed tool can tell jokes."
+    abstention = LeastConfidenceDetector()(attempt("Tell me a joke", decision(prose),
+                                                   generation=Generation(prose, tokens_for(prose, []))))
+    assert abstention.evidence["target"] == "whole_answer"
+
+
 def test_confidence_falls_back_to_the_whole_answer_and_needs_logprobs():
     dec = decision("weather", ("get_weather", {"city": "Oslo"}))
     odd = Generation("get_weather(Oslo)", [("get_weather(Oslo)", -0.5, None)])

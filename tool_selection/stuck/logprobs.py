@@ -62,12 +62,17 @@ class LeastConfidenceDetector(ConfidenceDetector):
 
 
 _CALLS_KEY = re.compile(r'(?<!\\)"tool_calls"\s*:|\[\[\s*##\s*tool_calls\s*##\s*\]\]')
+_NATIVE_CALL = re.compile(r"<tool_call>|```(?:json|tool_call|tool_code)?[ \t]*\n?(?=\s*[\[{])")
 
 
 def calls_start(text: str) -> int | None:
-    """Where the value of the (last) ``tool_calls`` field begins in ``text``; None when there is none."""
+    """Where the calls begin in ``text``: the value of the (last) ``tool_calls`` field of a JSON answer, else the
+    first ``<tool_call>`` tag or JSON fence of the model's own format; None when there is none (prose)."""
     keys = list(_CALLS_KEY.finditer(text))
-    return keys[-1].end() if keys else None
+    if keys:
+        return keys[-1].end()
+    native = _NATIVE_CALL.search(text)
+    return native.start() if native else None
 
 
 def answer_spans(text: str, decision: MultiToolDecision) -> tuple[list[tuple[int, int]], str]:
