@@ -170,7 +170,8 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
             detector = str(chosen["detector"].iloc[0]) if len(chosen) else "validation"
         protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], detector=settings.detector(detector),
                                               threshold=threshold, strategy=strategy, cost_fn=cost_fn,
-                                              temperature=settings.temperature)
+                                              temperature=settings.temperature,
+                                              selector=MultiToolSelector(strategy=settings.selection_strategy))
         run_dir = result.out_dir / "live" / f"{slug(primary)}__{slug(secondary)}-{detector}-{strategy}-{threshold:g}"
         run = Evaluator(suite=cases, threads=threads, progress=progress)(protocol, adapter=ToolSelectionAdapter(),
                                                                          run_dir=run_dir)
