@@ -16,7 +16,7 @@ from tool_selection.collaboration import (
     load_collaboration_config,
 )
 from tool_selection.errors import ToolSelectionError
-from tool_selection.selector import ToolSelectionAdapter
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
 
 EXAMPLE = """
 collaboration:
@@ -34,6 +34,7 @@ collaboration:
 def protocol(weak, strong, **kwargs):
     kwargs.setdefault("detector", "validation")
     kwargs.setdefault("threshold", 0.5)
+    kwargs.setdefault("selector", MultiToolSelector(strategy="json-cot"))
     return ModelCollaborationProtocol(weak, strong, cost_fn=relative_cost, **kwargs)
 
 
@@ -125,6 +126,9 @@ def test_protocols_from_a_yaml_config(tmp_path, monkeypatch, weak_lm, strong_lm)
     monkeypatch.setattr(protocol_module, "resolve_lm", lambda spec, logprobs, **_: models[spec].copy(logprobs=logprobs))
     (proto,) = build_protocols(config, cost_fn=relative_cost)
     assert proto.threshold == 0.6 and proto.max_retries == 2 and proto.detector.name == "confidence"
+    assert proto.selector.strategy_name == pair.selection_strategy == "native"  # the selector's default
+    chat = load_collaboration_config({"collaboration": {"pairs": [{**pair.model_dump(), "selection_strategy": "chat-cot"}]}})
+    assert build_protocols(chat, cost_fn=relative_cost)[0].selector.strategy_name == "chat-cot"
     assert proto.primary_lm.kwargs["logprobs"] is True  # the confidence detector asks the primary for logprobs
     assert build_protocols(load_collaboration_config({"collaboration": {"enabled": False}})) == []
 
@@ -138,6 +142,7 @@ def test_protocols_from_a_yaml_config(tmp_path, monkeypatch, weak_lm, strong_lm)
     ({"secondary": "local:qwen2.5-coder-0.5b"}, "primary and secondary are the same model"),
     ({"strategy": "vote"}, "pairs.0.strategy: Input should be 'delegate' or 'guide'"),
     ({"max_retries": -1}, "pairs.0.max_retries"),
+    ({"selection_strategy": "nativ"}, "pairs.0.selection_strategy: Unknown selection strategy 'nativ'"),
     ({"treshold": 0.5}, "pairs.0.treshold: Extra inputs are not permitted"),
     ({"components": ["validation", "astrology"]}, "components must be a non-empty list"),
 ])

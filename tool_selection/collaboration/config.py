@@ -9,6 +9,7 @@
           threshold: 0.6
           strategy: delegate
           max_retries: 2
+          selection_strategy: native   # how both models are asked (default: the selector's)
 
 A pair takes the detector options of ``tool_selection.stuck.DetectorOptions`` (``consistency_k``,
 ``temperature``, ``combine``, ``components``, ``weights``, ``heuristic``) at the same level; model specs are
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec
 from tool_selection.parsing import nesting_depth
+from tool_selection.strategies import DEFAULT_STRATEGY, parse_strategy
 from tool_selection.stuck import DetectorOptions, StuckDetector, detector_class, make_detector
 from tool_selection.validation import validation_problems
 
@@ -67,11 +69,18 @@ class PairConfig(DetectorOptions):
     threshold: float = 0.5
     strategy: CollaborationStrategy = "delegate"
     max_retries: int = Field(default=0, ge=0, le=10)
+    selection_strategy: str = DEFAULT_STRATEGY
 
     @field_validator("primary", "secondary")
     @classmethod
     def _model_spec(cls, value: str) -> str:
         return str(ModelSpec.parse(value))
+
+    @field_validator("selection_strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        parse_strategy(value)
+        return value
 
     @field_validator("detector")
     @classmethod

@@ -36,7 +36,6 @@ from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, render_tools
-from tool_selection.strategies import STRUCTURED_STRATEGY
 from tool_selection.stuck import (
     Attempt,
     StuckDetector,
@@ -137,12 +136,13 @@ class ModelCollaborationProtocol(dspy.Module):
         options = {"max_tokens": max_tokens, "cache": cache, "constrained": constrained}
         self.primary_lm = resolve_lm(primary, logprobs=self.detector.needs_logprobs, **options)
         self.secondary_lm = resolve_lm(secondary, logprobs=False, **options)
-        self.selector = selector or MultiToolSelector(strategy=STRUCTURED_STRATEGY)  # the detectors read its answer
+        self.selector = selector or MultiToolSelector()
         self.guide = dspy.Predict(WriteGuidance)
         self.adapter = adapter
 
     @classmethod
     def from_config(cls, pair: PairConfig, **kwargs: Any) -> ModelCollaborationProtocol:
+        kwargs.setdefault("selector", MultiToolSelector(strategy=pair.selection_strategy))
         return cls(pair.primary, pair.secondary, detector=pair.build_detector(), threshold=pair.threshold,
                    strategy=pair.strategy, max_retries=pair.max_retries, temperature=pair.temperature, **kwargs)
 
