@@ -7,7 +7,7 @@ import argparse
 from tool_selection.collaboration import COLLABORATION_STRATEGIES
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
-from tool_selection.strategies import STRUCTURED_STRATEGY
+from tool_selection.strategies import DEFAULT_STRATEGY
 from tool_selection.stuck import DETECTORS
 
 __all__ = ["register"]
@@ -54,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="Also run the collaboration protocol live on the test split at this threshold.")
     stuck.add_argument("--strategy", choices=COLLABORATION_STRATEGIES, default="guide",
                        help="Strategy of the live run (default: guide; delegate live checks the offline sweep).")
-    stuck.add_argument("--selection-strategy", default=STRUCTURED_STRATEGY,
-                       help=f"How the selectors ask the models (see 'toolsel strategies'; default: {STRUCTURED_STRATEGY}).")
+    stuck.add_argument("--selection-strategy", default=DEFAULT_STRATEGY,
+                       help=f"How the selectors ask the models (see 'toolsel strategies'; default: {DEFAULT_STRATEGY}).")
     stuck.add_argument("--live-detector", help="Detector of the live run (default: each pair's recommended one).")
     stuck.add_argument("--out", help="Output directory (default: runs/stuck_bench/<suite>-<hash>).")
     stuck.add_argument("--no-mlflow", action="store_true", help="Do not log the benchmark to MLflow.")

@@ -12,7 +12,7 @@ from evals.metrics import METRICS
 from evals.runner import load_results
 from evals.stats import compare_runs
 from tool_selection.errors import ToolSelectionError
-from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
+from tool_selection.strategies import DEFAULT_STRATEGY
 
 DEFAULT_SUITE = "treasure_hunt"
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
@@ -116,8 +116,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
     opt.add_argument("--out", help="Directory for the compiled selector (default: programs/<suite>-<optimizer>-<model>).")
     opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
-    opt.add_argument("--strategy", default=STRUCTURED_STRATEGY, help="Selection strategy to optimize (see 'toolsel "
-                                                          f"strategies'; default: {STRUCTURED_STRATEGY}).")
+    opt.add_argument("--strategy", default=DEFAULT_STRATEGY, help="Selection strategy to optimize (see 'toolsel "
+                                                          f"strategies'; default: {DEFAULT_STRATEGY}).")
     opt.add_argument("--adapter", choices=["json", "chat"], default="json", help="Answer format (default: json).")
     opt.add_argument("--train-limit", type=int, help="Use only the first N train cases.")
     opt.add_argument("--dev-limit", type=int, help="Use only the first N dev cases.")

@@ -23,7 +23,7 @@ from tool_selection.compiled import Manifest, keep_signature_fields, save_compil
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.selector import MultiToolSelector, compact_demo
-from tool_selection.strategies import STRUCTURED_STRATEGY
+from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
 
 __all__ = [
     "OPTIMIZERS",
@@ -284,7 +284,7 @@ def optimize(
     test_limit: int | None = None,
     mlflow: bool = True,
     tracking_uri: str | None = None,
-    strategy: str = STRUCTURED_STRATEGY,
+    strategy: str = DEFAULT_STRATEGY,
 ) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``out``,
     then score it on test with the harness and log everything to MLflow."""

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evals.stuck_bench.routing import parse_thresholds
 from tool_selection.collaboration.config import CollaborationStrategy, check_threshold
 from tool_selection.errors import ToolSelectionError
-from tool_selection.strategies import STRUCTURED_STRATEGY, parse_strategy
+from tool_selection.strategies import DEFAULT_STRATEGY, parse_strategy
 from tool_selection.stuck import StuckDetector, check_detector_names, detector_names, make_detector
 from tool_selection.stuck.registry import SampleCount, Temperature
 from tool_selection.validation import validation_problems
@@ -44,7 +44,7 @@ class BenchSettings(BaseModel):
     temperature: Temperature = 0.7
     max_tokens: int = 512
     cache: bool = True
-    selection_strategy: str = STRUCTURED_STRATEGY
+    selection_strategy: str = DEFAULT_STRATEGY
     live_threshold: float | None = None
     strategy: CollaborationStrategy = "guide"
     live_detector: str | None = None

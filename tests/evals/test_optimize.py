@@ -31,7 +31,8 @@ def test_bootstrap_compiles_saves_and_loads_back(suite_path, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
-    result = optimize(str(suite_path), lm, optimizer="bootstrap", out=tmp_path / "prog", tracking_uri=uri)
+    result = optimize(str(suite_path), lm, optimizer="bootstrap", out=tmp_path / "prog", tracking_uri=uri,
+                      strategy="json-cot")
     demos = result.program.select.predict.demos
     assert demos, "bootstrapping correct answers must yield demonstrations"
     assert all("tools" not in d for d in demos)  # compacted
@@ -64,7 +65,7 @@ def test_optimizer_never_sees_test_cases(suite_path, tmp_path, monkeypatch):
             return super().forward(prompt=prompt, messages=messages, **kwargs)
 
     optimize(str(suite_path), Spy(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
-             out=tmp_path / "p", evaluate_test=False, mlflow=False)
+             out=tmp_path / "p", evaluate_test=False, mlflow=False, strategy="json-cot")
     test_requests = [c.prompt for c in load_suite(suite_path).split("test")]
     assert seen and not any(r in text for text in seen for r in test_requests)
 
@@ -73,7 +74,7 @@ def test_random_search_records_each_candidates_dev_score(suite_path, tmp_path, m
     monkeypatch.chdir(tmp_path)
     lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
     result = optimize(str(suite_path), lm, optimizer="random-search", out=tmp_path / "rs", evaluate_test=False,
-                      mlflow=False)
+                      mlflow=False, strategy="json-cot")
     assert len(result.candidate_scores) >= 2  # zero-shot, labeled-only, bootstrapped, ... each scored on dev
     assert all(0 <= score <= 100 for score in result.candidate_scores)
     assert (tmp_path / "rs" / "manifest.json").exists()
@@ -112,7 +113,7 @@ def test_a_registered_optimizer_is_known_everywhere(labeled_optimizer, suite_pat
     monkeypatch.chdir(tmp_path)
     assert build_parser().parse_args(["optimize", "--optimizer", "labeled"]).optimizer == "labeled"
     result = optimize(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="labeled",
-                      out=tmp_path / "lab", evaluate_test=False, mlflow=False)
+                      out=tmp_path / "lab", evaluate_test=False, mlflow=False, strategy="json-cot")
     assert result.manifest.optimizer == "labeled" and result.manifest.optimizer_args == {"k": 2, "budget": "light"}
     assert len(result.program.select.predict.demos) == 2
     with pytest.raises(ToolSelectionError, match="'labeled' is taken by .*labeled_optimizer.<locals>.labeled"):
@@ -191,7 +192,8 @@ def split_suite(tmp_path):
 def test_instruction_optimizers_compile_save_and_score(optimizer, split_suite, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     lm = ProposingLM(ANSWERS, adapter=ToolSelectionAdapter())
-    result = optimize(str(split_suite), lm, optimizer=optimizer, out=tmp_path / optimizer, mlflow=False)
+    result = optimize(str(split_suite), lm, optimizer=optimizer, out=tmp_path / optimizer, mlflow=False,
+                      strategy="json-cot")
     manifest = json.loads((tmp_path / optimizer / "manifest.json").read_text())
     assert manifest["optimizer"] == optimizer and 0 <= manifest["scores"]["test_accuracy"] <= 1
     assert 0 <= result.dev_score <= 1 and result.model_calls > 0

@@ -58,7 +58,7 @@ def test_optimization_notebook_compares_before_and_after(suite_path, tmp_path, m
     evaluate(str(suite_path), named(CountingLM(GOOD, adapter=adapter), "reference-large"), split="test",
              progress=False, run_dir=tmp_path / "reference", tracking_uri=uri, strategy="json-cot")
     result = optimize(str(suite_path), named(LearnerLM(ANSWERS, adapter=adapter), "student-small"),
-                      optimizer="bootstrap", out=tmp_path / "program", tracking_uri=uri)
+                      optimizer="bootstrap", out=tmp_path / "program", tracking_uri=uri, strategy="json-cot")
     assert result.manifest.scores["test_accuracy"] == 1.0  # the demonstrations took
 
     outputs = execute(tmp_path, TRACKING_URI=uri)

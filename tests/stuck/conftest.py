@@ -169,5 +169,6 @@ def bench_run(tmp_path_factory):
     strong = ScriptedLM(strong_answers(), name="test/strong")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     result = run_stuck_bench(str(path), [(weak, strong)], out=root / "out", tracking_uri=uri, cost_fn=relative_cost,
-                             progress=False, live_threshold=0.5, strategy="guide", live_detector="heuristic")
+                             progress=False, live_threshold=0.5, strategy="guide", live_detector="heuristic",
+                             selection_strategy="json-cot")
     return result, uri

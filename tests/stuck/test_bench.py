@@ -100,7 +100,7 @@ def fake_catalog(monkeypatch):
 def test_cli_runs_the_benchmark(suite_path, tmp_path, fake_catalog, capsys):
     code = main(["bench", "stuck", "--suite", str(suite_path), "--pair", "test/weak,test/strong",
                  "--detectors", "validation,confidence", "--thresholds", "0:1:0.1", "--out", str(tmp_path / "o"),
-                 "--no-mlflow"])
+                 "--no-mlflow", "--selection-strategy", "json-cot"])
     out = capsys.readouterr().out
     assert code == 0
     assert "confidence" in out and "Recommended per pair" in out and "live runs" in out
@@ -141,13 +141,32 @@ def test_a_live_delegate_run_matches_the_offline_sweep(suite_path, tmp_path):
     result = stuck_bench.run_stuck_bench(
         str(suite_path), [(weak, strong)], detectors=["validation", "confidence"], thresholds="0:1:0.5",
         out=tmp_path / "o", mlflow=False, cost_fn=relative_cost, progress=False,
-        live_threshold=0.7, strategy="delegate", live_detector="confidence")
+        live_threshold=0.7, strategy="delegate", live_detector="confidence",
+        selection_strategy="json-cot")
     (live,) = result.live.to_dict("records")
     assert live["accuracy"] == live["offline_delegate_accuracy"] == 1.0
     assert live["escalation_rate"] == live["offline_delegate_escalation_rate"] == 0.5
     offline = stuck_bench.sweep_thresholds(result.cases.query("split == 'test'"), "score_confidence", [0.7],
                                            overhead="overhead_cost_confidence").iloc[0]
     assert live["cost"] == pytest.approx(offline["cost"])  # live and offline costs agree too
+
+
+def test_the_live_run_asks_the_models_in_the_benchs_selection_strategy(suite_path, tmp_path, monkeypatch):
+    built = []
+
+    class RecordingProtocol(bench.ModelCollaborationProtocol):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append(self.selector.strategy_name)
+
+    monkeypatch.setattr(bench, "ModelCollaborationProtocol", RecordingProtocol)
+    weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
+    strong = ScriptedLM(strong_answers(), name="test/strong")
+    stuck_bench.run_stuck_bench(
+        str(suite_path), [(weak, strong)], detectors=["validation"], thresholds="0:1:0.5", out=tmp_path / "o",
+        mlflow=False, cost_fn=relative_cost, progress=False, live_threshold=0.7, strategy="delegate",
+        live_detector="validation", selection_strategy="chat-cot")
+    assert built == ["chat-cot"]
 
 
 def test_a_compiled_selector_keeps_its_demos_when_scored():
@@ -208,7 +227,7 @@ def bench_with(detectors, out):
     strong = ScriptedLM(strong_answers(), name="test/strong")
     return out, lambda suite: stuck_bench.run_stuck_bench(
         str(suite), [(weak, strong)], detectors=detectors, thresholds="0:1:0.5", out=out, mlflow=False,
-        cost_fn=relative_cost, progress=False)
+        cost_fn=relative_cost, progress=False, selection_strategy="json-cot")
 
 
 def test_a_crashing_detector_stops_the_run_instead_of_escalating(suite_path, tmp_path, failing_detectors):
