@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from evals.naming import slug
 from evals.optimize import optimizer_names
+from evals.runner import load_results
+from evals.stats import compare_paired
 
 SMALL, LARGE = "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b"
 MAX_ESCALATION = 0.4  # the stuck-detection target: the secondary's accuracy with at most this share escalated
@@ -49,8 +52,28 @@ def _optimize_run(out_dir: Path, tracking_uri: str) -> dict[str, float]:
     return {k: float(row.get(f"metrics.{k}", math.nan)) for k in ("wall_time_s", "model_calls")}
 
 
+def zero_shot_results(suite: str, model: str, split: str = "test") -> pd.DataFrame | None:
+    """Per-case rows of ``model`` alone on ``split``, from the stuck benchmark's harness runs."""
+    runs = sorted((Path("runs/stuck_bench") / suite / "runs" / split).glob(f"{slug(model)}*"))
+    return load_results(runs[0]) if runs else None
+
+
+def paired_accuracy(before: pd.DataFrame | None, after: pd.DataFrame) -> str:
+    """``after - before`` in accuracy points over the same cases, with its paired 95% interval and McNemar's p."""
+    if before is None:
+        return "-"
+    table = compare_paired(before, after, {"accuracy": "full_match"})
+    if table.empty:
+        return "-"
+    r = table.iloc[0]
+    p_value = "" if r["p_value"] is None or pd.isna(r["p_value"]) else f", p={r['p_value']:.3f}"
+    return (f"{100 * r['difference']:+.1f} [{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}]{p_value}"
+            + ("" if r["significant"] else " (n.s.)"))
+
+
 def optimization_rows(suite: str, tracking_uri: str) -> list[dict[str, str]]:
     rows = []
+    small_zero_shot = zero_shot_results(suite, SMALL)
     baselines = Path("runs/stuck_bench") / suite / "baselines.csv"
     if baselines.exists():
         base = pd.read_csv(baselines).set_index(["model", "split"])
@@ -61,7 +84,7 @@ def optimization_rows(suite: str, tracking_uri: str) -> list[dict[str, str]]:
                              "test accuracy % [95% CI]": _pct(r["accuracy"], r["accuracy_ci_low"],
                                                               r["accuracy_ci_high"]),
                              "dev %": _pct(base.loc[(model, "dev"), "accuracy"]) if (model, "dev") in base.index else "-",
-                             "wall time": "-", "model calls": "-"})
+                             "paired vs 0.5b zero-shot": "-", "wall time": "-", "model calls": "-"})
     for optimizer in optimizer_names():
         program = Path("programs") / f"{suite}-{optimizer}"
         summary_file = program / "test_eval" / "summary.json"
@@ -77,6 +100,7 @@ def optimization_rows(suite: str, tracking_uri: str) -> list[dict[str, str]]:
             "test accuracy % [95% CI]": _pct(summary["accuracy"], summary.get("accuracy_ci_low"),
                                              summary.get("accuracy_ci_high")),
             "dev %": _pct(manifest["scores"].get("dev_accuracy", math.nan)),
+            "paired vs 0.5b zero-shot": paired_accuracy(small_zero_shot, load_results(program / "test_eval")),
             "wall time": f"{cost['wall_time_s']:.0f} s" if cost else "-",
             "model calls": f"{cost['model_calls']:.0f}" if cost else "-",
         })
@@ -103,11 +127,23 @@ def eval_rows(suite: str, split: str = "test") -> list[dict[str, str]]:
     return rows
 
 
+def routed_vs_secondary(cases: pd.DataFrame, detector: str, threshold: float) -> str:
+    """The cascade at ``threshold`` (delegate: stuck cases take the secondary's answer) against the secondary
+    alone, paired over the same test cases."""
+    score = cases.get(f"score_{detector}")
+    if score is None or cases.empty:
+        return "-"
+    escalated = score.fillna(1.0) >= threshold  # as the sweep counts an unscored case: stuck
+    routed = cases["primary_correct"].where(~escalated, cases["secondary_correct"])
+    return paired_accuracy(cases.assign(full_match=cases["secondary_correct"]), cases.assign(full_match=routed))
+
+
 def stuck_rows(suite: str) -> list[dict[str, str]]:
     path = Path("runs/stuck_bench") / suite / "summary.csv"
     if not path.exists():
         return []
     curves = pd.read_parquet(path.parent / "curves.parquet")
+    cases = pd.read_parquet(path.parent / "cases.parquet")
     rows = []
     for r in pd.read_csv(path).to_dict("records"):
         if not r.get("available", True):
@@ -124,6 +160,9 @@ def stuck_rows(suite: str) -> list[dict[str, str]]:
             "threshold (dev)": f"{r['recommended_threshold']:.3f}",
             "test accuracy %": _pct(r["test_accuracy"], r["test_accuracy_ci_low"], r["test_accuracy_ci_high"]),
             "escalated": _share(r["test_escalation_rate"]),
+            "paired vs 1.5B alone": routed_vs_secondary(
+                cases[(cases["split"] == "test") & (cases["pair"] == r["pair"])], r["detector"],
+                r["recommended_threshold"]),
             "cost vs 1.5B": f"{r['test_cost_vs_secondary']:.2f}x",
             "0.5B / 1.5B test %": f"{100 * r['test_primary_accuracy']:.1f} / {100 * r['test_secondary_accuracy']:.1f}",
         })

@@ -25,3 +25,24 @@ def test_paired_rows_per_suite_and_the_domain_suites_pooled():
     assert "| 2 domain suites pooled | 0.5b | 6 | 33.3 | 83.3 | +50.0 [" in table
     assert "| bfcl_multiple | 0.5b | 2 | 50.0 | 100.0 |" in table and "pooled | 0.5b | 8" not in table
     assert "- events, 0.5b: native (4.0 s per correct decision)" in fastest_per_correct(runs)
+
+
+def test_the_optimization_report_pairs_each_program_with_the_zero_shot_rows():
+    from evals.benchmarks.report import paired_accuracy
+
+    before = _rows("case", [0] * 20 + [1] * 5, 1.0)
+    after = _rows("case", [1] * 20 + [1] * 5, 1.0)
+    text = paired_accuracy(before, after)
+    assert text.startswith("+80.0 [") and ", p=0.000" in text and "n.s." not in text
+    assert paired_accuracy(before, before).startswith("+0.0 [+0.0, +0.0]") and "(n.s.)" in paired_accuracy(before, before)
+    assert paired_accuracy(None, after) == "-"
+
+
+def test_the_stuck_report_pairs_the_cascade_with_the_secondary_alone():
+    from evals.benchmarks.report import routed_vs_secondary
+
+    cases = pd.DataFrame({"id": [f"c{i}" for i in range(4)], "primary_correct": [1.0, 0.0, 0.0, 1.0],
+                          "secondary_correct": [1.0, 1.0, 1.0, 0.0], "score_validation": [0.0, 1.0, 0.0, float("nan")]})
+    # escalated: c1 (score 1) and c3 (unscored counts as stuck); routed correct: c0, c1 -> 2 of 4, secondary 3 of 4
+    assert routed_vs_secondary(cases, "validation", 0.5).startswith("-25.0 [")
+    assert routed_vs_secondary(cases, "confidence", 0.5) == "-"
