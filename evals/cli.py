@@ -54,6 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="Show the selector only the K tools a retriever ranks highest for each request.")
     run.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"],
                      help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
+    run.add_argument("--undeclared-arguments", choices=["refuse", "drop"], default="refuse",
+                     help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
+                          "tool would refuse it) or drop it and check the call again (counted per case as "
+                          "undeclared_dropped).")
     run.add_argument("--mcp", metavar="CMD_OR_URL",
                      help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
                           "the server's tool list, and its expected calls name those tools.")
@@ -163,7 +167,7 @@ def _run_eval(args: argparse.Namespace, tools=None):
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed, retrieve=args.retrieve,
-        retriever=args.retriever, serve=args.serve, ray=args.ray,
+        retriever=args.retriever, serve=args.serve, ray=args.ray, undeclared_arguments=args.undeclared_arguments,
     )
 
 

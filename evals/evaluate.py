@@ -24,7 +24,7 @@ from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
-from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_undeclared_arguments
 from tool_selection.strategies import DEFAULT_STRATEGY
 
 __all__ = ["build_adapter", "default_run_dir", "evaluate", "load_program"]
@@ -104,6 +104,7 @@ def evaluate(
     retriever: str = "hybrid",
     serve: int | None = None,
     ray: str | None = None,
+    undeclared_arguments: str = "refuse",
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
@@ -115,7 +116,8 @@ def evaluate(
     with this many parallel slots (``tool_selection.lm.ModelServer``) and send it ``threads`` cases at a time; the
     server stops with the run, and if it dies the run stops with the finished cases kept. ``ray``: fan the cases
     out over Ray, ``threads`` at a time (``"local"``: a Ray instance on this machine; else a cluster's
-    ``HOST:PORT``; see ``evals.fanout``)."""
+    ``HOST:PORT``; see ``evals.fanout``). ``undeclared_arguments="drop"``: remove arguments a call's tool does not
+    declare before checking it (``MultiToolSelector``), recorded in the params and per case."""
     with contextlib.ExitStack() as stack:
         if threads < 1 or max_tokens < 1:
             raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
@@ -136,7 +138,8 @@ def evaluate(
         job = SelectorJob(program=program, strategy=strategy, allow_tool_changes=allow_tool_changes,
                           model=server.model_spec if server else model, gate_model=gate_model,
                           gate_threshold=gate_threshold, retrieve=retrieve, retriever=retriever,
-                          temperature=temperature, max_tokens=max_tokens, cache=cache)
+                          temperature=temperature, max_tokens=max_tokens, cache=cache,
+                          undeclared_arguments=undeclared_arguments)
         selector, lm, model_name, gate_name = job.prepare()
         if server is not None:
             model_name = model
@@ -160,6 +163,7 @@ def evaluate(
             "program_fingerprint": program_fingerprint(selector),
             "strategy": selector.strategy_name,
             **({"retrieve": retrieve, "retriever": retriever} if retrieve is not None else {}),
+            **({"undeclared_arguments": undeclared_arguments} if undeclared_arguments != "refuse" else {}),
             "max_tokens": max_tokens,
             "temperature": temperature,
             "cases": len(cases),
@@ -211,6 +215,7 @@ class SelectorJob:
     temperature: float
     max_tokens: int
     cache: bool
+    undeclared_arguments: str = "refuse"
 
     def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
         """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
@@ -229,6 +234,7 @@ class SelectorJob:
         selector.check_lm(lm)
         if self.retrieve is not None:
             selector.retrieve, selector.retriever_name = self.retrieve, self.retriever
+        selector.undeclared_arguments = check_undeclared_arguments(self.undeclared_arguments)
         return selector, lm, model_name, gate_name
 
 

@@ -22,7 +22,7 @@ from evals.tracking import write_json
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector
-from tool_selection.strategies import GATE_PREFIX, STRUCTURED_STRATEGY, check_decision
+from tool_selection.strategies import GATE_PREFIX, STRUCTURED_STRATEGY, check_decision, drop_undeclared
 from tool_selection.strategies.base import as_calls, inner_predict
 
 __all__ = ["rescore_run"]
@@ -76,6 +76,10 @@ def rescore_run(run_dir: str | Path) -> int:
             reasoning, calls, fresh = row.get("reasoning") or "", _calls(row), {}
         case = cases[case_id]
         decision = check_decision(reasoning, calls, registry_for(case))
+        if params.get("undeclared_arguments") == "drop":  # as the run's selector did
+            decision, dropped = drop_undeclared(decision, registry_for(case))
+            if dropped:  # only a re-read answer still has them; kept rows were stored without
+                fresh["undeclared_dropped"] = float(dropped)
         fresh.update(score_case(case, decision), **decision_fields(decision))
         if not all(_same(row.get(key), value) for key, value in fresh.items()):
             row.update(fresh)

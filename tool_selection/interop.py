@@ -215,6 +215,14 @@ class SchemaOnlyTool(BaseTool, abstract=True):
         return schema
 
     @classmethod
+    def undeclared_arguments(cls, arguments: dict[str, Any]) -> list[str]:
+        """Keys outside ``properties``, where the schema forbids others (JSON Schema allows them by default)."""
+        schema = cls.input_schema()
+        if schema.get("additionalProperties", True) is not False:
+            return []
+        return [key for key in arguments if key not in schema["properties"]]
+
+    @classmethod
     def check_arguments(cls, arguments: dict[str, Any]) -> list[ArgumentProblem]:
         if not isinstance(arguments, dict):
             return [ArgumentProblem("(arguments)", f"expected an object, got {type(arguments).__name__}")]

@@ -27,7 +27,9 @@ from tool_selection.strategies import (
     DEFAULT_STRATEGY,
     GATE_PREFIX,
     STRUCTURED_STRATEGY,
+    UNDECLARED_ARGUMENTS,
     check_decision,
+    drop_undeclared,
     get_strategy,
     parse_strategy,
 )
@@ -70,6 +72,13 @@ class _LoadDescriptor:
         return functools.partial(load_program_state, instance)
 
 
+def check_undeclared_arguments(value: str) -> str:
+    if value not in UNDECLARED_ARGUMENTS:
+        raise ToolSelectionError(f"undeclared_arguments must be one of {', '.join(UNDECLARED_ARGUMENTS)}, "
+                                 f"got {value!r}.")
+    return value
+
+
 class MultiToolSelector(dspy.Module):
     """Chooses zero or more tool calls for a request from the available tools.
 
@@ -78,15 +87,18 @@ class MultiToolSelector(dspy.Module):
     module docstring; ``tool_selection.strategies.strategy_names()``). ``constrain=True`` (the default) lets
     strategies constrain decoding where they can (the JSON strategies' response schema). With ``gate+NAME``,
     ``gate_threshold`` is the relevance score below which the selector answers with no call, and ``gate_lm`` an
-    optional other model for the gate.
+    optional other model for the gate. ``undeclared_arguments="drop"`` removes arguments a call's tool does not
+    declare (small models copy schema keys such as ``"type": "object"`` into their calls) and records how many in
+    the row (``undeclared_dropped``); the default, ``"refuse"``, leaves such a call invalid, as the tool would.
     """
 
     def __init__(self, tools: Tools | None = None, *, strategy: str = DEFAULT_STRATEGY, constrain: bool = True,
                  gate_threshold: float = 0.0, gate_lm: dspy.BaseLM | None = None, retrieve: int | None = None,
-                 retriever: str = "hybrid"):
+                 retriever: str = "hybrid", undeclared_arguments: str = "refuse"):
         super().__init__()
         if retrieve is not None and retrieve < 1:
             raise ToolSelectionError(f"retrieve must be a positive number of tools, got {retrieve}.")
+        self.undeclared_arguments = check_undeclared_arguments(undeclared_arguments)
         gated, name = parse_strategy(strategy)
         self.tools = None if tools is None else _as_registry(tools)
         self.constrain = constrain
@@ -122,6 +134,10 @@ class MultiToolSelector(dspy.Module):
                                        raw_response=None, row_extras=extras)
         with dspy.context(adapter=self.strategy.adapter()):
             prediction = self.strategy.decide(self.select, request, registry, conversation=conversation)
+        if self.undeclared_arguments == "drop":
+            decision, dropped = drop_undeclared(prediction.decision, registry)
+            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
+            extras["undeclared_dropped"] = float(dropped)
         if extras:
             prediction.row_extras = extras
         return prediction

@@ -212,19 +212,26 @@ class BaseTool(BaseModel):
 
     # ------------------------------------------------------------- validation
     @classmethod
+    def undeclared_arguments(cls, arguments: dict[str, Any]) -> list[str]:
+        """The keys of ``arguments`` the tool refuses for not declaring them (none when it allows extras)."""
+        if cls.Arguments.model_config.get("extra") == "allow":
+            return []
+        fields = cls.Arguments.model_fields
+        known = {f.alias or name for name, f in fields.items()} | set(fields)
+        return [key for key in arguments if key not in known]
+
+    @classmethod
     def check_arguments(cls, arguments: dict[str, Any]) -> list[ArgumentProblem]:
         """Every problem with ``arguments`` (empty when they are valid). Never raises."""
         if not isinstance(arguments, dict):
             return [ArgumentProblem("(arguments)", f"expected an object, got {type(arguments).__name__}")]
-        problems = []
-        known = {f.alias or name for name, f in cls.Arguments.model_fields.items()} | set(cls.Arguments.model_fields)
-        if cls.Arguments.model_config.get("extra") != "allow":
-            problems = [ArgumentProblem(key, "unexpected argument (not in the tool's schema)", arguments[key])
-                        for key in arguments if key not in known]
+        undeclared = cls.undeclared_arguments(arguments)
+        problems = [ArgumentProblem(key, "unexpected argument (not in the tool's schema)", arguments[key])
+                    for key in undeclared]
         try:
             cls.Arguments.model_validate(arguments)
         except ValidationError as error:
-            problems += [p for p in problems_from_validation_error(error) if p.field not in arguments or p.field in known]
+            problems += [p for p in problems_from_validation_error(error) if p.field not in undeclared]
         return problems
 
     @classmethod

@@ -6,9 +6,11 @@ the relevance gate in front of it. See ``base.SelectionStrategy`` for what a str
 
 from tool_selection.strategies.base import (
     GATE_PREFIX,
+    UNDECLARED_ARGUMENTS,
     SelectionStrategy,
     UnknownStrategyError,
     check_decision,
+    drop_undeclared,
     get_strategy,
     parse_strategy,
     register_strategy,
@@ -19,9 +21,11 @@ __all__ = [
     "DEFAULT_STRATEGY",
     "STRUCTURED_STRATEGY",
     "GATE_PREFIX",
+    "UNDECLARED_ARGUMENTS",
     "SelectionStrategy",
     "UnknownStrategyError",
     "check_decision",
+    "drop_undeclared",
     "get_strategy",
     "parse_strategy",
     "register_strategy",
@@ -33,6 +37,5 @@ DEFAULT_STRATEGY = "native"
 correct decision on BFCL with the local models (README, Results: selection strategies)."""
 
 STRUCTURED_STRATEGY = "json-cot"
-"""Reasoning plus a constrained JSON answer: what the optimizers and the stuck benchmark default to (their
-detectors read the reasoning and the answer's log-probabilities), and what a compiled selector whose manifest
-names no strategy was built with (the only strategy before strategies were named)."""
+"""Reasoning plus a constrained JSON answer: what a compiled selector whose manifest names no strategy was built
+with (the only strategy before strategies were named)."""

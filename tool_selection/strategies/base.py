@@ -25,7 +25,9 @@ __all__ = [
     "GATE_PREFIX",
     "SelectionStrategy",
     "UnknownStrategyError",
+    "UNDECLARED_ARGUMENTS",
     "check_decision",
+    "drop_undeclared",
     "get_strategy",
     "parse_strategy",
     "register_strategy",
@@ -151,6 +153,28 @@ def check_decision(reasoning: str, calls: list[ToolCall], registry: ToolRegistry
                                         detail="; ".join(str(p) for p in arg_problems),
                                         fields=[p.field for p in arg_problems]))
     return MultiToolDecision(reasoning=safe_text(reasoning or "", 4000), tool_calls=checked, problems=problems)
+
+
+UNDECLARED_ARGUMENTS = ("refuse", "drop")
+"""What a selector does with an argument its tool does not declare: ``refuse`` (the call is invalid, as the tool
+would refuse it) or ``drop`` (the key is removed and the call checked again; the row records how many were)."""
+
+
+def drop_undeclared(decision: MultiToolDecision, registry: ToolRegistry) -> tuple[MultiToolDecision, int]:
+    """``decision`` with every argument its tool does not declare removed and its calls checked again, and how
+    many arguments were removed."""
+    calls, dropped = [], 0
+    for call in decision.tool_calls:
+        if call.tool_name in registry and isinstance(call.arguments, dict):
+            undeclared = registry.get(call.tool_name).undeclared_arguments(call.arguments)
+            if undeclared:
+                dropped += len(undeclared)
+                call = ToolCall(tool_name=call.tool_name,
+                                arguments={k: v for k, v in call.arguments.items() if k not in undeclared})
+        calls.append(call)
+    if not dropped:
+        return decision, 0
+    return check_decision(decision.reasoning, calls, registry), dropped
 
 
 def parse_failure(error: AdapterParseError | str, raw: str | None) -> dspy.Prediction:
