@@ -84,6 +84,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "rewrite the run's rows and summaries; no model call (greedy answers do "
                                          "not change; latency and tokens stay measured).")
     rescore.add_argument("run_dirs", nargs="+", help="Run directories of 'toolsel eval'.")
+    rescore.add_argument("--undeclared-arguments", choices=["drop"],
+                         help="Score the run as 'toolsel eval --undeclared-arguments drop' would have (the option "
+                              "reads the same answers differently): written to a copy, --into DIR.")
+    rescore.add_argument("--into", metavar="DIR", help="With --undeclared-arguments: the copy's directory.")
     rescore.set_defaults(handler=_rescore)
 
     loop = sub.add_parser("loop", help="Run multi-step tasks through the tool-calling loop and score how they end.",
@@ -248,8 +252,14 @@ def _load(ref: str, uri: str | None) -> pd.DataFrame:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    from evals.rescore import main
+    from evals.rescore import main, rescore_dropping
 
+    if args.undeclared_arguments or args.into:
+        if not (args.undeclared_arguments and args.into) or len(args.run_dirs) != 1:
+            raise ToolSelectionError("--undeclared-arguments drop and --into DIR go together, with one run directory.")
+        changed = rescore_dropping(args.run_dirs[0], args.into)
+        print(f"{args.into}: {changed} row(s) scored differently with undeclared arguments dropped")
+        return 0
     return main(args.run_dirs)
 
 

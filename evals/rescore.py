@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 from dspy.utils.exceptions import AdapterParseError
@@ -78,7 +79,7 @@ def rescore_run(run_dir: str | Path) -> int:
         decision = check_decision(reasoning, calls, registry_for(case))
         if params.get("undeclared_arguments") == "drop":  # as the run's selector did
             decision, dropped = drop_undeclared(decision, registry_for(case))
-            if dropped:  # only a re-read answer still has them; kept rows were stored without
+            if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
                 fresh["undeclared_dropped"] = float(dropped)
         fresh.update(score_case(case, decision), **decision_fields(decision))
         if not all(_same(row.get(key), value) for key, value in fresh.items()):
@@ -95,6 +96,24 @@ def rescore_run(run_dir: str | Path) -> int:
     params = {**params, "rescored": True}
     write_json(summary_path, {"params": params, "summary": summarize(frame)})
     return changed
+
+
+def rescore_dropping(run_dir: str | Path, into: str | Path) -> int:
+    """A copy of a finished run in ``into``, scored as if it had run with ``undeclared_arguments="drop"``: the
+    option only changes how the same answers are read, so the copy's rows are those such a run gives. Returns how
+    many rows changed."""
+    source, target = Path(run_dir), Path(into)
+    if not (source / "summary.json").exists():
+        raise ToolSelectionError(f"{source} has no summary.json: rescore reads finished runs of 'toolsel eval'.")
+    if target.exists():
+        raise ToolSelectionError(f"{target} exists; give a new directory for the copy.")
+    target.mkdir(parents=True)
+    for name in (RESULTS_FILE, "summary.json"):
+        shutil.copy2(source / name, target / name)
+    meta = json.loads((target / "summary.json").read_text(encoding="utf-8"))
+    meta["params"] = {**meta["params"], "undeclared_arguments": "drop", "derived_from": str(source)}
+    write_json(target / "summary.json", meta)
+    return rescore_run(target)
 
 
 def main(run_dirs: list[str]) -> int:

@@ -87,3 +87,29 @@ def test_an_evaluation_that_drops_records_it_and_a_rescore_keeps_doing_it(tmp_pa
     assert row["undeclared_dropped"] == 1.0 and row["full_match"] == 1.0
     assert rescore_run(run_dir) == 0  # the stored calls are the dropped ones; scoring them again changes nothing
     assert load_tool_set("finance").registry().get(call.tool_name).undeclared_arguments(right) == []
+
+
+def test_a_finished_run_is_scored_again_as_a_dropping_run_would_score_it(tmp_path):
+    from tool_selection.cli import main
+
+    case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1
+                and c.expected_calls[0].arguments)
+    call = case.expected_calls[0]
+    right = {name: values[0] for name, values in call.acceptable().items()}
+    lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": call.tool_name,
+                                                                "arguments": {**right, "type": "object"}}])}],
+                 adapter=dspy.JSONAdapter())
+    refused = evaluate(Suite(name="finance", cases=[case]), lm, split=None, strategy="json-cot",
+                       run_dir=tmp_path / "run", mlflow=False, progress=False)
+    assert refused.results.iloc[0]["full_match"] == 0.0
+
+    assert main(["eval", "rescore", str(tmp_path / "run"), "--undeclared-arguments", "drop",
+                 "--into", str(tmp_path / "dropped")]) == 0
+    import pandas as pd
+
+    row = pd.read_parquet(tmp_path / "dropped" / "results.parquet").iloc[0]
+    assert row["full_match"] == 1.0 and row["undeclared_dropped"] == 1.0
+    params = json.loads((tmp_path / "dropped" / "summary.json").read_text())["params"]
+    assert params["undeclared_arguments"] == "drop" and params["derived_from"] == str(tmp_path / "run")
+    assert pd.read_parquet(tmp_path / "run" / "results.parquet").iloc[0]["full_match"] == 0.0  # the source stays
+    assert main(["eval", "rescore", str(tmp_path / "run"), "--into", str(tmp_path / "x")]) == 2
