@@ -65,19 +65,23 @@ def rescore_run(run_dir: str | Path) -> int:
     cases = {case.id: case for case in load_suite("bfcl:" + name[5:] if name.startswith("bfcl_") else name)}
     rows = load_rows(run_dir / RESULTS_FILE)
     changed = 0
+    dropping = params.get("undeclared_arguments") == "drop"
     for case_id, row in rows.items():
         if row.get("error_message") or case_id not in cases:
             continue
         if row.get("parse_failure"):
             reparsed = _reparse(selector, row["raw_response"]) if row.get("raw_response") else None
             if reparsed is None:
+                if dropping and "undeclared_dropped" not in row:  # no calls: nothing dropped, as a live run counts
+                    row["undeclared_dropped"] = 0.0
+                    changed += 1
                 continue
             reasoning, calls, fresh = reparsed[0], reparsed[1], {"raw_response": None}
         else:
             reasoning, calls, fresh = row.get("reasoning") or "", _calls(row), {}
         case = cases[case_id]
         decision = check_decision(reasoning, calls, registry_for(case))
-        if params.get("undeclared_arguments") == "drop":  # as the run's selector did
+        if dropping:  # as the run's selector did
             decision, dropped = drop_undeclared(decision, registry_for(case))
             if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
                 fresh["undeclared_dropped"] = float(dropped)

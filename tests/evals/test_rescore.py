@@ -79,3 +79,13 @@ def test_calls_are_checked_and_scored_again_with_todays_rules(tmp_path):
 def test_a_folder_that_is_not_a_finished_run_is_refused(tmp_path):
     with pytest.raises(ToolSelectionError, match="no summary.json"):
         rescore_run(tmp_path)
+
+
+def test_a_dropping_copy_counts_nothing_dropped_on_an_unreadable_answer(tmp_path):
+    from evals.suite import load_suite
+
+    case = load_suite("finance").split("test").cases[0]
+    run = _run(tmp_path, [_failure(case.id, '{"name": "x", "argu')])
+    assert main(["eval", "rescore", str(run), "--undeclared-arguments", "drop", "--into", str(tmp_path / "d")]) == 0
+    row = pd.read_parquet(tmp_path / "d" / "results.parquet").iloc[0]
+    assert row["parse_failure"] == 1.0 and row["undeclared_dropped"] == 0.0  # what a live dropping run records
