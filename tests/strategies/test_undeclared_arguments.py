@@ -70,7 +70,8 @@ def test_a_bad_choice_is_a_clear_error():
         build_parser().parse_args(["eval", "--undeclared-arguments", "ignore"])
 
 
-def test_an_evaluation_that_drops_records_it_and_a_rescore_keeps_doing_it(tmp_path):
+def _finance_run(run_dir, **options):
+    """One finance case answered right plus an echoed schema key, evaluated with ``options``."""
     case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1
                 and c.expected_calls[0].arguments)
     call = case.expected_calls[0]
@@ -78,10 +79,14 @@ def test_an_evaluation_that_drops_records_it_and_a_rescore_keeps_doing_it(tmp_pa
     lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": call.tool_name,
                                                                 "arguments": {**right, "type": "object"}}])}],
                  adapter=dspy.JSONAdapter())
-    suite = Suite(name="finance", cases=[case])
+    result = evaluate(Suite(name="finance", cases=[case]), lm, split=None, strategy="json-cot", run_dir=run_dir,
+                      mlflow=False, progress=False, **options)
+    return result, call, right
+
+
+def test_an_evaluation_that_drops_records_it_and_a_rescore_keeps_doing_it(tmp_path):
     run_dir = tmp_path / "run"
-    result = evaluate(suite, lm, split=None, strategy="json-cot", undeclared_arguments="drop", run_dir=run_dir,
-                      mlflow=False, progress=False)
+    result, call, right = _finance_run(run_dir, undeclared_arguments="drop")
     row = result.results.iloc[0]
     assert result.params["undeclared_arguments"] == "drop"
     assert row["undeclared_dropped"] == 1.0 and row["full_match"] == 1.0
@@ -90,23 +95,15 @@ def test_an_evaluation_that_drops_records_it_and_a_rescore_keeps_doing_it(tmp_pa
 
 
 def test_a_finished_run_is_scored_again_as_a_dropping_run_would_score_it(tmp_path):
+    import pandas as pd
+
     from tool_selection.cli import main
 
-    case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1
-                and c.expected_calls[0].arguments)
-    call = case.expected_calls[0]
-    right = {name: values[0] for name, values in call.acceptable().items()}
-    lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": call.tool_name,
-                                                                "arguments": {**right, "type": "object"}}])}],
-                 adapter=dspy.JSONAdapter())
-    refused = evaluate(Suite(name="finance", cases=[case]), lm, split=None, strategy="json-cot",
-                       run_dir=tmp_path / "run", mlflow=False, progress=False)
+    refused, _, _ = _finance_run(tmp_path / "run")
     assert refused.results.iloc[0]["full_match"] == 0.0
 
     assert main(["eval", "rescore", str(tmp_path / "run"), "--undeclared-arguments", "drop",
                  "--into", str(tmp_path / "dropped")]) == 0
-    import pandas as pd
-
     row = pd.read_parquet(tmp_path / "dropped" / "results.parquet").iloc[0]
     assert row["full_match"] == 1.0 and row["undeclared_dropped"] == 1.0
     params = json.loads((tmp_path / "dropped" / "summary.json").read_text())["params"]
