@@ -24,6 +24,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "ParsedAnswer",
     "load_json",
+    "native_calls_start",
     "nesting_depth",
     "parse_call_lines",
     "parse_fenced_tool_blocks",
@@ -222,6 +223,13 @@ def parse_native(text: str) -> ParsedAnswer:
             _calls_from_json(stripped, parsed, "JSON answer")
         return parsed
     return ParsedAnswer(text=stripped)
+
+
+def native_calls_start(text: str) -> int | None:
+    """Where the calls of a native answer begin: its first ``<tool_call>`` tag, else its first JSON fence (where
+    ``parse_native`` reads them); None for prose or a bare JSON answer."""
+    match = _TOOL_CALL_TAG.search(text) if "<tool_call>" in text else _JSON_FENCE.search(text)
+    return match.start() if match else None
 
 
 _TOOL_FENCE = re.compile(r"```tool[ \t]*\n(?P<body>.*?)(?:```|$)", re.DOTALL)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 from tool_selection.decision import MultiToolDecision
+from tool_selection.parsing import native_calls_start
 from tool_selection.stuck.base import Attempt, DetectorUnavailable, Generation, StuckDetector, StuckSignal
 
 __all__ = ["ConfidenceDetector", "LeastConfidenceDetector", "align_tokens", "answer_spans", "calls_start"]
@@ -62,7 +63,6 @@ class LeastConfidenceDetector(ConfidenceDetector):
 
 
 _CALLS_KEY = re.compile(r'(?<!\\)"tool_calls"\s*:|\[\[\s*##\s*tool_calls\s*##\s*\]\]')
-_NATIVE_CALL = re.compile(r"<tool_call>|```(?:json|tool_call|tool_code)?[ \t]*\n?(?=\s*[\[{])")
 
 
 def calls_start(text: str) -> int | None:
@@ -71,8 +71,7 @@ def calls_start(text: str) -> int | None:
     keys = list(_CALLS_KEY.finditer(text))
     if keys:
         return keys[-1].end()
-    native = _NATIVE_CALL.search(text)
-    return native.start() if native else None
+    return native_calls_start(text)
 
 
 def answer_spans(text: str, decision: MultiToolDecision) -> tuple[list[tuple[int, int]], str]:
