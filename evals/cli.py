@@ -12,7 +12,7 @@ from evals.metrics import METRICS
 from evals.runner import load_results
 from evals.stats import compare_runs
 from tool_selection.errors import ToolSelectionError
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.strategies import DEFAULT_STRATEGY, UNDECLARED_ARGUMENTS
 
 DEFAULT_SUITE = "treasure_hunt"
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="Show the selector only the K tools a retriever ranks highest for each request.")
     run.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"],
                      help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
-    run.add_argument("--undeclared-arguments", choices=["refuse", "drop"], default="refuse",
+    run.add_argument("--undeclared-arguments", choices=UNDECLARED_ARGUMENTS, default="refuse",
                      help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
                           "tool would refuse it) or drop it and check the call again (counted per case as "
                           "undeclared_dropped).")

@@ -80,9 +80,10 @@ def rescore_run(run_dir: str | Path) -> int:
         else:
             reasoning, calls, fresh = row.get("reasoning") or "", _calls(row), {}
         case = cases[case_id]
-        decision = check_decision(reasoning, calls, registry_for(case))
+        registry = registry_for(case)
+        decision = check_decision(reasoning, calls, registry)
         if dropping:  # as the run's selector did
-            decision, dropped = drop_undeclared(decision, registry_for(case))
+            decision, dropped = drop_undeclared(decision, registry)
             if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
                 fresh["undeclared_dropped"] = float(dropped)
         fresh.update(score_case(case, decision), **decision_fields(decision))
