@@ -49,7 +49,8 @@ def _same(before: object, after: object) -> bool:
 
 def rescore_run(run_dir: str | Path) -> int:
     """Re-read the run's parse failures and re-check and re-score its other rows; rewrite its results, table,
-    summary and tag table. Returns how many rows changed."""
+    summary and tag table. Returns how many rows hold a different value now (a column added to a row, such as
+    the count of dropped arguments, is written but not counted)."""
     run_dir = Path(run_dir)
     summary_path = run_dir / "summary.json"
     if not summary_path.exists():
@@ -64,7 +65,8 @@ def rescore_run(run_dir: str | Path) -> int:
     name = params["suite"]  # a BFCL suite is named bfcl_<categories>, loaded as bfcl:<categories>
     cases = {case.id: case for case in load_suite("bfcl:" + name[5:] if name.startswith("bfcl_") else name)}
     rows = load_rows(run_dir / RESULTS_FILE)
-    changed = 0
+    changed = 0  # rows whose stored values differ now
+    rewritten = False  # rows changed, or given a column they lacked
     dropping = params.get("undeclared_arguments") == "drop"
     for case_id, row in rows.items():
         if row.get("error_message") or case_id not in cases:
@@ -74,7 +76,7 @@ def rescore_run(run_dir: str | Path) -> int:
             if reparsed is None:
                 if dropping and "undeclared_dropped" not in row:  # no calls: nothing dropped, as a live run counts
                     row["undeclared_dropped"] = 0.0
-                    changed += 1
+                    rewritten = True
                 continue
             reasoning, calls, fresh = reparsed[0], reparsed[1], {"raw_response": None}
         else:
@@ -87,10 +89,12 @@ def rescore_run(run_dir: str | Path) -> int:
             if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
                 fresh["undeclared_dropped"] = float(dropped)
         fresh.update(score_case(case, decision), **decision_fields(decision))
-        if not all(_same(row.get(key), value) for key, value in fresh.items()):
+        differs = any(key in row and not _same(row[key], value) for key, value in fresh.items())
+        if differs or not fresh.keys() <= row.keys():
             row.update(fresh)
-            changed += 1
-    if not changed:
+            changed += differs
+            rewritten = True
+    if not rewritten:
         return 0
     ordered = list(rows.values())
     (run_dir / RESULTS_FILE).write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n"

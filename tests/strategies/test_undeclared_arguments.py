@@ -70,14 +70,16 @@ def test_a_bad_choice_is_a_clear_error():
         build_parser().parse_args(["eval", "--undeclared-arguments", "ignore"])
 
 
-def _finance_run(run_dir, **options):
-    """One finance case answered right plus an echoed schema key, evaluated with ``options``."""
+def _finance_run(run_dir, extra=None, **options):
+    """One finance case answered right plus ``extra`` arguments (default: an echoed schema key), evaluated with
+    ``options``."""
+    extra = {"type": "object"} if extra is None else extra
     case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1
                 and c.expected_calls[0].arguments)
     call = case.expected_calls[0]
     right = {name: values[0] for name, values in call.acceptable().items()}
     lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": call.tool_name,
-                                                                "arguments": {**right, "type": "object"}}])}],
+                                                                "arguments": {**right, **extra}}])}],
                  adapter=dspy.JSONAdapter())
     result = evaluate(Suite(name="finance", cases=[case]), lm, split=None, strategy="json-cot", run_dir=run_dir,
                       mlflow=False, progress=False, **options)
@@ -110,3 +112,15 @@ def test_a_finished_run_is_scored_again_as_a_dropping_run_would_score_it(tmp_pat
     assert params["undeclared_arguments"] == "drop" and params["derived_from"] == str(tmp_path / "run")
     assert pd.read_parquet(tmp_path / "run" / "results.parquet").iloc[0]["full_match"] == 0.0  # the source stays
     assert main(["eval", "rescore", str(tmp_path / "run"), "--into", str(tmp_path / "x")]) == 2
+
+
+def test_a_copy_counts_rows_scored_differently_not_rows_given_the_new_column(tmp_path):
+    import pandas as pd
+
+    from evals.rescore import rescore_dropping
+
+    _finance_run(tmp_path / "clean", extra={})
+    assert rescore_dropping(tmp_path / "clean", tmp_path / "clean-dropped") == 0
+    assert pd.read_parquet(tmp_path / "clean-dropped" / "results.parquet").iloc[0]["undeclared_dropped"] == 0.0
+    _finance_run(tmp_path / "echoed")
+    assert rescore_dropping(tmp_path / "echoed", tmp_path / "echoed-dropped") == 1
