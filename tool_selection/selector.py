@@ -3,8 +3,9 @@
 One program serves any tool catalog: the available tools are an input, so a compiled selector's instructions and
 demonstrations carry over between tool sets. How the model is asked and its answer read is the selector's
 *strategy* (``tool_selection.strategies``): ``native`` (the default: the model's own tool-calling format),
-``native-cot``, ``json-cot`` (ChainOfThought over JSON whose response schema admits only the listed tools),
-``text:*`` protocols, ``json`` and ``chat-cot``; ``gate+NAME`` asks a relevance question first. The selector
+``native-cot``, ``native-strict`` (each call decoded under the tools' grammar), ``json-cot`` (ChainOfThought over
+JSON whose response schema admits only the listed tools), ``text:*`` protocols, ``json`` and ``chat-cot``;
+``gate+NAME`` asks a relevance question first. The selector
 carries its strategy's adapter, so calling it in Python with only an LM configured behaves as ``toolsel eval``
 does. Every decision is checked against the registry; unknown tools and invalid arguments are recorded on the
 ``MultiToolDecision``, never raised, and an unreadable answer becomes a decision with ``parse_error`` set.

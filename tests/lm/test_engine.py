@@ -163,7 +163,7 @@ def test_a_schema_llama_cpp_cannot_convert_falls_back_to_json_and_says_so(make_l
     def refuse(*args, **kwargs):
         raise NotImplementedError("unsupported keyword")
 
-    monkeypatch.setattr(llama_grammar.LlamaGrammar, "from_json_schema", refuse)
+    monkeypatch.setattr(llama_grammar, "json_schema_to_gbnf", refuse)
     engine._compiled_grammar.cache_clear()
     lm, llama = make_lm(['{"x": 1}'])
     schema = {"type": "json_schema", "json_schema": {"name": "X", "schema": {"type": "object"}}}

@@ -68,3 +68,19 @@ def test_a_schema_llama_cpp_cannot_parse_does_not_crash(lm):
     (note,) = lm.history[-1]["adaptations"]
     assert note.field == "config.response_format" and note.action == "substituted"
     assert "".join(output["text"].split()).startswith('{"sql":"')  # still held to the schema's shape
+
+
+def test_strict_calls_hold_the_real_model_to_the_tools_schemas(lm):
+    """The 0.5B model, asked in its own format, copies the tool's schema into its arguments ("properties",
+    "additionalProperties"); native-strict decodes the same call under the tools' grammar."""
+    from tool_selection import MultiToolSelector, load_tool_set
+
+    registry = load_tool_set("ecommerce").registry()
+    request = "Add 2 of P4006 to my cart please"  # ecommerce-004
+    with dspy.context(lm=lm):
+        free = MultiToolSelector(registry, strategy="native")(request).decision
+        strict = MultiToolSelector(registry, strategy="native-strict")(request).decision
+    assert free.parse_error or any(problem.kind == "invalid_arguments" for problem in free.problems)
+    assert strict.problems == [] and strict.parse_error is None
+    assert [(call.tool_name, call.arguments) for call in strict.tool_calls] == [
+        ("add_to_cart", {"product_id": "P4006", "quantity": 2})]

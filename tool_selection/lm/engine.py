@@ -24,6 +24,7 @@ import atexit
 import importlib.util
 import json
 import os
+import re
 import threading
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -54,6 +55,7 @@ from tool_selection.lm.assemble import ModelFileError, ensure_model
 from tool_selection.lm.catalog import load_catalog
 from tool_selection.lm.engine_check import require_working_engine
 from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
+from tool_selection.lm.strict_calls import render_chat, strict_tool_completion
 from tool_selection.parsing import parse_native
 
 __all__ = [
@@ -255,14 +257,18 @@ class LocalEngine:
             options["tools"] = tools
         model = self.model
         trace = GenerationTrace(top_logprobs=request.config.logprobs)
+        strict_calls = bool(tools) and request.config.response_format is not None
         with model.lock:
             grammar = None
             if request.config.response_format is not None:
-                grammar, note = _grammar(model.llama, request.config.response_format)
+                grammar, note = _grammar(model.llama, request.config.response_format, leading_space=strict_calls)
                 adaptations.extend(note)
             model.llama.trace = trace
             try:
-                raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
+                if strict_calls:
+                    raw = _strict_chat_completion(model.llama, messages, grammar, options)
+                else:
+                    raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
             except ValueError as error:
                 if "context window" in str(error):
                     raise ContextLengthError(f"{error}; this model was loaded with n_ctx={self.settings.n_ctx}. "
@@ -416,15 +422,16 @@ _NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definit
 _VALUES = frozenset({"const", "enum", "default", "examples"})  # data, not schemas
 
 
-def _grammar(llama, response_format: dict[str, Any]) -> tuple[Any, list[Adaptation]]:
-    """The grammar enforcing ``response_format`` that ``llama`` accepts, and what had to give way to get it.
+def _grammar(llama, response_format: dict[str, Any], *, leading_space: bool = False) -> tuple[Any, list[Adaptation]]:
+    """The grammar enforcing ``response_format`` that ``llama`` accepts, and what had to give way to get it
+    (``leading_space``: whitespace may come first, as after a tool-call tag).
 
     llama.cpp unrolls length and size bounds into repetitions, so large ones are dropped up front (a grammar
     with ``maxLength: 100000`` crashes it) and ``\\d`` is spelled ``[0-9]``; then patterns go (the converter lacks
     some regex classes), then all bounds.
     """
     if response_format.get("type") != "json_schema":
-        return _compiled_grammar(None), []
+        return _compiled_grammar(None, leading_space), []
     schema = response_format["schema"]
     bound = MAX_GRAMMAR_BOUND
     candidates = [
@@ -437,10 +444,10 @@ def _grammar(llama, response_format: dict[str, Any]) -> tuple[Any, list[Adaptati
         if candidate in tried:
             continue
         tried.append(candidate)
-        grammar = _compiled_grammar(json.dumps(candidate))
+        grammar = _compiled_grammar(json.dumps(candidate), leading_space)
         if grammar is not None and llama.accepts_grammar(grammar):
             return grammar, [_substituted(substitute)] if candidate != schema else []
-    return _compiled_grammar(None), [_substituted("json_object")]
+    return _compiled_grammar(None, leading_space), [_substituted("json_object")]
 
 
 def _substituted(applied: str) -> Adaptation:
@@ -489,17 +496,33 @@ def _grammar_pattern(pattern: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def _compiled_grammar(schema_json: str | None) -> Any:
+def _compiled_grammar(schema_json: str | None, leading_space: bool = False) -> Any:
     """A llama.cpp grammar for a JSON schema, or for any JSON when ``schema_json`` is None; None if the schema
     has no grammar (llama-cpp-python's converter does not cover every keyword)."""
-    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
-    if schema_json is None:
-        return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
     try:
-        return LlamaGrammar.from_json_schema(schema_json, verbose=False)
+        gbnf = JSON_GBNF if schema_json is None else json_schema_to_gbnf(schema_json)
     except Exception:
         return None
+    if leading_space:
+        gbnf = re.sub(r"^root\s*::=", "leading-space-value ::=", gbnf, count=1, flags=re.MULTILINE)
+        gbnf += '\nroot ::= [ \\t\\n]* leading-space-value\n'
+    return LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, options: dict[str, Any]) -> dict[str, Any]:
+    """A chat completion whose tool calls are decoded under ``grammar`` (see ``strict_calls``), in
+    ``create_chat_completion``'s shape."""
+    options = dict(options)
+    rendered = render_chat(llama, messages, options.pop("tools"))
+    completion = strict_tool_completion(
+        llama, rendered.prompt, grammar=grammar, max_tokens=options.pop("max_tokens", None) or llama.n_ctx(),
+        stop=[*options.pop("stop", []), *([rendered.stop] if isinstance(rendered.stop, str) else rendered.stop or [])],
+        stopping_criteria=rendered.stopping_criteria, **options)
+    choice = completion["choices"][0]
+    return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
+                         "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}
 
 
 # --- llama-cpp-python result -> Response ---------------------------------------------------------------------------

@@ -8,6 +8,8 @@ turns in the same format: the user's request, the assistant's calls, a tool resu
 
 - ``native``: the calls only (``dspy.Predict``); any prose the model writes is kept as the decision's reasoning.
 - ``native-cot``: one short thought first (which function fits, or that none does), kept as the reasoning.
+- ``native-strict``: as ``native``, but a local model's calls are decoded under a grammar of the listed tools and
+  their argument schemas (``tool_selection.lm.strict_calls``); its prose stays free.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from tool_selection.strategies.base import (
     register_strategy,
 )
 
-__all__ = ["NativeSelect", "NativeToolAdapter"]
+__all__ = ["NativeSelect", "NativeToolAdapter", "call_schema"]
 
 ABSTAIN_TEXT = "None of the available functions can do this."
 DEMO_RESULT = "(example call; result not shown)"
@@ -148,11 +150,28 @@ class NativeToolAdapter(dspy.Adapter):
         return {"tool_calls": parsed.calls, "reasoning": parsed.text.strip()}
 
 
+def call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON Schema of one call to any of ``tools`` (OpenAI shape): ``{"name": ..., "arguments": {...}}``, the
+    arguments following the named function's own parameters. Definitions the parameters share move to the top."""
+    definitions: dict[str, Any] = {}
+    alternatives = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        parameters = dict(function.get("parameters") or {"type": "object", "properties": {}})
+        definitions.update(parameters.pop("$defs", {}))
+        alternatives.append({"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+                             "properties": {"name": {"const": function["name"]}, "arguments": parameters}})
+    schema: dict[str, Any] = alternatives[0] if len(alternatives) == 1 else {"anyOf": alternatives}
+    return {**schema, "$defs": definitions} if definitions else schema
+
+
 def openai_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
     return [to_openai(tool) for tool in registry]
 
 
 class _NativeStrategy(SelectionStrategy):
+    strict = False  # decode each call under a grammar of the listed tools (local models)
+
     def build_predictor(self) -> dspy.Module:
         if self.reasoning:
             return dspy.ChainOfThought(NativeSelect, rationale_field=THOUGHT)
@@ -164,9 +183,13 @@ class _NativeStrategy(SelectionStrategy):
     def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
                conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         demos = list(inner_predict(predictor).demos)
+        tools = openai_tools(registry)
+        config: dict[str, Any] = {"tools": tools}
+        if self.strict:  # with tools, the local engine applies the schema to each call, not to the whole answer
+            config["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "tool_call", "schema": call_schema(tools)}}
         try:
-            prediction = predictor(request=request, conversation=conversation or [],
-                                   config={"tools": openai_tools(registry)}, demos=demos)
+            prediction = predictor(request=request, conversation=conversation or [], config=config, demos=demos)
         except AdapterParseError as error:
             return parse_failure(error, error.lm_response)
         # Predict keeps the adapter's prose under "reasoning" too (it is not a signature field there)
@@ -177,6 +200,10 @@ class _NativeStrategy(SelectionStrategy):
         engine = getattr(lm, "engine", None)
         from tool_selection.lm.engine import LocalEngine
 
+        if self.strict and not isinstance(engine, LocalEngine):
+            raise ToolSelectionError(
+                f"{getattr(lm, 'model', lm)!r} cannot serve the {self.name} strategy: it constrains a local model's "
+                "decoding (local:NAME). For hosted models use native, whose providers validate calls themselves.")
         if isinstance(engine, LocalEngine):
             if not engine.supports_native_tools():
                 raise ToolSelectionError(
@@ -201,3 +228,11 @@ class NativeCoT(_NativeStrategy):
     name = "native-cot"
     summary = "the model's own tool-calling format, with one short thought before the calls"
     reasoning = True
+
+
+@register_strategy
+class NativeStrict(_NativeStrategy):
+    name = "native-strict"
+    summary = ("the model's own tool-calling format, each call it opens decoded under a grammar of the listed "
+               "tools and their argument schemas (local models)")
+    strict = True

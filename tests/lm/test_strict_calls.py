@@ -1,0 +1,151 @@
+"""Strict tool calls: free text, each opened call decoded under the tools' grammar (a scripted llama stands in)."""
+
+import dspy
+import pytest
+from dspy.lm15 import Config, FunctionTool, Message, Request, ToolCallPart
+
+from tool_selection import MultiToolSelector, ToolSelectionError
+from tool_selection.lm import LocalEngine
+from tool_selection.lm.strict_calls import strict_tool_completion
+from tool_selection.strategies.native import call_schema
+
+TEMPLATE = ("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}"
+            "{% if tools %}<tools>{% for t in tools %}{{ t.function.name }};{% endfor %}</tools>\n{% endif %}"
+            "<assistant>")
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The forecast for a city.",
+                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                           "required": ["city"]}}}
+CALL = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+
+
+class StagedLlama:
+    """A scripted llama with one token per character: each completion writes the next scripted stage, a free stage
+    stopping where the stopping criterion says (as llama.cpp checks it, after each token), a grammar stage whole."""
+
+    def __init__(self, stages):
+        self.stages = list(stages)
+        self.calls = []
+        self.metadata = {"tokenizer.chat_template": TEMPLATE}
+
+    def token_eos(self):
+        return -1
+
+    def token_bos(self):
+        return -1
+
+    def accepts_grammar(self, grammar):
+        return True
+
+    def tokenize(self, data: bytes, add_bos=True, special=False):
+        return [ord(c) for c in data.decode("utf-8")]
+
+    def detokenize(self, tokens, prev_tokens=None, special=False):
+        return "".join(chr(t) for t in tokens).encode("utf-8")
+
+    def create_completion(self, prompt, *, max_tokens, stop=None, stopping_criteria=None, grammar=None, **options):
+        self.calls.append({"prompt": self.detokenize(prompt).decode(), "grammar": grammar, "max_tokens": max_tokens,
+                           "stop": stop, **options})
+        script = self.stages.pop(0) if self.stages else ""
+        ids, written = list(prompt), ""
+        for char in script:
+            if len(written) == max_tokens:
+                break
+            written += char
+            ids.append(ord(char))
+            if grammar is None and stopping_criteria is not None and stopping_criteria(ids, None):
+                break
+        finish = "length" if len(written) < len(script) and len(written) == max_tokens else "stop"
+        return {"choices": [{"text": written, "finish_reason": finish}],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(written)}}
+
+
+def complete(llama, max_tokens=200):
+    return strict_tool_completion(llama, "<user>rain in Oslo?\n<assistant>", grammar="G", max_tokens=max_tokens,
+                                  stop=["<|im_end|>"])
+
+
+def test_a_tagged_call_is_decoded_under_the_grammar_and_the_text_around_it_is_free():
+    llama = StagedLlama(["I will check.<tool_call>", "\n" + CALL, "\n</tool_call>"])
+    result = complete(llama)
+    text = "I will check.<tool_call>\n" + CALL + "\n</tool_call>"
+    assert result["choices"][0] == {"text": text, "finish_reason": "stop"}
+    assert [call["grammar"] for call in llama.calls] == [None, "G", None]
+    assert llama.calls[1]["prompt"].endswith("<assistant>I will check.<tool_call>")  # the call goes on from the tag
+    assert llama.calls[2]["prompt"].endswith(CALL)
+    assert result["usage"]["completion_tokens"] == len(text)
+    assert llama.calls[0]["stop"] == ["<|im_end|>"] and llama.calls[1]["stop"] is None
+
+
+def test_a_fence_opens_a_call_too():
+    llama = StagedLlama(["```json\n", "\n" + CALL, "\n```"])  # the opener ends at "json"; the grammar takes "\n"
+    assert complete(llama)["choices"][0]["text"] == "```json\n" + CALL + "\n```"
+    assert [call["grammar"] for call in llama.calls] == [None, "G", None]
+
+
+def test_a_bare_json_answer_gives_its_brace_back_to_the_grammar():
+    llama = StagedLlama(['{"', CALL, ""])
+    result = complete(llama)
+    assert result["choices"][0]["text"] == CALL
+    assert llama.calls[1]["prompt"].endswith("<assistant>") and llama.calls[1]["grammar"] == "G"
+    assert result["usage"]["completion_tokens"] == len(CALL)  # the brace given back is counted once
+
+
+def test_prose_without_a_call_is_one_free_stage():
+    llama = StagedLlama(["None of the functions can do this. {not a call}"])
+    assert complete(llama)["choices"][0]["text"] == "None of the functions can do this. {not a call}"
+    assert len(llama.calls) == 1  # a brace after prose does not open a call
+
+
+def test_the_token_budget_covers_every_stage():
+    llama = StagedLlama(["<tool_call>", CALL])
+    result = complete(llama, max_tokens=20)
+    assert result["choices"][0]["finish_reason"] == "length"
+    assert result["usage"]["completion_tokens"] == 20 and llama.calls[1]["max_tokens"] == 20 - len("<tool_call>")
+
+
+def test_the_call_schema_admits_each_tool_with_its_own_arguments():
+    other = {"type": "function", "function": {"name": "send_email", "parameters": {
+        "type": "object", "properties": {"to": {"$ref": "#/$defs/Address"}}, "$defs": {"Address": {"type": "string"}}}}}
+    one = call_schema([WEATHER])
+    assert one["properties"]["name"] == {"const": "get_weather"} and one["additionalProperties"] is False
+    assert one["properties"]["arguments"] == WEATHER["function"]["parameters"]
+    both = call_schema([WEATHER, other])
+    assert [alt["properties"]["name"]["const"] for alt in both["anyOf"]] == ["get_weather", "send_email"]
+    assert both["$defs"] == {"Address": {"type": "string"}}  # references resolve from the top of the schema
+    assert "$defs" not in both["anyOf"][1]["properties"]["arguments"]
+
+
+def test_tools_with_a_response_format_make_the_engine_decode_calls_strictly(tmp_path):
+    llama = StagedLlama(["<tool_call>", "\n" + CALL, "\n</tool_call>"])
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    tool = FunctionTool(name="get_weather", description="The forecast for a city.",
+                        parameters=WEATHER["function"]["parameters"])
+    schema = call_schema([WEATHER])
+    response = engine.complete(Request(model="local:m", messages=(Message.user("Rain in Oslo?"),), tools=(tool,),
+                                       config=Config(max_tokens=100, temperature=0.0, response_format={
+                                           "type": "json_schema", "schema": schema})))
+    assert llama.calls[0]["prompt"] == "<user>Rain in Oslo?\n<tools>get_weather;</tools>\n<assistant>"
+    assert "root ::= [ \\t\\n]* leading-space-value" in llama.calls[1]["grammar"]._grammar
+    calls = [part for part in response.message.parts if isinstance(part, ToolCallPart)]
+    assert [(call.name, dict(call.input)) for call in calls] == [("get_weather", {"city": "Oslo"})]
+    assert response.usage.output_tokens == len("<tool_call>\n" + CALL + "\n</tool_call>")
+
+
+def test_native_strict_asks_for_strict_calls_and_refuses_hosted_models(tmp_path):
+    from tool_selection import load_tool_set
+
+    registry = load_tool_set("finance").registry()
+    selector = MultiToolSelector(registry, strategy="native-strict")
+    with pytest.raises(ToolSelectionError, match="native-strict strategy: it constrains a local model's decoding"):
+        selector.check_lm(dspy.LM("openai/gpt-4o-mini"))
+
+    llama = StagedLlama(["None of the available functions can do this."])
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    engine.supports_native_tools = lambda: True
+    lm = dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=64)
+    selector.check_lm(lm)
+    with dspy.context(lm=lm):
+        decision = selector("Write me a poem.").decision
+    assert decision.tool_calls == [] and len(llama.calls) == 1
+    sent_tools = llama.calls[0]["prompt"].split("<tools>")[1].split("</tools>")[0].split(";")[:-1]
+    assert sorted(sent_tools) == sorted(registry.names())

@@ -1,0 +1,110 @@
+"""Strict tool calls for a local model: free text, but every call it opens is decoded under a grammar.
+
+A grammar over the whole answer forces a small model's hand (it must call, or it must write prose the grammar
+foresaw) and makes llama.cpp check every token of the free text against it, which is slow. Here the model writes
+freely, as in its own format, until it opens a call (``<tool_call>``, the ```` ```json ```` fence small Qwen
+models write instead, or a JSON object as the whole answer); the call's JSON is then decoded under a grammar that admits only the listed functions,
+each with its own argument schema (declared keys only, required ones present, types and enums kept); then the
+model goes on freely (closing the call, opening another, or ending). The KV cache keeps every stage's prefix, so a
+stage costs only its own tokens.
+
+This is what OpenAI calls strict function calling; ``tools=`` plus a ``response_format`` schema (one call's JSON,
+as ``strategies.native.call_schema`` writes it) asks the local engine for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["BARE_CALL", "CALL_OPENERS", "render_chat", "strict_tool_completion"]
+
+CALL_OPENERS = re.compile(r"(<tool_call>|```json)[ \t]*\n?$")
+BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
+_TAIL_TOKENS = 16  # enough tokens to hold an opener however the tokenizer splits it
+
+
+def render_chat(llama: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]]):
+    """The model's chat template (from its GGUF) rendered with ``tools``, as llama-cpp-python's chat handler
+    renders it: a ``ChatFormatterResponse`` (prompt, stop strings, stopping criteria)."""
+    eos, bos = llama.token_eos(), llama.token_bos()
+    formatter = _formatter(llama.metadata["tokenizer.chat_template"], _piece(llama, eos), _piece(llama, bos), eos)
+    return formatter(messages=messages, tools=tools)
+
+
+@lru_cache(maxsize=8)
+def _formatter(template: str, eos_token: str, bos_token: str, eos_id: int):
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    return Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token, stop_token_ids=[eos_id])
+
+
+def _piece(llama: Any, token: int) -> str:
+    return llama.detokenize([token], special=True).decode("utf-8", errors="ignore") if token != -1 else ""
+
+
+def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens: int, stop: list[str],
+                           stopping_criteria: Callable | None = None, **options: Any) -> dict[str, Any]:
+    """Complete ``prompt`` (the chat template's rendering) with every call opened decoded under ``grammar``.
+
+    Returns llama-cpp-python's completion shape (``choices[0]["text"]``, ``finish_reason``, ``usage``) for the
+    whole answer. ``max_tokens`` bounds the answer, all stages together; ``stop`` ends it as usual.
+    """
+    from llama_cpp import StoppingCriteriaList
+
+    text, produced, prompt_tokens, finish = "", 0, None, "stop"
+    while produced < max_tokens:
+        tokens = _tokens(llama, prompt + text)
+        opener = _CallOpener(llama, start=len(tokens), answer_empty=not text.strip(), also=stopping_criteria)
+        free = llama.create_completion(tokens, max_tokens=max_tokens - produced, stop=stop,
+                                       stopping_criteria=StoppingCriteriaList([opener]), **options)
+        prompt_tokens = prompt_tokens if prompt_tokens is not None else free["usage"]["prompt_tokens"]
+        written, spent, finish = _stage(free)
+        if opener.kind == "bare":  # give the brace back: the grammar writes the object from its start
+            written, spent = written[:written.index("{")], spent - 1
+        text, produced = text + written, produced + spent
+        if opener.kind is None or finish == "length" or produced >= max_tokens:
+            break
+        written, spent, finish = _stage(llama.create_completion(
+            _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
+        text, produced = text + written, produced + spent
+        if finish == "length":
+            break
+    else:
+        finish = "length"
+    return {"choices": [{"text": text, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt_tokens or 0, "completion_tokens": produced,
+                      "total_tokens": (prompt_tokens or 0) + produced}}
+
+
+class _CallOpener:
+    """Stopping criterion of a free stage: a call opens (a tag or fence, or a bare JSON object first thing)."""
+
+    def __init__(self, llama: Any, *, start: int, answer_empty: bool, also: Callable | None):
+        self.llama, self.start, self.answer_empty, self.also = llama, start, answer_empty, also
+        self.kind: str | None = None
+
+    def __call__(self, ids, logits) -> bool:
+        if CALL_OPENERS.search(_text(self.llama, ids[-_TAIL_TOKENS:])):
+            self.kind = "tag"
+        elif (self.answer_empty and len(ids) - self.start <= _TAIL_TOKENS
+              and BARE_CALL.match(_text(self.llama, ids[self.start:]))):
+            self.kind = "bare"
+        return self.kind is not None or bool(self.also and self.also(ids, logits))
+
+
+def _text(llama: Any, ids) -> str:
+    return llama.detokenize(list(ids), special=True).decode("utf-8", errors="ignore")
+
+
+def _tokens(llama: Any, text: str) -> list[int]:
+    return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)  # as the chat handler tokenizes
+
+
+def _stage(completion: dict[str, Any]) -> tuple[str, int, str]:
+    """What one stage wrote, how many tokens it spent, and whether it ran out of them."""
+    choice = completion["choices"][0]
+    return (choice["text"], completion["usage"]["completion_tokens"],
+            "length" if choice.get("finish_reason") == "length" else "stop")
