@@ -48,6 +48,18 @@ for phase in $PHASES; do
       for suite in treasure_hunt events ecommerce finance language; do
         run json-cot "$suite" "$suite" --split test --sample 30 --strategy json-cot
       done ;;
+    domains-strict)  # native-strict on the domain suites' whole test splits (pairs with the native rows)
+      for suite in treasure_hunt events ecommerce finance language; do
+        run native-strict "$suite" "$suite" --split test --strategy native-strict
+      done ;;
+    bfcl-strict)  # native-strict on the whole categories (pairs with bfcl-native)
+      for cat in multiple irrelevance; do
+        run native-strict "bfcl_$cat" "bfcl:$cat" --split all --strategy native-strict
+      done ;;
+    bfcl-strict-sample)  # as bfcl-strict on bfcl-native-sample's cases (the 1.5B model)
+      for cat in multiple irrelevance; do
+        run native-strict "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy native-strict
+      done ;;
     domains-gate)  # dev and test with the gate open, to choose its threshold on dev
       for suite in treasure_hunt events ecommerce finance language; do
         for split in dev test; do

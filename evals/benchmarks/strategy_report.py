@@ -104,19 +104,21 @@ def gate_table(runs: dict) -> str:
 DOMAIN_SUITES = ("treasure_hunt", "events", "ecommerce", "finance", "language")
 
 
+def _run(runs: dict, model: str, strategy: str, label: str) -> pd.DataFrame | None:
+    """A strategy's rows; ``gate+NAME`` runs made with the gate open stand for ``NAME``."""
+    frame = runs.get((model, strategy, label))
+    return frame if frame is not None else runs.get((model, f"gate+{strategy}", label))
+
+
 def paired_table(runs: dict, a: str = "json-cot", b: str = "native") -> str:
     """Per suite and model, B - A on the cases both ran; the domain suites also pooled (case ids are unique)."""
     lines = [f"| suite | model | cases | {a} % | {b} % | B-A points [95% CI] | McNemar p | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     pooled: dict[str, list[tuple[pd.DataFrame, pd.DataFrame]]] = {}
     pairs = []
-    for (model, strategy, label), frame_a in sorted(runs.items()):
-        if strategy != a:
-            continue
-        frame_b = runs.get((model, b, label))
-        if frame_b is None:
-            frame_b = runs.get((model, f"gate+{b}", label))
-        if frame_b is None:
+    for model, label in sorted({(model, label) for model, _, label in runs}):
+        frame_a, frame_b = _run(runs, model, a, label), _run(runs, model, b, label)
+        if frame_a is None or frame_b is None:
             continue
         pairs.append((label, model, frame_a, frame_b))
         if label in DOMAIN_SUITES:
@@ -158,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     print("## Strategies\n\n" + strategy_table(runs))
     print("\n## Relevance gate (threshold chosen on BFCL dev, reported on BFCL test)\n\n" + gate_table(runs))
     print("\n## Paired: json-cot (A) vs native (B), same cases\n\n" + paired_table(runs))
+    print("\n## Paired: native (A) vs native-strict (B), same cases\n\n" + paired_table(runs, "native", "native-strict"))
     print("\n## Fastest per correct decision\n\n" + fastest_per_correct(runs))
     return 0
 

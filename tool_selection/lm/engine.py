@@ -15,6 +15,9 @@ usage tracking, callbacks. What the engine adds:
   outputs, so ``JSONAdapter`` sends the signature's schema. A schema whose grammar llama.cpp refuses (long
   ``maxLength`` bounds, some ``pattern``s) is enforced without its length, size and pattern constraints, or
   failing that as plain JSON; the response's ``adaptations`` say so.
+- with ``tools``, a ``response_format`` schema constrains each tool call, not the whole answer: the model writes
+  freely until it opens a call, whose JSON is then decoded under the schema (``strict_calls``; the
+  ``native-strict`` strategy sends one that admits only the listed tools and their arguments).
 """
 
 from __future__ import annotations
