@@ -6,6 +6,7 @@ from dspy.lm15 import Config, FunctionTool, Message, Request, ToolCallPart
 
 from tool_selection import MultiToolSelector, ToolSelectionError
 from tool_selection.lm import LocalEngine
+from tool_selection.lm.engine import GenerationTrace, TokenScore
 from tool_selection.lm.strict_calls import strict_tool_completion
 from tool_selection.strategies.native import call_schema
 
@@ -46,17 +47,28 @@ class StagedLlama:
         self.calls.append({"prompt": self.detokenize(prompt).decode(), "grammar": grammar, "max_tokens": max_tokens,
                            "stop": stop, **options})
         script = self.stages.pop(0) if self.stages else ""
-        ids, written = list(prompt), ""
+        ids, written, opened = list(prompt), "", False
         for char in script:
             if len(written) == max_tokens:
                 break
             written += char
             ids.append(ord(char))
+            self._score(char)
             if grammar is None and stopping_criteria is not None and stopping_criteria(ids, None):
+                opened = True
                 break
         finish = "length" if len(written) < len(script) and len(written) == max_tokens else "stop"
+        if finish == "stop" and not opened:
+            self._score("")  # the end-of-sequence token, scored as llama.cpp yields it
         return {"choices": [{"text": written, "finish_reason": finish}],
                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(written)}}
+
+
+    trace = None
+
+    def _score(self, piece: str):
+        if self.trace is not None:
+            self.trace.tokens.append(TokenScore(len(self.trace.tokens), piece.encode(), -0.1))
 
 
 def complete(llama, max_tokens=200):
@@ -88,6 +100,15 @@ def test_a_bare_json_answer_gives_its_brace_back_to_the_grammar():
     assert result["choices"][0]["text"] == CALL
     assert llama.calls[1]["prompt"].endswith("<assistant>") and llama.calls[1]["grammar"] == "G"
     assert result["usage"]["completion_tokens"] == len(CALL)  # the brace given back is counted once
+
+
+def test_recorded_log_probabilities_hold_only_the_tokens_of_the_answer():
+    llama = StagedLlama(['{"', CALL, "\n<tool_call>", CALL, ""])
+    llama.trace = GenerationTrace(top_logprobs=0)
+    text = complete(llama)["choices"][0]["text"]
+    assert text == CALL + "\n<tool_call>" + CALL
+    pieces = [token.piece.decode() for token in llama.trace.tokens]
+    assert "".join(pieces) == text and pieces[-1] == ""  # the brace given back and the grammars' ends are gone
 
 
 def test_prose_without_a_call_is_one_free_stage():

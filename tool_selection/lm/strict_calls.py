@@ -64,6 +64,7 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         written, spent, finish = _stage(free)
         if opener.kind == "bare":  # give the brace back: the grammar writes the object from its start
             written, spent = written[:written.index("{")], spent - 1
+            _forget_last_scored_token(llama)
         text, produced = text + written, produced + spent
         if opener.kind is None or finish == "length" or produced >= max_tokens:
             break
@@ -72,6 +73,7 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         text, produced = text + written, produced + spent
         if finish == "length":
             break
+        _forget_last_scored_token(llama)  # the end-of-sequence token that closed the grammar, not the answer
     else:
         finish = "length"
     return {"choices": [{"text": text, "finish_reason": finish}],
@@ -93,6 +95,13 @@ class _CallOpener:
               and BARE_CALL.match(_text(self.llama, ids[self.start:]))):
             self.kind = "bare"
         return self.kind is not None or bool(self.also and self.also(ids, logits))
+
+
+def _forget_last_scored_token(llama: Any) -> None:
+    """Drop a token the answer does not keep from the log-probabilities being recorded (``TracingLlama``)."""
+    trace = getattr(llama, "trace", None)
+    if trace is not None and trace.tokens:
+        trace.tokens.pop()
 
 
 def _text(llama: Any, ids) -> str:
