@@ -264,7 +264,7 @@ class LocalEngine:
         with model.lock:
             grammar = None
             if request.config.response_format is not None:
-                grammar, note = _grammar(model.llama, request.config.response_format, leading_space=strict_calls)
+                grammar, note = _grammar(model.llama, request.config.response_format, padded=strict_calls)
                 adaptations.extend(note)
             model.llama.trace = trace
             try:
@@ -425,16 +425,16 @@ _NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definit
 _VALUES = frozenset({"const", "enum", "default", "examples"})  # data, not schemas
 
 
-def _grammar(llama, response_format: dict[str, Any], *, leading_space: bool = False) -> tuple[Any, list[Adaptation]]:
+def _grammar(llama, response_format: dict[str, Any], *, padded: bool = False) -> tuple[Any, list[Adaptation]]:
     """The grammar enforcing ``response_format`` that ``llama`` accepts, and what had to give way to get it
-    (``leading_space``: whitespace may come first, as after a tool-call tag).
+    (``padded``: whitespace may come before and after, as around a tool call).
 
     llama.cpp unrolls length and size bounds into repetitions, so large ones are dropped up front (a grammar
     with ``maxLength: 100000`` crashes it) and ``\\d`` is spelled ``[0-9]``; then patterns go (the converter lacks
     some regex classes), then all bounds.
     """
     if response_format.get("type") != "json_schema":
-        return _compiled_grammar(None, leading_space), []
+        return _compiled_grammar(None, padded), []
     schema = response_format["schema"]
     bound = MAX_GRAMMAR_BOUND
     candidates = [
@@ -447,10 +447,10 @@ def _grammar(llama, response_format: dict[str, Any], *, leading_space: bool = Fa
         if candidate in tried:
             continue
         tried.append(candidate)
-        grammar = _compiled_grammar(json.dumps(candidate), leading_space)
+        grammar = _compiled_grammar(json.dumps(candidate), padded)
         if grammar is not None and llama.accepts_grammar(grammar):
             return grammar, [_substituted(substitute)] if candidate != schema else []
-    return _compiled_grammar(None, leading_space), [_substituted("json_object")]
+    return _compiled_grammar(None, padded), [_substituted("json_object")]
 
 
 def _substituted(applied: str) -> Adaptation:
@@ -499,7 +499,7 @@ def _grammar_pattern(pattern: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def _compiled_grammar(schema_json: str | None, leading_space: bool = False) -> Any:
+def _compiled_grammar(schema_json: str | None, padded: bool = False) -> Any:
     """A llama.cpp grammar for a JSON schema, or for any JSON when ``schema_json`` is None; None if the schema
     has no grammar (llama-cpp-python's converter does not cover every keyword)."""
     from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
@@ -508,9 +508,9 @@ def _compiled_grammar(schema_json: str | None, leading_space: bool = False) -> A
         gbnf = JSON_GBNF if schema_json is None else json_schema_to_gbnf(schema_json)
     except Exception:
         return None
-    if leading_space:
-        gbnf = re.sub(r"^root\s*::=", "leading-space-value ::=", gbnf, count=1, flags=re.MULTILINE)
-        gbnf += '\nroot ::= [ \\t\\n]* leading-space-value\n'
+    if padded:  # up to two whitespace characters either side, so tokens such as "}}\n" stay open to the model
+        gbnf = re.sub(r"^root\s*::=", "padded-value ::=", gbnf, count=1, flags=re.MULTILINE)
+        gbnf += '\ncall-pad ::= [ \\t\\n]?\nroot ::= call-pad call-pad padded-value call-pad call-pad\n'
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
