@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n## Relevance gate (threshold chosen on BFCL dev, reported on BFCL test)\n\n" + gate_table(runs))
     print("\n## Paired: json-cot (A) vs native (B), same cases\n\n" + paired_table(runs))
     print("\n## Paired: native (A) vs native-strict (B), same cases\n\n" + paired_table(runs, "native", "native-strict"))
+    print("\n## Paired: native, undeclared arguments dropped (A) vs native-strict (B), same cases\n\n"
+          + paired_table(runs, "native-drop", "native-strict"))
     print("\n## Fastest per correct decision\n\n" + fastest_per_correct(runs))
     return 0
 
