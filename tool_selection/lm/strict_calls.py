@@ -3,10 +3,10 @@
 A grammar over the whole answer forces a small model's hand (it must call, or it must write prose the grammar
 foresaw) and makes llama.cpp check every token of the free text against it, which is slow. Here the model writes
 freely, as in its own format, until it opens a call (``<tool_call>``, the ```` ```json ```` fence small Qwen
-models write instead, or a JSON object as the whole answer); the call's JSON is then decoded under a grammar that admits only the listed functions,
-each with its own argument schema (declared keys only, required ones present, types and enums kept); then the
-model goes on freely (closing the call, opening another, or ending). The KV cache keeps every stage's prefix, so a
-stage costs only its own tokens.
+models write instead, or a JSON object as the whole answer); the call's JSON is then decoded under a grammar that
+admits only the listed functions, each with its own argument schema (declared keys only, required ones present,
+types and enums kept); then the model goes on freely (closing the call, opening another, or ending). The KV cache
+keeps every stage's prefix, so a stage costs only its own tokens.
 
 This is what OpenAI calls strict function calling; ``tools=`` plus a ``response_format`` schema (one call's JSON,
 as ``strategies.native.call_schema`` writes it) asks the local engine for it.
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["BARE_CALL", "CALL_OPENERS", "render_chat", "strict_tool_completion"]
+__all__ = ["render_chat", "strict_tool_completion"]
 
 CALL_OPENERS = re.compile(r"(<tool_call>|```json)[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
