@@ -521,7 +521,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     rendered = render_chat(llama, messages, options.pop("tools"))
     completion = strict_tool_completion(
         llama, rendered.prompt, grammar=grammar, max_tokens=options.pop("max_tokens", None) or llama.n_ctx(),
-        stop=[*options.pop("stop", []), *([rendered.stop] if isinstance(rendered.stop, str) else rendered.stop or [])],
+        stop=[*options.pop("stop", []), *rendered.stop],  # Jinja2ChatFormatter's stop is always a list
         stopping_criteria=rendered.stopping_criteria, **options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
