@@ -146,11 +146,29 @@ def _undoubled(text: str, start: int = 0) -> tuple[Any, int] | None:
     return value, end
 
 
+def _call_objects_in_a_row(text: str) -> list[Any] | None:
+    """``{...}\n{...}``: the values of a block holding several JSON objects one after another (JSON lines, as small
+    models write several calls in one fence), if the objects fill the whole block; else None."""
+    decoder, position, values = json.JSONDecoder(), 0, []
+    while position < len(text) and len(values) < MAX_CALLS:
+        try:
+            value, position = _undoubled(text, position) or decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            return None
+        values.append(value)
+        while position < len(text) and (text[position].isspace() or text[position] == ","):
+            position += 1
+    return values if len(values) > 1 and position == len(text) else None
+
+
 def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
-    """Add the calls in one JSON fragment (an object or a list of them); note it if unreadable."""
+    """Add the calls in one JSON fragment (an object, a list of them, or objects one after another); note it if
+    unreadable."""
     text = text.strip()
     undoubled = _undoubled(text) if not too_large(text) else None
     value, problem = (undoubled[0], None) if undoubled and undoubled[1] == len(text) else load_json(text)
+    if problem and not too_large(text) and (in_a_row := _call_objects_in_a_row(text)):
+        value, problem = in_a_row, None
     if problem:
         parsed.failures.append(f"{where}: {problem}: {safe_text(text, 200)}")
         return False

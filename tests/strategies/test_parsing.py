@@ -94,3 +94,13 @@ def test_the_doubled_braces_of_qwens_template_example_are_read():
     assert names(parse_native(doubled)) == [("take_item", {"item_id": "shovel"}), ("dig", {})]
     assert names(parse_native('<tool_call>\n{{"name": "a", "arguments": {"x": 1}}}\n</tool_call>')) == [("a", {"x": 1})]
     assert parse_native('<tool_call>\n{{"name": "a", "arguments": {"x": 1}}} and more\n</tool_call>').failed
+
+
+def test_several_call_objects_in_one_block_are_read_as_several_calls():
+    fence = '```json\n{"name": "a", "arguments": {"x": 1}}\n{"name": "b", "arguments": {}}\n```'
+    assert names(parse_native(fence)) == [("a", {"x": 1}), ("b", {})] and not parse_native(fence).failed
+    commas = '<tool_call>\n{"name": "a", "arguments": {}},\n{"name": "a", "arguments": {}}\n</tool_call>'
+    assert names(parse_native(commas)) == [("a", {}), ("a", {})]  # a repeat written inside a block is kept
+    assert parse_native('```json\n{"name": "a", "arguments": {}}\n{"city": "Oslo"}\n```').failed
+    cut_off = parse_native('```json\n{"name": "a", "arguments": {}}\n{"name": "b", "argu')
+    assert cut_off.failed and cut_off.calls == []  # the block's objects must all be whole
