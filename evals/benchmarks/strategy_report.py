@@ -1,6 +1,6 @@
 """The README's strategy tables from the runs ``measure_strategies.sh`` leaves under ``runs/strategies``.
 
-    python -m evals.benchmarks.strategy_report [--runs runs/strategies]
+    python -m evals.benchmarks.strategy_report [--runs runs/strategies] [--plot docs/figures/strategies.png]
 
 For every model, strategy and suite: cases, accuracy (full match) with its 95% interval, tool-set exact match,
 abstention accuracy, false abstention, parse failures, seconds and output tokens per case, and seconds per
@@ -69,12 +69,16 @@ HEADER = ("| suite | model | strategy | cases | accuracy % [95% CI] | tool-set e
           "|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+def _shown(strategy: str) -> str:
+    """The strategy a run's rows stand for: ``gate+native`` runs were made with the gate open."""
+    return "native" if strategy == "gate+native" else strategy
+
+
 def strategy_table(runs: dict) -> str:
     lines = [HEADER]
     for (model, strategy, label), frame in sorted(runs.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
-        shown = "native" if strategy == "gate+native" else strategy
         note = " (gate open)" if strategy == "gate+native" else ""
-        lines.append(_row(model, shown, label, figures(frame), note))
+        lines.append(_row(model, _shown(strategy), label, figures(frame), note))
     return "\n".join(lines)
 
 
@@ -141,17 +145,52 @@ def fastest_per_correct(runs: dict) -> str:
     for (model, strategy, label), frame in runs.items():
         f = figures(frame)
         key = (label, model)
-        name = "native" if strategy == "gate+native" else strategy
+        name = _shown(strategy)
         if np.isfinite(f["per_correct"]) and (key not in best or f["per_correct"] < best[key][0]):
             best[key] = (f["per_correct"], name)
     return "\n".join(f"- {label}, {model.removeprefix('qwen2.5-coder-')}: {name} ({value:.1f} s per correct decision)"
                      for (label, model), (value, name) in sorted(best.items()))
 
 
+def accuracy_figure(runs: dict):
+    """Accuracy with its 95% interval per suite (rows) and strategy (colours), one panel per model; a bare
+    matplotlib ``Figure`` (rendered by Agg), so that no global pyplot backend is touched."""
+    from matplotlib.figure import Figure
+
+    models = sorted({model for model, _, _ in runs})
+    suites = sorted({label for _, _, label in runs}, reverse=True)
+    strategies = sorted({_shown(strategy) for _, strategy, _ in runs})
+    step = 0.7 / len(strategies)
+    fig = Figure(figsize=(5.5 * len(models), 0.3 * len(suites) * (len(strategies) + 1) + 1.2))
+    axes = fig.subplots(1, len(models), sharey=True, squeeze=False)[0]
+    for ax, model in zip(axes, models, strict=True):
+        for (_, strategy, label), frame in sorted((k, v) for k, v in runs.items() if k[0] == model):
+            f, name = figures(frame), _shown(strategy)
+            y = suites.index(label) + (strategies.index(name) - (len(strategies) - 1) / 2) * step
+            spread = [[100 * (f["accuracy"] - f["low"])], [100 * (f["high"] - f["accuracy"])]]
+            ax.errorbar(100 * f["accuracy"], y, xerr=spread, fmt="o", ms=4, capsize=2,
+                        color=f"C{strategies.index(name)}", label=name)
+        handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+        ax.legend(handles.values(), handles.keys(), fontsize=8, loc="lower right")
+        ax.set(title=model, xlabel="accuracy (full match), % with 95% CI", xlim=(0, 100))
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(suites)), suites)
+    fig.tight_layout()
+    return fig
+
+
+def plot_accuracy(runs: dict, path: Path) -> Path:
+    """``accuracy_figure`` saved as a PNG file at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    accuracy_figure(runs).savefig(path, dpi=120)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.strategy_report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", default="runs/strategies", help="Where measure_strategies.sh wrote its runs.")
+    parser.add_argument("--plot", type=Path, help="Also draw accuracy per suite and strategy to this PNG file.")
     args = parser.parse_args(argv)
     runs = _load_runs(Path(args.runs))
     if not runs:
@@ -164,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n## Paired: native, undeclared arguments dropped (A) vs native-strict (B), same cases\n\n"
           + paired_table(runs, "native-drop", "native-strict"))
     print("\n## Fastest per correct decision\n\n" + fastest_per_correct(runs))
+    if args.plot:
+        print(f"\nPlot: {plot_accuracy(runs, args.plot)}")
     return 0
 
 

@@ -46,3 +46,24 @@ def test_the_stuck_report_pairs_the_cascade_with_the_secondary_alone():
     # escalated: c1 (score 1) and c3 (unscored counts as stuck); routed correct: c0, c1 -> 2 of 4, secondary 3 of 4
     assert routed_vs_secondary(cases, "validation", 0.5).startswith("-25.0 [")
     assert routed_vs_secondary(cases, "confidence", 0.5) == "-"
+
+
+def test_the_accuracy_plot_draws_each_run_at_its_accuracy_one_panel_per_model(tmp_path):
+    from evals.benchmarks.strategy_report import accuracy_figure, plot_accuracy
+
+    small, large = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
+    runs = {
+        (small, "json-cot", "events"): _rows("events", [0, 0, 1, 0], 8.0),
+        (small, "gate+native", "events"): _rows("events", [1, 1, 1, 0], 3.0),
+        (small, "native", "finance"): _rows("finance", [1, 0], 3.0),
+        (large, "native", "events"): _rows("events", [1, 1, 1, 1], 3.0),
+    }
+    fig = accuracy_figure(runs)
+    left, right = fig.axes
+    assert (left.get_title(), right.get_title()) == (small, large)
+    assert [tick.get_text() for tick in left.get_yticklabels()] == ["finance", "events"]
+    points = sorted((bar.lines[0].get_xdata()[0], bar.get_label()) for bar in left.containers)
+    assert points == [(25.0, "json-cot"), (50.0, "native"), (75.0, "native")]  # gate+native stands for native
+    assert sorted(text.get_text() for text in left.get_legend().get_texts()) == ["json-cot", "native"]
+    path = plot_accuracy(runs, tmp_path / "figures" / "strategies.png")
+    assert path.read_bytes().startswith(b"\x89PNG")
