@@ -94,6 +94,18 @@ def test_a_fence_opens_a_call_too():
     assert [call["grammar"] for call in llama.calls] == [None, "G", None]
 
 
+def test_an_object_next_to_a_call_in_a_fence_is_the_next_call():
+    llama = StagedLlama(["```json\n", "\n" + CALL, '\n{"', CALL, "\n```"])
+    assert complete(llama)["choices"][0]["text"] == "```json\n" + CALL + "\n" + CALL + "\n```"
+    assert [call["grammar"] for call in llama.calls] == [None, "G", None, "G", None]
+
+
+def test_an_object_after_a_bare_call_stays_free():
+    llama = StagedLlama(['{"', CALL, '\n{"ok": true}'])  # an imagined tool result, not a second call
+    assert complete(llama)["choices"][0]["text"] == CALL + '\n{"ok": true}'
+    assert [call["grammar"] for call in llama.calls] == [None, "G", None]
+
+
 def test_a_bare_json_answer_gives_its_brace_back_to_the_grammar():
     llama = StagedLlama(['{"', CALL, ""])
     result = complete(llama)

@@ -5,7 +5,8 @@ foresaw) and makes llama.cpp check every token of the free text against it, whic
 freely, as in its own format, until it opens a call (``<tool_call>``, the ```` ```json ```` fence small Qwen
 models write instead, or a JSON object as the whole answer); the call's JSON is then decoded under a grammar that
 admits only the listed functions, each with its own argument schema (declared keys only, required ones present,
-types and enums kept); then the model goes on freely (closing the call, opening another, or ending). The KV cache
+types and enums kept); then the model goes on freely (closing the call, opening another, or ending). Inside a
+fence, an object that follows a call (several calls in one fence, as JSON lines) opens the next call. The KV cache
 keeps every stage's prefix, so a stage costs only its own tokens.
 
 This is what OpenAI calls strict function calling; ``tools=`` plus a ``response_format`` schema (one call's JSON,
@@ -21,7 +22,7 @@ from typing import Any
 
 __all__ = ["render_chat", "strict_tool_completion"]
 
-CALL_OPENERS = re.compile(r"(<tool_call>|```json)[ \t]*\n?$")
+CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
 _TAIL_TOKENS = 16  # enough tokens to hold an opener however the tokenizer splits it
 
@@ -55,9 +56,10 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     from llama_cpp import StoppingCriteriaList
 
     text, produced, prompt_tokens, finish = "", 0, None, "stop"
+    in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
     while produced < max_tokens:
         tokens = _tokens(llama, prompt + text)
-        opener = _CallOpener(llama, start=len(tokens), answer_empty=not text.strip(), also=stopping_criteria)
+        opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), also=stopping_criteria)
         free = llama.create_completion(tokens, max_tokens=max_tokens - produced, stop=stop,
                                        stopping_criteria=StoppingCriteriaList([opener]), **options)
         prompt_tokens = prompt_tokens if prompt_tokens is not None else free["usage"]["prompt_tokens"]
@@ -68,6 +70,7 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         text, produced = text + written, produced + spent
         if opener.kind is None or finish == "length" or produced >= max_tokens:
             break
+        in_fence = opener.kind == "fence" or (opener.kind == "bare" and in_fence)
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
         text, produced = text + written, produced + spent
@@ -82,16 +85,17 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 
 
 class _CallOpener:
-    """Stopping criterion of a free stage: a call opens (a tag or fence, or a bare JSON object first thing)."""
+    """Stopping criterion of a free stage: a call opens (a tag or fence; a bare JSON object first thing, where
+    ``bare_opens``: the answer's start, or next to a call in a fence)."""
 
-    def __init__(self, llama: Any, *, start: int, answer_empty: bool, also: Callable | None):
-        self.llama, self.start, self.answer_empty, self.also = llama, start, answer_empty, also
+    def __init__(self, llama: Any, *, start: int, bare_opens: bool, also: Callable | None):
+        self.llama, self.start, self.bare_opens, self.also = llama, start, bare_opens, also
         self.kind: str | None = None
 
     def __call__(self, ids, logits) -> bool:
-        if CALL_OPENERS.search(_text(self.llama, ids[-_TAIL_TOKENS:])):
-            self.kind = "tag"
-        elif (self.answer_empty and len(ids) - self.start <= _TAIL_TOKENS
+        if opener := CALL_OPENERS.search(_text(self.llama, ids[-_TAIL_TOKENS:])):
+            self.kind = "tag" if opener["tag"] else "fence"
+        elif (self.bare_opens and len(ids) - self.start <= _TAIL_TOKENS
               and BARE_CALL.match(_text(self.llama, ids[self.start:]))):
             self.kind = "bare"
         return self.kind is not None or bool(self.also and self.also(ids, logits))
