@@ -1,6 +1,7 @@
 """The README's strategy tables: paired rows per suite, and the domain suites pooled."""
 
 import pandas as pd
+import pytest
 
 from evals.benchmarks.strategy_report import fastest_per_correct, paired_table
 
@@ -67,3 +68,23 @@ def test_the_accuracy_plot_draws_each_run_at_its_accuracy_one_panel_per_model(tm
     assert sorted(text.get_text() for text in left.get_legend().get_texts()) == ["json-cot", "native"]
     path = plot_accuracy(runs, tmp_path / "figures" / "strategies.png")
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_kept_runs_hold_the_text_files_and_load_as_the_run_did(tmp_path):
+    from evals.benchmarks.keep_results import keep_results
+    from evals.runner import load_results
+
+    run = tmp_path / "runs" / "qwen2.5-coder-0.5b" / "native" / "events"
+    run.mkdir(parents=True)
+    rows = _rows("events", [1, 0, 1], 2.0)
+    (run / "results.jsonl").write_text(rows.to_json(orient="records", lines=True))
+    (run / "summary.json").write_text('{"params": {}, "summary": {}}')
+    rows.iloc[:1].to_parquet(run / "results.parquet")  # a stale table must not shadow the rows
+    (tmp_path / "runs" / "unfinished").mkdir()
+    (tmp_path / "runs" / "unfinished" / "results.jsonl").write_text("{}\n")  # no summary: not finished
+    kept = keep_results(tmp_path / "runs", tmp_path / "results")
+    assert kept == [tmp_path / "results" / "qwen2.5-coder-0.5b" / "native" / "events"]
+    assert sorted(p.name for p in kept[0].iterdir()) == ["results.jsonl", "summary.json"]
+    assert load_results(kept[0])["full_match"].tolist() == [1, 0, 1]
+    with pytest.raises(FileNotFoundError, match="not a directory of runs"):
+        keep_results(tmp_path / "missing", tmp_path / "results")
