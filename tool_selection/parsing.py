@@ -11,6 +11,7 @@ nesting, huge numbers, lone surrogates), can raise out of a parser.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -146,19 +147,26 @@ def _undoubled(text: str, start: int = 0) -> tuple[Any, int] | None:
     return value, end
 
 
-def _call_objects_in_a_row(text: str) -> list[Any] | None:
-    """``{...}\n{...}``: the values of a block holding several JSON objects one after another (JSON lines, as small
-    models write several calls in one fence), if the objects fill the whole block; else None."""
-    decoder, position, values = json.JSONDecoder(), 0, []
-    while position < len(text) and len(values) < MAX_CALLS:
+def _values_in_a_row(text: str, *, commas: bool = False):
+    """``(value, end)`` for each JSON value one after another from the start of ``text`` (doubled braces read),
+    ``end`` past the whitespace (and, with ``commas``, commas) that follows it; stops at the first that does not
+    decode."""
+    decoder, position = json.JSONDecoder(), 0
+    while position < len(text):
         try:
             value, position = _undoubled(text, position) or decoder.raw_decode(text, position)
         except (ValueError, RecursionError):
-            return None
-        values.append(value)
-        while position < len(text) and (text[position].isspace() or text[position] == ","):
+            return
+        while position < len(text) and (text[position].isspace() or (commas and text[position] == ",")):
             position += 1
-    return values if len(values) > 1 and position == len(text) else None
+        yield value, position
+
+
+def _call_objects_in_a_row(text: str) -> list[Any] | None:
+    """``{...}\n{...}``: the values of a block holding several JSON objects one after another (JSON lines, as small
+    models write several calls in one fence), if the objects fill the whole block; else None."""
+    read = list(itertools.islice(_values_in_a_row(text, commas=True), MAX_CALLS))
+    return [value for value, _ in read] if len(read) > 1 and read[-1][1] == len(text) else None
 
 
 def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
@@ -202,20 +210,16 @@ def _leading_bare_calls(text: str, parsed: ParsedAnswer) -> bool:
     """Bare call objects one after another (``{...} {...}``): the calls, exact repeats dropped, up to the first
     value that is not a call; what follows is prose. Without its tags a small model does not stop after its call:
     it writes an imagined tool result, or the same call again until ``max_tokens``."""
-    decoder, position, calls = json.JSONDecoder(), 0, []
-    while position < len(text) and len(calls) < MAX_CALLS:
-        try:
-            value, end = _undoubled(text, position) or decoder.raw_decode(text, position)
-        except (ValueError, RecursionError):
-            break
+    position, calls = 0, []
+    for value, end in _values_in_a_row(text):
         call = _as_call(value)
         if call is None:
             break
         if call not in calls:
             calls.append(call)
         position = end
-        while position < len(text) and text[position].isspace():
-            position += 1
+        if len(calls) == MAX_CALLS:
+            break
     if not calls:
         return False
     parsed.calls.extend(calls)
