@@ -6,8 +6,11 @@
 Copies every finished run under SOURCE (a directory with ``summary.json``) to the same relative place under
 DEST, text files only: ``results.jsonl`` (every case: request, expected and predicted calls, scores, the raw answer
 of a parse failure), ``summary.json`` (parameters, commit, headline figures) and ``by_tag.csv``. The parquet table
-is left out: ``load_results`` and ``toolsel eval rescore`` read the JSON Lines. A kept run is replaced by a newer
-copy of the same run.
+is left out: ``load_results`` and ``toolsel eval rescore`` read the JSON Lines. A compiled selector under SOURCE
+(``toolsel optimize --out``: ``program.json`` and ``manifest.json``) is kept too, so it can be loaded and scored
+again (``toolsel eval --program``). A kept run is replaced by a newer copy of the same run.
+
+    python -m evals.benchmarks.keep_results programs results/optimize/qwen2.5-coder-0.5b
 """
 
 from __future__ import annotations
@@ -16,27 +19,34 @@ import argparse
 import shutil
 from pathlib import Path
 
-__all__ = ["KEPT_FILES", "keep_results"]
+from tool_selection.compiled import MANIFEST_FILE, PROGRAM_FILE
+
+__all__ = ["KEPT_FILES", "KEPT_PROGRAM_FILES", "keep_results"]
 
 KEPT_FILES = ("results.jsonl", "summary.json", "by_tag.csv")
+KEPT_PROGRAM_FILES = (PROGRAM_FILE, MANIFEST_FILE)
 
 
 def keep_results(source: str | Path, dest: str | Path) -> list[Path]:
-    """Copy the finished runs under ``source`` to ``dest`` (text files only); the runs copied, as kept."""
+    """Copy the finished runs and compiled selectors under ``source`` to ``dest`` (text files only); what was
+    copied, as kept."""
     source, dest = Path(source), Path(dest)
     if not source.is_dir():
         raise FileNotFoundError(f"{source} is not a directory of runs: give the directory 'toolsel eval --run-dir' "
                                 "or measure_strategies.sh wrote to, such as runs/strategies.")
+    finished_runs = {summary.parent for summary in source.rglob("summary.json")
+                     if (summary.parent / "results.jsonl").exists()}
+    programs = {manifest.parent for manifest in source.rglob(MANIFEST_FILE)
+                if (manifest.parent / PROGRAM_FILE).exists()}
     kept = []
-    for summary in sorted(source.rglob("summary.json")):
-        run = summary.parent
-        if not (run / "results.jsonl").exists():
-            continue
-        target = dest / run.relative_to(source)
+    for directory in sorted(finished_runs | programs):
+        target = dest / directory.relative_to(source)
         target.mkdir(parents=True, exist_ok=True)
-        for name in KEPT_FILES:
-            if (run / name).exists():
-                shutil.copy2(run / name, target / name)
+        names = (KEPT_FILES if directory in finished_runs else ()) + (
+            KEPT_PROGRAM_FILES if directory in programs else ())
+        for name in names:
+            if (directory / name).exists():
+                shutil.copy2(directory / name, target / name)
         kept.append(target)
     return kept
 
@@ -44,13 +54,13 @@ def keep_results(source: str | Path, dest: str | Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.keep_results", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("source", help="Directory of finished runs (searched recursively).")
+    parser.add_argument("source", help="Directory of finished runs or compiled selectors (searched recursively).")
     parser.add_argument("dest", help="Where to keep them, under the same relative paths.")
     args = parser.parse_args(argv)
     kept = keep_results(args.source, args.dest)
     for path in kept:
         print(path)
-    print(f"{len(kept)} runs kept under {args.dest}")
+    print(f"{len(kept)} runs and programs kept under {args.dest}")
     return 0
 
 

@@ -88,3 +88,26 @@ def test_kept_runs_hold_the_text_files_and_load_as_the_run_did(tmp_path):
     assert load_results(kept[0])["full_match"].tolist() == [1, 0, 1]
     with pytest.raises(FileNotFoundError, match="not a directory of runs"):
         keep_results(tmp_path / "missing", tmp_path / "results")
+
+
+def test_a_compiled_selector_is_kept_with_its_evaluations(tmp_path):
+    from evals.benchmarks.keep_results import keep_results
+
+    program = tmp_path / "programs" / "events-native-mipro"
+    (program / "test_eval").mkdir(parents=True)
+    (program / "program.json").write_text('{"select": {}}')
+    (program / "manifest.json").write_text('{"strategy": "native"}')
+    (program / "optimizer_log").mkdir()
+    (program / "optimizer_log" / "trial.json").write_text("{}")  # the optimizer's scratch is not kept
+    rows = _rows("events", [1, 0], 2.0)
+    (program / "test_eval" / "results.jsonl").write_text(rows.to_json(orient="records", lines=True))
+    (program / "test_eval" / "summary.json").write_text('{"params": {}, "summary": {}}')
+    (tmp_path / "programs" / "half-written").mkdir()
+    (tmp_path / "programs" / "half-written" / "manifest.json").write_text("{}")  # no program.json: not kept
+
+    kept = keep_results(tmp_path / "programs", tmp_path / "results")
+    target = tmp_path / "results" / "events-native-mipro"
+    assert kept == [target, target / "test_eval"]
+    assert sorted(p.name for p in target.iterdir()) == ["manifest.json", "program.json", "test_eval"]
+    assert (target / "program.json").read_text() == '{"select": {}}'
+    assert sorted(p.name for p in (target / "test_eval").iterdir()) == ["results.jsonl", "summary.json"]
