@@ -139,6 +139,22 @@ def paired_table(runs: dict, a: str = "json-cot", b: str = "native") -> str:
     return "\n".join(lines)
 
 
+NAMED_PAIRS = (("json-cot", "native"), ("native", "native-strict"), ("native-drop", "native-strict"))
+PAIR_TITLES = {("native-drop", "native-strict"): "native, undeclared arguments dropped (A) vs native-strict (B)"}
+
+
+def strategy_pairs(runs: dict) -> list[tuple[str, str]]:
+    """The pairs the report compares: the named ones, then native (the default) against every other strategy
+    present (``text:*``, ``native-cot``, ...), each pair once."""
+    present = {_shown(strategy) for _, strategy, _ in runs}
+    pairs = list(NAMED_PAIRS)
+    seen = {frozenset(pair) for pair in pairs}
+    for strategy in sorted(present - {"native", "native-drop"}):
+        if frozenset(("native", strategy)) not in seen:
+            pairs.append(("native", strategy))
+    return pairs
+
+
 def fastest_per_correct(runs: dict) -> str:
     """Per suite and model: the strategy with the fewest seconds per correct decision."""
     best: dict[tuple[str, str], tuple[float, str]] = {}
@@ -197,11 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"No runs under {args.runs}: run evals/benchmarks/measure_strategies.sh first.")
         return 1
     print("## Strategies\n\n" + strategy_table(runs))
-    print("\n## Relevance gate (threshold chosen on BFCL dev, reported on BFCL test)\n\n" + gate_table(runs))
-    print("\n## Paired: json-cot (A) vs native (B), same cases\n\n" + paired_table(runs))
-    print("\n## Paired: native (A) vs native-strict (B), same cases\n\n" + paired_table(runs, "native", "native-strict"))
-    print("\n## Paired: native, undeclared arguments dropped (A) vs native-strict (B), same cases\n\n"
-          + paired_table(runs, "native-drop", "native-strict"))
+    gate = gate_table(runs)
+    if gate.count("\n") > 1:
+        print("\n## Relevance gate (threshold chosen on BFCL dev, reported on BFCL test)\n\n" + gate)
+    for a, b in strategy_pairs(runs):
+        table = paired_table(runs, a, b)
+        if table.count("\n") > 1:  # more than the header: the two ran some of the same cases
+            print(f"\n## Paired: {PAIR_TITLES.get((a, b), f'{a} (A) vs {b} (B)')}, same cases\n\n{table}")
     print("\n## Fastest per correct decision\n\n" + fastest_per_correct(runs))
     if args.plot:
         print(f"\nPlot: {plot_accuracy(runs, args.plot)}")

@@ -28,6 +28,22 @@ def test_paired_rows_per_suite_and_the_domain_suites_pooled():
     assert "- events, 0.5b: native (4.0 s per correct decision)" in fastest_per_correct(runs)
 
 
+def test_every_other_strategy_is_paired_with_native_once():
+    from evals.benchmarks.strategy_report import NAMED_PAIRS, strategy_pairs
+
+    model = "qwen2.5-coder-0.5b"
+    runs = {
+        (model, "gate+native", "bfcl_multiple"): _rows("bfcl", [1, 1, 0], 3.0),
+        (model, "text:tags", "bfcl_multiple"): _rows("bfcl", [1, 0, 0], 3.0),
+        (model, "native-cot", "bfcl_multiple"): _rows("bfcl", [1, 1, 1], 5.0),
+        (model, "json-cot", "bfcl_multiple"): _rows("bfcl", [0, 0, 0], 8.0),
+    }
+    pairs = strategy_pairs(runs)
+    assert pairs == [*NAMED_PAIRS, ("native", "native-cot"), ("native", "text:tags")]  # json-cot: already named
+    assert "| bfcl_multiple | 0.5b | 3 | 66.7 | 33.3 | -33.3 [" in paired_table(runs, "native", "text:tags")
+    assert paired_table(runs, "native-drop", "native-strict").count("\n") == 1  # no such runs: header only
+
+
 def test_the_optimization_report_pairs_each_program_with_the_zero_shot_rows():
     from evals.benchmarks.report import paired_accuracy
 
