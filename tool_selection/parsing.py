@@ -6,6 +6,11 @@ protocols have their own shapes. Each parser returns a ``ParsedAnswer``: the cal
 around them, and a note for every fragment that looked like a call but could not be read. Answers are capped in
 size, and JSON is checked for nesting depth before it is parsed, so no answer, however pathological (deep
 nesting, huge numbers, lone surrogates), can raise out of a parser.
+
+A call fragment that is not JSON as written but states one value plainly is mended, never guessed at: Python's
+quotes (``['Sam', 'Alice']``), closing brackets left off at the end, or one too many. Nothing is invented: a
+fragment cut off inside a string or after a ``:`` or ``,`` stays a failure. Every mend is noted
+(``ParsedAnswer.repairs``).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class ParsedAnswer:
     calls: list[ToolCall] = field(default_factory=list)
     text: str = ""  # the prose outside the calls (an abstention's explanation, or a thought before the calls)
     failures: list[str] = field(default_factory=list)  # fragments that looked like calls but could not be read
+    repairs: list[str] = field(default_factory=list)  # fragments read once mended (not JSON as written)
 
     @property
     def failed(self) -> bool:
@@ -169,14 +175,76 @@ def _call_objects_in_a_row(text: str) -> list[Any] | None:
     return [value for value, _ in read] if len(read) > 1 and read[-1][1] == len(text) else None
 
 
+_JSON_NAMES = {"true": True, "false": False, "null": None}
+
+
+class _JsonNames(ast.NodeTransformer):
+    """JSON's literals inside a Python literal; any other bare name is not a value."""
+
+    def visit_Name(self, node: ast.Name) -> ast.Constant:
+        if node.id not in _JSON_NAMES:
+            raise ValueError(f"bare name {node.id!r}")
+        return ast.copy_location(ast.Constant(_JSON_NAMES[node.id]), node)
+
+
+def _python_literal(text: str) -> Any | None:
+    """JSON written with Python's quotes (``{'a': ['Sam']}``), as small models do: the value as JSON would hold it
+    (tuples as lists), or None, also for what JSON cannot hold (sets, bytes, complex numbers)."""
+    try:
+        return json.loads(json.dumps(ast.literal_eval(_JsonNames().visit(ast.parse(text, mode="eval")))))
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
+
+
+def _closed(text: str) -> str | None:
+    """``text`` with the brackets it leaves open closed, if it stops between values (not inside a string, not after
+    a ``:`` or ``,``); None if it closes everything it opens, or mismatches a bracket."""
+    expected, quote, escaped = [], None, False
+    for char in text:
+        if quote:
+            escaped, quote = (False, quote) if escaped else (char == "\\", None if char == quote else quote)
+        elif char in "\"'":
+            quote = char
+        elif char in "{[":
+            expected.append("}" if char == "{" else "]")
+        elif char in "}]" and (not expected or expected.pop() != char):
+            return None
+    if quote or not expected or text.rstrip()[-1:] in (":", ","):
+        return None
+    return text + "".join(reversed(expected))
+
+
+def _mended(text: str) -> tuple[Any, str] | None:
+    """The one value a fragment that is not JSON as written plainly states, and what was mended; else None."""
+    try:
+        value, end = json.JSONDecoder().raw_decode(text)
+        extra = text[end:].strip()
+        if extra and not extra.strip("}]"):
+            return value, "a closing bracket too many dropped"
+    except (ValueError, RecursionError):
+        pass
+    closed = _closed(text)
+    if closed is not None:
+        value, problem = load_json(closed)
+        if problem is None:
+            return value, "closing brackets added"
+    for candidate, what in ((text, "Python quotes read"), (closed, "Python quotes read, closing brackets added")):
+        if candidate is not None and (value := _python_literal(candidate)) is not None:
+            return value, what
+    return None
+
+
 def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
-    """Add the calls in one JSON fragment (an object, a list of them, or objects one after another); note it if
-    unreadable."""
+    """Add the calls in one JSON fragment (an object, a list of them, or objects one after another; mended if it
+    plainly states one value, see ``_mended``); note it if unreadable."""
     text = text.strip()
     undoubled = _undoubled(text) if not too_large(text) else None
     value, problem = (undoubled[0], None) if undoubled and undoubled[1] == len(text) else load_json(text)
     if problem and not too_large(text) and (in_a_row := _call_objects_in_a_row(text)):
         value, problem = in_a_row, None
+    if problem and not too_large(text) and (mended := _mended(text)) is not None:
+        parsed.repairs.append(f"{where}: {mended[1]}: {safe_text(text, 200)}")
+        value, problem = mended[0], None
     if problem:
         parsed.failures.append(f"{where}: {problem}: {safe_text(text, 200)}")
         return False

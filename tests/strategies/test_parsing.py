@@ -104,3 +104,38 @@ def test_several_call_objects_in_one_block_are_read_as_several_calls():
     assert parse_native('```json\n{"name": "a", "arguments": {}}\n{"city": "Oslo"}\n```').failed
     cut_off = parse_native('```json\n{"name": "a", "arguments": {}}\n{"name": "b", "argu')
     assert cut_off.failed and cut_off.calls == []  # the block's objects must all be whole
+
+
+@pytest.mark.parametrize(("answer", "mend"), [
+    # as the 0.5B model wrote them on BFCL `multiple`
+    ('{"name": "sort_list", "arguments": {"elements": [\'Sam\', \'Alice\'], "order": "asc"}}', "Python quotes read"),
+    ('{"name": "mutation_type.find", "arguments": {"snp_id": "rs6034464"}', "closing brackets added"),
+    ('<tool>{"name": "db.query", "arguments": {"rows": [["age", ">", 25]]}}}</tool>', "a closing bracket too many"),
+    ("```json\n{'name': 'f', 'arguments': {'ok': true, 'n': null}\n```", "Python quotes read, closing brackets added"),
+])
+def test_a_fragment_that_plainly_states_one_call_is_mended_and_the_mend_noted(answer, mend):
+    parsed = parse_tool_tags(answer) if answer.startswith("<tool>") else parse_native(answer)
+    assert len(parsed.calls) == 1 and not parsed.failures
+    assert len(parsed.repairs) == 1 and mend in parsed.repairs[0]
+
+
+def test_the_mended_values_are_the_written_ones():
+    assert names(parse_native('{"name": "f", "arguments": {"s": "it\'s \\"quoted\\" {", "b": [true, null]}')) == [
+        ("f", {"s": 'it\'s "quoted" {', "b": [True, None]})]
+    assert names(parse_native("{'name': 'f', 'arguments': {'flag': True, 'items': ('a', 'b')}}")) == [
+        ("f", {"flag": True, "items": ["a", "b"]})]  # as JSON holds it
+    assert not parse_native('{"name": "f", "arguments": {"x": 1}}').repairs  # valid JSON: nothing to mend
+
+
+@pytest.mark.parametrize("answer", [
+    '{"name": "hint", "arguments": {"hint_total":',  # cut off after a key: the value would be invented
+    '{"name": "travel_to", "',  # cut off inside a string
+    '{"name": "f", "arguments": {"a": 1,',  # cut off after a comma
+    '{"name": "f", "arguments": {"a": 1]}',  # a bracket that does not match
+    "{'name': 'f', 'arguments': {'city': Paris}}",  # a bare word is not a value
+    '{"name": "f", "arguments": {"a": __import__("os")}}',  # nor is a call
+    "{'name': 'f', 'arguments': {'tags': {'a', 'b'}}}",  # a set: JSON cannot hold it
+])
+def test_a_fragment_that_would_need_guessing_stays_a_failure(answer):
+    parsed = parse_native(answer)
+    assert parsed.failed and not parsed.repairs and "not valid JSON" in parsed.failures[0]
