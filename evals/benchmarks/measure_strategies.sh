@@ -60,6 +60,10 @@ for phase in $PHASES; do
       for cat in multiple irrelevance; do
         run native-strict "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy native-strict
       done ;;
+    bfcl-cot-strict)  # native-cot-strict on the seeded samples (pairs with native-cot and the sampled native rows)
+      for cat in multiple irrelevance; do
+        run native-cot-strict "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy native-cot-strict
+      done ;;
     domains-gate)  # dev and test with the gate open, to choose its threshold on dev
       for suite in treasure_hunt events ecommerce finance language; do
         for split in dev test; do

@@ -182,3 +182,23 @@ def test_native_strict_asks_for_strict_calls_and_refuses_hosted_models(tmp_path)
     assert decision.tool_calls == [] and len(llama.calls) == 1
     sent_tools = llama.calls[0]["prompt"].split("<tools>")[1].split("</tools>")[0].split(";")[:-1]
     assert sorted(sent_tools) == sorted(registry.names())
+
+
+def test_native_cot_strict_keeps_the_thought_free_and_decodes_the_call_under_the_grammar(tmp_path):
+    from tool_selection import load_tool_set
+
+    registry = load_tool_set("finance").registry()
+    selector = MultiToolSelector(registry, strategy="native-cot-strict")
+    with pytest.raises(ToolSelectionError, match="native-cot-strict strategy: it constrains a local model's decoding"):
+        selector.check_lm(dspy.LM("openai/gpt-4o-mini"))
+
+    call = '{"name": "get_stock_price", "arguments": {"symbol": "ACME"}}'
+    llama = StagedLlama(["The price tool fits.\n<tool_call>", "\n" + call, "\n</tool_call>"])
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    engine.supports_native_tools = lambda: True
+    lm = dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=200)
+    with dspy.context(lm=lm):
+        decision = selector("What is ACME trading at?").decision
+    assert llama.calls[0]["grammar"] is None and llama.calls[1]["grammar"] is not None  # thought free, call constrained
+    assert [(c.tool_name, c.arguments) for c in decision.tool_calls] == [("get_stock_price", {"symbol": "ACME"})]
+    assert "The price tool fits." in decision.reasoning

@@ -10,6 +10,7 @@ turns in the same format: the user's request, the assistant's calls, a tool resu
 - ``native-cot``: one short thought first (which function fits, or that none does), kept as the reasoning.
 - ``native-strict``: as ``native``, but a local model's calls are decoded under a grammar of the listed tools and
   their argument schemas (``tool_selection.lm.strict_calls``); its prose stays free.
+- ``native-cot-strict``: ``native-cot``'s thought, then ``native-strict``'s calls.
 """
 
 from __future__ import annotations
@@ -235,4 +236,12 @@ class NativeStrict(_NativeStrategy):
     name = "native-strict"
     summary = ("the model's own tool-calling format, each call it opens decoded under a grammar of the listed "
                "tools and their argument schemas (local models)")
+    strict = True
+
+
+@register_strategy
+class NativeCoTStrict(_NativeStrategy):
+    name = "native-cot-strict"
+    summary = "native-cot's short thought first, then native-strict's calls (local models)"
+    reasoning = True
     strict = True
