@@ -6,7 +6,8 @@
 Copies every finished run under SOURCE (a directory with ``summary.json``) to the same relative place under
 DEST, text files only: ``results.jsonl`` (every case: request, expected and predicted calls, scores, the raw answer
 of a parse failure), ``summary.json`` (parameters, commit, headline figures) and ``by_tag.csv``. The parquet table
-is left out: ``load_results`` and ``toolsel eval rescore`` read the JSON Lines. A compiled selector under SOURCE
+is left out: ``load_results`` and ``toolsel eval rescore`` read the JSON Lines. A ``:`` in a path (``text:call``) becomes ``_``, which
+``strategy_report`` reads back. A compiled selector under SOURCE
 (``toolsel optimize --out``: ``program.json`` and ``manifest.json``) is kept too, so it can be loaded and scored
 again (``toolsel eval --program``). A kept run is replaced by a newer copy of the same run.
 
@@ -19,6 +20,7 @@ import argparse
 import shutil
 from pathlib import Path
 
+from evals.benchmarks.strategy_report import safe_name
 from tool_selection.compiled import MANIFEST_FILE, PROGRAM_FILE
 
 __all__ = ["KEPT_FILES", "KEPT_PROGRAM_FILES", "keep_results"]
@@ -40,7 +42,7 @@ def keep_results(source: str | Path, dest: str | Path) -> list[Path]:
                 if (manifest.parent / PROGRAM_FILE).exists()}
     kept = []
     for directory in sorted(finished_runs | programs):
-        target = dest / directory.relative_to(source)
+        target = dest / safe_name(str(directory.relative_to(source)))  # no ':' in a path: Windows cannot hold it
         target.mkdir(parents=True, exist_ok=True)
         names = (KEPT_FILES if directory in finished_runs else ()) + (
             KEPT_PROGRAM_FILES if directory in programs else ())

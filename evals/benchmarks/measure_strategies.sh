@@ -12,7 +12,7 @@ OUT=runs/strategies/$MODEL
 BIN=.venv/bin
 
 run() {  # run STRATEGY_DIR LABEL SUITE [toolsel eval options...]
-  local name=$1 label=$2 suite=$3; shift 3
+  local name=${1//:/_} label=$2 suite=$3; shift 3  # text:call -> text_call (strategy_report reads it back)
   mkdir -p "$OUT/$name"
   echo "$(date +%T) $MODEL $name $label $*"
   "$BIN/toolsel" eval --suite "$suite" --model "local:$MODEL" --no-cache --no-mlflow \

@@ -13,6 +13,7 @@ the cases both ran.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -27,10 +28,25 @@ from evals.stats import compare_paired
 __all__ = ["main"]
 
 
+def safe_name(strategy: str) -> str:
+    """A strategy's name as a directory name every file system takes (``text:call`` -> ``text_call``)."""
+    return strategy.replace(":", "_")
+
+
+def _strategy(run: Path) -> str:
+    """The strategy a run directory holds: its directory name, or the run's own strategy where the name is that
+    strategy's safe form (``text_call``); a name of its own (``native-drop``) stays as it is."""
+    try:
+        ran = json.loads((run / "summary.json").read_text(encoding="utf-8"))["params"]["strategy"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return run.parent.name
+    return ran if isinstance(ran, str) and safe_name(ran) == run.parent.name else run.parent.name
+
+
 def _load_runs(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
     runs = {}
     for results in sorted(root.glob("*/*/*/results.*")):
-        label, strategy, model = results.parent.name, results.parent.parent.name, results.parent.parent.parent.name
+        label, strategy, model = results.parent.name, _strategy(results.parent), results.parent.parent.parent.name
         if (model, strategy, label) not in runs:
             runs[(model, strategy, label)] = load_results(results.parent)
     return runs
@@ -177,7 +193,7 @@ def accuracy_figure(runs: dict):
     suites = sorted({label for _, _, label in runs}, reverse=True)
     strategies = sorted({_shown(strategy) for _, strategy, _ in runs})
     step = 0.7 / len(strategies)
-    fig = Figure(figsize=(5.5 * len(models), 0.3 * len(suites) * (len(strategies) + 1) + 1.2))
+    fig = Figure(figsize=(6.5 * len(models), max(3.0, 0.14 * len(suites) * (len(strategies) + 1) + 1.2)))
     axes = fig.subplots(1, len(models), sharey=True, squeeze=False)[0]
     for ax, model in zip(axes, models, strict=True):
         for (_, strategy, label), frame in sorted((k, v) for k, v in runs.items() if k[0] == model):

@@ -1,5 +1,7 @@
 """The README's strategy tables: paired rows per suite, and the domain suites pooled."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -127,3 +129,18 @@ def test_a_compiled_selector_is_kept_with_its_evaluations(tmp_path):
     assert sorted(p.name for p in target.iterdir()) == ["manifest.json", "program.json", "test_eval"]
     assert (target / "program.json").read_text() == '{"select": {}}'
     assert sorted(p.name for p in (target / "test_eval").iterdir()) == ["results.jsonl", "summary.json"]
+
+
+def test_a_strategy_with_a_colon_is_kept_under_a_safe_name_and_read_back(tmp_path):
+    from evals.benchmarks.keep_results import keep_results
+    from evals.benchmarks.strategy_report import _load_runs
+
+    model = "qwen2.5-coder-0.5b"
+    for strategy, ran in (("text:call", "text:call"), ("native-drop", "native")):
+        run = tmp_path / "runs" / model / strategy / "events"
+        run.mkdir(parents=True)
+        (run / "results.jsonl").write_text(_rows("events", [1, 0], 2.0).to_json(orient="records", lines=True))
+        (run / "summary.json").write_text(json.dumps({"params": {"strategy": ran}, "summary": {}}))
+    keep_results(tmp_path / "runs", tmp_path / "results")
+    assert sorted(p.name for p in (tmp_path / "results" / model).iterdir()) == ["native-drop", "text_call"]
+    assert set(_load_runs(tmp_path / "results")) == {(model, "text:call", "events"), (model, "native-drop", "events")}
