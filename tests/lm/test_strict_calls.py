@@ -158,7 +158,7 @@ def test_tools_with_a_response_format_make_the_engine_decode_calls_strictly(tmp_
                                        config=Config(max_tokens=100, temperature=0.0, response_format={
                                            "type": "json_schema", "schema": schema})))
     assert llama.calls[0]["prompt"] == "<user>Rain in Oslo?\n<tools>get_weather;</tools>\n<assistant>"
-    assert "root ::= call-pad call-pad padded-value call-pad call-pad" in llama.calls[1]["grammar"]._grammar
+    assert 'root ::= call-pad call-pad (padded-value | "{" padded-value "}") call-pad call-pad' in llama.calls[1]["grammar"]._grammar
     calls = [part for part in response.message.parts if isinstance(part, ToolCallPart)]
     assert [(call.name, dict(call.input)) for call in calls] == [("get_weather", {"city": "Oslo"})]
     assert response.usage.output_tokens == len("<tool_call>\n" + CALL + "\n</tool_call>")

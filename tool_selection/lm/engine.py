@@ -508,9 +508,11 @@ def _compiled_grammar(schema_json: str | None, padded: bool = False) -> Any:
         gbnf = JSON_GBNF if schema_json is None else json_schema_to_gbnf(schema_json)
     except Exception:
         return None
-    if padded:  # up to two whitespace characters either side, so tokens such as "}}\n" stay open to the model
+    if padded:  # up to two whitespace characters either side, so tokens such as "}}\n" stay open to the model;
+        # and the doubled braces of Qwen2.5's template example ({{...}}), which models copy and the parser reads
         gbnf = re.sub(r"^root\s*::=", "padded-value ::=", gbnf, count=1, flags=re.MULTILINE)
-        gbnf += '\ncall-pad ::= [ \\t\\n]?\nroot ::= call-pad call-pad padded-value call-pad call-pad\n'
+        gbnf += ('\ncall-pad ::= [ \\t\\n]?\nroot ::= call-pad call-pad (padded-value | "{" padded-value "}") '
+                 'call-pad call-pad\n')
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
