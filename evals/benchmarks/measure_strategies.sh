@@ -48,6 +48,10 @@ for phase in $PHASES; do
       for suite in treasure_hunt events ecommerce finance language; do
         run json-cot "$suite" "$suite" --split test --strategy json-cot
       done ;;
+    domains-native)  # native alone on the domain suites' whole test splits (the 1.5B model: json-cot is slow)
+      for suite in treasure_hunt events ecommerce finance language; do
+        run native "$suite" "$suite" --split test --strategy native
+      done ;;
     domains-cot)  # native-cot on the domain suites' whole test splits (pairs with the native rows)
       for suite in treasure_hunt events ecommerce finance language; do
         run native-cot "$suite" "$suite" --split test --strategy native-cot
