@@ -19,64 +19,39 @@ run() {  # run STRATEGY_DIR LABEL SUITE [toolsel eval options...]
       --run-dir "$OUT/$name/$label" "$@" > "$OUT/$name/$label.log" 2>&1 || echo "  failed: see $OUT/$name/$label.log"
 }
 
+domains() {  # domains STRATEGY: the five domain suites' whole test splits
+  for suite in treasure_hunt events ecommerce finance language; do
+    run "$1" "$suite" "$suite" --split test --strategy "$1"
+  done
+}
+
+bfcl() {  # bfcl STRATEGY [toolsel eval options...]: both categories, whole unless the options say --sample
+  local strategy=$1; shift
+  for cat in multiple irrelevance; do
+    run "$strategy" "bfcl_$cat" "bfcl:$cat" --split all "$@" --strategy "$strategy"
+  done
+}
+
+GATE_OPEN=(--gate-model "$GATE" --gate-threshold=-inf)  # every gate score recorded, the selection unchanged
+
 for phase in $PHASES; do
   case $phase in
-    bfcl-native)  # whole categories; the gate open (scores recorded), so these rows are also plain native
-      for cat in multiple irrelevance; do
-        run gate+native "bfcl_$cat" "bfcl:$cat" --split all --strategy gate+native --gate-model "$GATE" \
-            --gate-threshold=-inf
-      done ;;
-    bfcl-native-sample)  # as bfcl-native on a fixed seeded sample of 120 per category (the 1.5B model: whole is slow)
-      for cat in multiple irrelevance; do
-        run gate+native "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy gate+native --gate-model "$GATE" \
-            --gate-threshold=-inf
-      done ;;
-    bfcl-json-cot)  # the former default, slower: a fixed seeded sample of 120 per category
-      for cat in multiple irrelevance; do
-        run json-cot "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy json-cot
-      done ;;
+    bfcl-native) bfcl gate+native "${GATE_OPEN[@]}" ;;  # whole categories; with the gate open these rows are also plain native
+    bfcl-native-sample) bfcl gate+native --sample 120 "${GATE_OPEN[@]}" ;;  # a fixed seeded sample (the 1.5B model: whole is slow)
+    bfcl-json-cot) bfcl json-cot --sample 120 ;;  # the former default, slower
     bfcl-variants)
-      for strategy in native-cot json text:tags text:fenced text:call; do
-        for cat in multiple irrelevance; do
-          run "$strategy" "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy "$strategy"
-        done
-      done ;;
-    domains)  # the five domain suites' whole test splits, native then json-cot (about three times slower)
-      for suite in treasure_hunt events ecommerce finance language; do
-        run native "$suite" "$suite" --split test --strategy native
-      done
-      for suite in treasure_hunt events ecommerce finance language; do
-        run json-cot "$suite" "$suite" --split test --strategy json-cot
-      done ;;
-    domains-native)  # native alone on the domain suites' whole test splits (the 1.5B model: json-cot is slow)
-      for suite in treasure_hunt events ecommerce finance language; do
-        run native "$suite" "$suite" --split test --strategy native
-      done ;;
-    domains-cot)  # native-cot on the domain suites' whole test splits (pairs with the native rows)
-      for suite in treasure_hunt events ecommerce finance language; do
-        run native-cot "$suite" "$suite" --split test --strategy native-cot
-      done ;;
-    domains-strict)  # native-strict on the domain suites' whole test splits (pairs with the native rows)
-      for suite in treasure_hunt events ecommerce finance language; do
-        run native-strict "$suite" "$suite" --split test --strategy native-strict
-      done ;;
-    bfcl-strict)  # native-strict on the whole categories (pairs with bfcl-native)
-      for cat in multiple irrelevance; do
-        run native-strict "bfcl_$cat" "bfcl:$cat" --split all --strategy native-strict
-      done ;;
-    bfcl-strict-sample)  # as bfcl-strict on bfcl-native-sample's cases (the 1.5B model)
-      for cat in multiple irrelevance; do
-        run native-strict "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy native-strict
-      done ;;
-    bfcl-cot-strict)  # native-cot-strict on the seeded samples (pairs with native-cot and the sampled native rows)
-      for cat in multiple irrelevance; do
-        run native-cot-strict "bfcl_$cat" "bfcl:$cat" --split all --sample 120 --strategy native-cot-strict
-      done ;;
+      for strategy in native-cot json text:tags text:fenced text:call; do bfcl "$strategy" --sample 120; done ;;
+    domains) domains native; domains json-cot ;;  # native, then json-cot (about three times slower)
+    domains-native) domains native ;;  # native alone (the 1.5B model: json-cot is slow)
+    domains-cot) domains native-cot ;;  # pairs with the native rows
+    domains-strict) domains native-strict ;;  # pairs with the native rows
+    bfcl-strict) bfcl native-strict ;;  # whole categories (pairs with bfcl-native)
+    bfcl-strict-sample) bfcl native-strict --sample 120 ;;  # bfcl-native-sample's cases (the 1.5B model)
+    bfcl-cot-strict) bfcl native-cot-strict --sample 120 ;;  # pairs with native-cot and the sampled native rows
     domains-gate)  # dev and test with the gate open, to choose its threshold on dev
       for suite in treasure_hunt events ecommerce finance language; do
         for split in dev test; do
-          run gate+native "$suite-$split" "$suite" --split "$split" --strategy gate+native --gate-model "$GATE" \
-              --gate-threshold=-inf
+          run gate+native "$suite-$split" "$suite" --split "$split" --strategy gate+native "${GATE_OPEN[@]}"
         done
       done ;;
     *) echo "unknown phase $phase" ;;
