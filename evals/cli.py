@@ -41,9 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     run.add_argument("--allow-tool-changes", action="store_true",
                      help="Evaluate a compiled selector even if its tools changed since it was compiled.")
-    run.add_argument("--strategy", help="How the selector asks the model: native (default), native-cot, native-strict, "
-                                        "json-cot, json, chat-cot, text:fenced, text:call, text:tags; gate+NAME puts "
-                                        "the relevance gate first (see 'toolsel strategies').")
+    run.add_argument("--strategy", help="How the selector asks the model: auto (default: native-strict with a local "
+                                        "model, native with any other), native, native-cot, native-strict, json-cot, "
+                                        "json, chat-cot, text:fenced, text:call, text:tags; gate+NAME puts the relevance "
+                                        "gate first (see 'toolsel strategies').")
     run.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy (default: --model).")
     run.add_argument("--gate-threshold", type=float, help="Relevance score below which the gate answers with no call "
                                                           "(default: 0; choose it on dev with 'toolsel bench gate' "

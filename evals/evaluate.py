@@ -108,7 +108,7 @@ def evaluate(
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
-    ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default native, or the
+    ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default auto, or the
     compiled program's own); ``gate+NAME`` adds the relevance gate, with ``gate_threshold`` (default 0) and an
     optional ``gate_model``. ``sample``: a fixed seeded sample of the split (``seed``), for categories too slow
     to run whole. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
@@ -231,7 +231,7 @@ class SelectorJob:
                 selector.gate_lm, gate_name = _lm(self.gate_model, temperature=0.0, max_tokens=2, cache=self.cache)
             if self.gate_threshold is not None:
                 selector.gate_threshold = float(self.gate_threshold)
-        selector.check_lm(lm)
+        selector.pin_strategy(lm)
         if self.retrieve is not None:
             selector.retrieve, selector.retriever_name = self.retrieve, self.retriever
         selector.undeclared_arguments = check_undeclared_arguments(self.undeclared_arguments)

@@ -318,6 +318,11 @@ def optimize(
             prepare_lm(each)  # a broken engine stops here: DSPy's optimizers would count its error as a score
     model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
     teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
+    student = MultiToolSelector(strategy=strategy)
+    student.check_lm(lm)
+    if teacher_lm is None or student.strategy.resolved_name(teacher_lm) == student.strategy.resolved_name(lm):
+        student.pin_strategy(lm)  # else (auto, a local student and a hosted teacher) each model's own, per call
+    strategy = student.strategy_name
     label = optimizer if strategy == STRUCTURED_STRATEGY else f"{optimizer}-{slug(strategy)}"
     out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{label}-{slug(model_name)}"
     tool_sets = {c.tool_set for c in suite_obj.cases}
@@ -328,8 +333,6 @@ def optimize(
         log_dir=out_dir / "optimizer_log",
     )
     counter = _CallCounter()
-    student = MultiToolSelector(strategy=strategy)
-    student.check_lm(lm)
     start = time.perf_counter()
     with dspy.context(lm=lm, adapter=build_adapter(adapter), callbacks=[counter.callback]):
         if chosen.uses_dev:

@@ -2,8 +2,9 @@
 
 One program serves any tool catalog: the available tools are an input, so a compiled selector's instructions and
 demonstrations carry over between tool sets. How the model is asked and its answer read is the selector's
-*strategy* (``tool_selection.strategies``): ``native`` (the default: the model's own tool-calling format),
-``native-cot``, ``native-strict`` (each call decoded under the tools' grammar), ``json-cot`` (ChainOfThought over
+*strategy* (``tool_selection.strategies``): ``native`` (the model's own tool-calling format), ``native-cot``,
+``native-strict`` (each call decoded under the tools' grammar), ``auto`` (the default: ``native-strict`` with a
+local model, ``native`` with any other), ``json-cot`` (ChainOfThought over
 JSON whose response schema admits only the listed tools), ``text:*`` protocols, ``json`` and ``chat-cot``;
 ``gate+NAME`` asks a relevance question first. The selector
 carries its strategy's adapter, so calling it in Python with only an LM configured behaves as ``toolsel eval``
@@ -158,6 +159,19 @@ class MultiToolSelector(dspy.Module):
         if lm is None:
             raise ToolSelectionError("No language model: dspy.configure(lm=get_lm(...)) or pass lm=.")
         self.strategy.check_lm(lm)
+
+    def pin_strategy(self, lm: dspy.BaseLM | None = None) -> str:
+        """Check ``lm`` (default: the configured one) and replace a strategy chosen per model (``auto``) by the one
+        it runs as with ``lm``, so that results and saved programs name what ran. Returns the strategy's name."""
+        self.check_lm(lm)
+        resolved = self.strategy.resolved_name(lm or dspy.settings.lm)
+        if resolved != self.strategy.name:
+            strategy = get_strategy(resolved, constrain=self.constrain)
+            if strategy.reasoning != self.strategy.reasoning or type(strategy.adapter()) is not type(self.strategy.adapter()):
+                raise ToolSelectionError(f"{self.strategy.name} resolved to {resolved}, which needs another predictor.")
+            self.strategy = strategy
+            self.strategy_name = f"{GATE_PREFIX}{resolved}" if self.gate is not None else resolved
+        return self.strategy_name
 
     load = _LoadDescriptor()
 

@@ -19,6 +19,8 @@ def call(name, **arguments):
 
 
 def lm_for(answers, tmp_path, name="fake"):
+    """A local model answering whole chat completions, so these loops run ``native`` (the default, ``auto``,
+    decodes a local model's calls in stages: the last test)."""
     llama = FakeLlama(answers)
     engine = LocalEngine(tmp_path / f"{name}.gguf", llama=llama, spec=f"local:{name}", constrained=True)
     return dspy.LM(f"local:{name}", engine=engine, cache=False, num_retries=0), llama
@@ -27,7 +29,7 @@ def lm_for(answers, tmp_path, name="fake"):
 def test_a_turn_executes_calls_feeds_results_back_and_ends_with_an_answer(tmp_path):
     lm, llama = lm_for([call("move", direction="north"), call("check_inventory"), "You are on the jungle path."],
                        tmp_path)
-    transcript = AgentLoop(TREASURE, lm=lm).run("Walk north, then tell me what I carry.")
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm).run("Walk north, then tell me what I carry.")
     assert transcript.stop_reason == "answered" and transcript.final_answer == "You are on the jungle path."
     assert [c.tool_name for c in transcript.calls] == ["move", "check_inventory"] and all(c.ok for c in transcript.calls)
     assert [m.role for m in transcript.messages] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT,
@@ -39,14 +41,14 @@ def test_a_turn_executes_calls_feeds_results_back_and_ends_with_an_answer(tmp_pa
 
 def test_tool_state_persists_across_calls_of_one_session(tmp_path):
     lm, _ = lm_for([call("move", direction="north"), call("examine_location"), "done"], tmp_path)
-    transcript = AgentLoop(TREASURE, lm=lm).run("Go north and look around.")
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm).run("Go north and look around.")
     assert transcript.calls[1].result["location_id"] == "jungle_path"  # the move is remembered
 
 
 def test_errors_are_observations_the_model_can_correct(tmp_path):
     lm, llama = lm_for([call("teleport", to="x"), call("move", direction="sideways"), call("move", direction="north"),
                         "ok"], tmp_path)
-    transcript = AgentLoop(TREASURE, lm=lm).run("Go north.")
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm).run("Go north.")
     kinds = [c.error for c in transcript.calls]
     assert kinds == ["unknown_tool", "invalid_arguments", None]
     assert transcript.tool_errors == 2 and transcript.errors_recovered == 1
@@ -56,7 +58,7 @@ def test_errors_are_observations_the_model_can_correct(tmp_path):
 
 def test_the_call_limit_counts_failed_calls(tmp_path):
     lm, _ = lm_for([call("move", direction="sideways")] * 5, tmp_path)
-    transcript = AgentLoop(TREASURE, lm=lm, max_tool_calls=3).run("Go.")
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm, max_tool_calls=3).run("Go.")
     assert transcript.stop_reason == "call_limit" and len(transcript.calls) == 3
 
 
@@ -64,7 +66,7 @@ def test_a_stuck_primary_delegates_the_step_to_the_secondary(tmp_path):
     primary, _ = lm_for([call("move", direction="sideways"), call("move", direction="sideways"), "gave up"],
                         tmp_path, "small")
     secondary, big = lm_for([call("move", direction="north"), "You are on the jungle path."], tmp_path, "large")
-    loop = AgentLoop(TREASURE, lm=primary, secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.9)
+    loop = AgentLoop(TREASURE, strategy="native", lm=primary, secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.9)
     transcript = loop.run("Go north.")
     assert [s.decided_by for s in transcript.steps] == ["primary", "secondary", "primary"]
     assert transcript.steps[1].stuck_reasons[0].startswith("repeats a failed call")
@@ -74,7 +76,7 @@ def test_a_stuck_primary_delegates_the_step_to_the_secondary(tmp_path):
 def test_escalations_are_bounded(tmp_path):
     primary, _ = lm_for([call("move", direction="sideways")] * 6, tmp_path, "small")
     secondary, big = lm_for([call("move", direction="sideways")] * 6, tmp_path, "large")
-    loop = AgentLoop(TREASURE, lm=primary, secondary_lm=secondary, threshold=0.5, max_escalations=2,
+    loop = AgentLoop(TREASURE, strategy="native", lm=primary, secondary_lm=secondary, threshold=0.5, max_escalations=2,
                      max_tool_calls=6)
     transcript = loop.run("Go.")
     assert transcript.escalations == 2 and len(big.calls) == 2
@@ -90,7 +92,7 @@ def test_an_agent_config_keeps_known_tools_and_warns_about_the_rest():
 
 def test_an_agent_system_prompt_joins_the_strategy_instructions(tmp_path):
     lm, llama = lm_for([call("move", direction="north"), "done"], tmp_path)
-    AgentLoop(TREASURE, lm=lm, system_prompt="You are a careful explorer.").run("Go north.")
+    AgentLoop(TREASURE, strategy="native", lm=lm, system_prompt="You are a careful explorer.").run("Go north.")
     system = llama.calls[1]["messages"][0]
     assert system["role"] == "system" and system["content"].endswith("You are a careful explorer.")
     assert sum(m["role"] == "system" for m in llama.calls[1]["messages"]) == 1
@@ -98,11 +100,11 @@ def test_an_agent_system_prompt_joins_the_strategy_instructions(tmp_path):
 
 def test_the_first_step_already_knows_a_request_may_take_several_steps(tmp_path):
     lm, llama = lm_for(["done"], tmp_path)
-    AgentLoop(TREASURE, lm=lm).run("Fetch the lantern from the lighthouse.")
+    AgentLoop(TREASURE, strategy="native", lm=lm).run("Fetch the lantern from the lighthouse.")
     system = llama.calls[0]["messages"][0]["content"]
     assert system.endswith(LOOP_SYSTEM_PROMPT) and "next step" in system
     lm, llama = lm_for(["done"], tmp_path, name="bare")
-    AgentLoop(TREASURE, lm=lm, system_prompt=None).run("Fetch the lantern from the lighthouse.")
+    AgentLoop(TREASURE, strategy="native", lm=lm, system_prompt=None).run("Fetch the lantern from the lighthouse.")
     assert LOOP_SYSTEM_PROMPT not in llama.calls[0]["messages"][0]["content"]
     assert AgentLoop.from_config(AgentConfig(tools=["move"]), TREASURE).system_prompt == LOOP_SYSTEM_PROMPT
 
@@ -118,7 +120,7 @@ def test_a_model_failure_ends_the_turn_with_what_was_done_kept(tmp_path):
     from dspy.utils.exceptions import ContextWindowExceededError
 
     lm, _ = lm_for([call("move", direction="north")], tmp_path)
-    loop = AgentLoop(TREASURE, lm=lm)
+    loop = AgentLoop(TREASURE, strategy="native", lm=lm)
     decide = loop.selector
 
     def outgrows_its_context_on_the_second_step(**kwargs):
@@ -130,3 +132,18 @@ def test_a_model_failure_ends_the_turn_with_what_was_done_kept(tmp_path):
     transcript = loop.run("Walk north, then look around.")
     assert transcript.stop_reason == "model_error" and "4301" in transcript.error
     assert [c.tool_name for c in transcript.calls] == ["move"] and transcript.final_answer is None
+
+
+def test_the_default_loop_decodes_a_local_models_calls_under_the_tools_grammar(tmp_path):
+    from tests.lm.test_strict_calls import StagedLlama
+
+    move = json.dumps({"name": "move", "arguments": {"direction": "north"}})
+    llama = StagedLlama(["<tool_call>", "\n" + move, "\n</tool_call>", "You are on the jungle path."])
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    engine.supports_native_tools = lambda: True
+    lm = dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=200)
+    transcript = AgentLoop(TREASURE, lm=lm).run("Walk north.")
+    assert transcript.stop_reason == "answered" and transcript.final_answer == "You are on the jungle path."
+    assert [(c.tool_name, c.ok) for c in transcript.calls] == [("move", True)]
+    assert [call["grammar"] is not None for call in llama.calls] == [False, True, False, False]
+    assert "<tool>" not in llama.calls[0]["prompt"] and "<tool>" in llama.calls[-1]["prompt"]  # the result went back

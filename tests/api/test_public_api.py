@@ -102,7 +102,7 @@ def test_the_readme_python_blocks_run(tmp_path, monkeypatch):
     for block in _python_blocks():
         exec(compile(block, "README.md (Python section)", "exec"), namespace)
     assert namespace["json_cot"].results.shape[0] == 4
-    assert namespace["compiled"].strategy_name == "native"  # optimize compiles the default strategy
+    assert namespace["compiled"].strategy_name == "native-strict"  # the default, auto, as a local model runs it
 
 
 @pytest.mark.local_model

@@ -202,3 +202,64 @@ def test_native_cot_strict_keeps_the_thought_free_and_decodes_the_call_under_the
     assert llama.calls[0]["grammar"] is None and llama.calls[1]["grammar"] is not None  # thought free, call constrained
     assert [(c.tool_name, c.arguments) for c in decision.tool_calls] == [("get_stock_price", {"symbol": "ACME"})]
     assert "The price tool fits." in decision.reasoning
+
+
+def _local_lm(tmp_path, stages):
+    llama = StagedLlama(stages)
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    engine.supports_native_tools = lambda: True
+    return dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=200), llama
+
+
+def test_the_default_strategy_decodes_a_local_models_calls_strictly(tmp_path):
+    from tool_selection import load_tool_set
+    from tool_selection.strategies import DEFAULT_STRATEGY
+
+    registry = load_tool_set("finance").registry()
+    selector = MultiToolSelector(registry)
+    assert selector.strategy_name == DEFAULT_STRATEGY == "auto"
+    call = '{"name": "get_stock_price", "arguments": {"symbol": "ACME"}}'
+    lm, llama = _local_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
+    with dspy.context(lm=lm):  # not pinned: chosen per call from the LM in use
+        decision = selector("What is ACME trading at?").decision
+    assert llama.calls[1]["grammar"] is not None  # the call was decoded under the tools' grammar
+    assert [(c.tool_name, c.arguments) for c in decision.tool_calls] == [("get_stock_price", {"symbol": "ACME"})]
+    assert selector.pin_strategy(lm) == "native-strict" and selector.strategy_name == "native-strict"
+
+
+def test_auto_runs_as_native_where_decoding_cannot_be_constrained(tmp_path):
+    hosted = dspy.LM("openai/gpt-4o-mini")
+    gated = MultiToolSelector(strategy="gate+auto")
+    assert gated.pin_strategy(hosted) == "gate+native"  # a hosted model: the provider's own function calling
+    assert gated.strategy.strict_for(hosted) is False
+
+    lm, llama = _local_lm(tmp_path, ["None of the available functions can do this."])
+    free = MultiToolSelector(strategy="auto", constrain=False)
+    assert free.strategy.resolved_name(lm) == "native" and free.pin_strategy(lm) == "native"
+    assert MultiToolSelector(strategy="native").pin_strategy(lm) == "native"  # a named strategy is never changed
+
+
+def test_pinning_keeps_what_the_selector_learned(tmp_path):
+    lm, _ = _local_lm(tmp_path, [])
+    selector = MultiToolSelector()
+    selector.select.demos = [dspy.Example(request="price of ACME", tool_calls=[])]
+    selector.pin_strategy(lm)
+    assert selector.strategy_name == "native-strict" and len(selector.select.demos) == 1
+
+
+def test_an_evaluation_records_the_strategy_that_ran(tmp_path):
+    import json
+
+    from evals.evaluate import evaluate
+    from evals.suite import Suite, load_suite
+
+    case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1
+                and c.expected_calls[0].arguments)
+    expected = case.expected_calls[0]
+    call = json.dumps({"name": expected.tool_name,
+                       "arguments": {name: values[0] for name, values in expected.acceptable().items()}})
+    lm, llama = _local_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
+    result = evaluate(Suite(name="finance", cases=[case]), lm, split=None, run_dir=tmp_path / "run", mlflow=False,
+                      progress=False)
+    assert result.params["strategy"] == "native-strict" and llama.calls[1]["grammar"] is not None
+    assert result.results.iloc[0]["full_match"] == 1.0

@@ -126,7 +126,7 @@ def test_protocols_from_a_yaml_config(tmp_path, monkeypatch, weak_lm, strong_lm)
     monkeypatch.setattr(protocol_module, "resolve_lm", lambda spec, logprobs, **_: models[spec].copy(logprobs=logprobs))
     (proto,) = build_protocols(config, cost_fn=relative_cost)
     assert proto.threshold == 0.6 and proto.max_retries == 2 and proto.detector.name == "confidence"
-    assert proto.selector.strategy_name == pair.selection_strategy == "native"  # the selector's default
+    assert proto.selector.strategy_name == pair.selection_strategy == "auto"  # the selector's default
     chat = load_collaboration_config({"collaboration": {"pairs": [{**pair.model_dump(), "selection_strategy": "chat-cot"}]}})
     assert build_protocols(chat, cost_fn=relative_cost)[0].selector.strategy_name == "chat-cot"
     assert proto.primary_lm.kwargs["logprobs"] is True  # the confidence detector asks the primary for logprobs

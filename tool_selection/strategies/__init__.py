@@ -1,7 +1,7 @@
 """Selection strategies: how a selector asks a model for tool calls and reads the answer.
 
-``strategy_names()`` lists them; ``MultiToolSelector(tools, strategy="native")`` uses one, and ``gate+NAME`` puts
-the relevance gate in front of it. See ``base.SelectionStrategy`` for what a strategy is.
+``strategy_names()`` lists them; ``MultiToolSelector(tools, strategy="native")`` uses one (default ``auto``), and
+``gate+NAME`` puts the relevance gate in front of it. See ``base.SelectionStrategy`` for what a strategy is.
 """
 
 from tool_selection.strategies.base import (
@@ -32,9 +32,10 @@ __all__ = [
     "strategy_names",
 ]
 
-DEFAULT_STRATEGY = "native"
-"""What a selector uses unless told: the model's own tool-calling format, the most accurate and the fastest per
-correct decision on BFCL with the local models (README, Results: selection strategies)."""
+DEFAULT_STRATEGY = "auto"
+"""What a selector uses unless told: the model's own tool-calling format, with each call decoded under the tools'
+grammar where the model runs in-process (``native-strict``, the most accurate on BFCL and the domain suites with
+the local models), else as the provider returns it (``native``). README, Results: selection strategies."""
 
 STRUCTURED_STRATEGY = "json-cot"
 """Reasoning plus a constrained JSON answer: what a compiled selector whose manifest names no strategy was built

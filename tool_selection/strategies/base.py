@@ -70,6 +70,10 @@ class SelectionStrategy:
     def check_lm(self, lm: dspy.BaseLM) -> None:
         """Raise ``ToolSelectionError`` if ``lm`` cannot serve this strategy (checked before any work)."""
 
+    def resolved_name(self, lm: dspy.BaseLM) -> str:
+        """The strategy this one runs as with ``lm``: itself, except for strategies chosen by the model (``auto``)."""
+        return self.name
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, constrain={self.constrain})"
 

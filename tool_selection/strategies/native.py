@@ -11,6 +11,8 @@ turns in the same format: the user's request, the assistant's calls, a tool resu
 - ``native-strict``: as ``native``, but a local model's calls are decoded under a grammar of the listed tools and
   their argument schemas (``tool_selection.lm.strict_calls``); its prose stays free.
 - ``native-cot-strict``: ``native-cot``'s thought, then ``native-strict``'s calls.
+- ``auto`` (the default): ``native-strict`` with a local model, ``native`` with any other, chosen per call from
+  the LM in use (a cascade may mix both).
 """
 
 from __future__ import annotations
@@ -170,6 +172,12 @@ def openai_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
     return [to_openai(tool) for tool in registry]
 
 
+def _is_local(lm: dspy.BaseLM | None) -> bool:
+    from tool_selection.lm.engine import LocalEngine
+
+    return isinstance(getattr(lm, "engine", None), LocalEngine)
+
+
 class _NativeStrategy(SelectionStrategy):
     strict = False  # decode each call under a grammar of the listed tools (local models)
 
@@ -183,10 +191,11 @@ class _NativeStrategy(SelectionStrategy):
 
     def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
                conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
-        demos = list(inner_predict(predictor).demos)
+        inner = inner_predict(predictor)
+        demos = list(inner.demos)
         tools = openai_tools(registry)
         config: dict[str, Any] = {"tools": tools}
-        if self.strict:  # with tools, the local engine applies the schema to each call, not to the whole answer
+        if self.strict_for(inner.lm or dspy.settings.lm):  # with tools, the local engine applies the schema to each call
             config["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "tool_call", "schema": call_schema(tools)}}
         try:
@@ -197,15 +206,17 @@ class _NativeStrategy(SelectionStrategy):
         return decided(check_decision(getattr(prediction, "reasoning", "") or "", as_calls(prediction.tool_calls),
                                       registry))
 
+    def strict_for(self, lm: dspy.BaseLM | None) -> bool:
+        """Whether calls to ``lm`` are decoded under the tools' grammar."""
+        return self.strict
+
     def check_lm(self, lm: dspy.BaseLM) -> None:
         engine = getattr(lm, "engine", None)
-        from tool_selection.lm.engine import LocalEngine
-
-        if self.strict and not isinstance(engine, LocalEngine):
+        if self.strict and not _is_local(lm):
             raise ToolSelectionError(
                 f"{getattr(lm, 'model', lm)!r} cannot serve the {self.name} strategy: it constrains a local model's "
                 "decoding (local:NAME). For hosted models use native, whose providers validate calls themselves.")
-        if isinstance(engine, LocalEngine):
+        if _is_local(lm):
             if not engine.supports_native_tools():
                 raise ToolSelectionError(
                     f"{engine.spec} cannot serve the {self.name} strategy: its chat template does not render tools "
@@ -245,3 +256,17 @@ class NativeCoTStrict(_NativeStrategy):
     summary = "native-cot's short thought first, then native-strict's calls (local models)"
     reasoning = True
     strict = True
+
+
+@register_strategy
+class Auto(_NativeStrategy):
+    """The default: the most accurate strategy the model can serve (README, Results: selection strategies)."""
+
+    name = "auto"
+    summary = "native-strict with a local model, native with a hosted or served one (the default)"
+
+    def strict_for(self, lm: dspy.BaseLM | None) -> bool:
+        return self.constrain and _is_local(lm)
+
+    def resolved_name(self, lm: dspy.BaseLM | None) -> str:
+        return NativeStrict.name if self.strict_for(lm) else Native.name
