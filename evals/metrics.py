@@ -1,9 +1,9 @@
 """Scoring a decision against a case, and aggregating per-case scores with bootstrap confidence intervals.
 
 Argument matching follows BFCL's AST checker: each expected argument lists acceptable values (``""`` marks an
-optional argument that may be omitted); strings compare case-insensitively without spaces and punctuation;
-an integer matches the equal float; lists compare element-wise and dicts key-wise. Tool names compare as
-multisets, so call order never matters.
+optional argument that may be omitted or given as an empty string); strings compare case-insensitively without
+spaces and punctuation; an integer matches the equal float; lists compare element-wise and dicts key-wise. Tool
+names compare as multisets, so call order never matters.
 """
 
 from __future__ import annotations
@@ -86,11 +86,14 @@ def _nested_match(predicted: Any, expected: Any) -> bool:
     # Inside BFCL dicts a value is usually itself a list of acceptable values.
     if _equal(predicted, expected):
         return True
-    return isinstance(expected, list) and any(_equal(predicted, e) for e in expected if e != "")
+    return isinstance(expected, list) and value_matches(predicted, expected)
 
 
 def value_matches(predicted: Any, acceptable: list[Any]) -> bool:
-    """Whether ``predicted`` equals one of the ``acceptable`` values (BFCL normalisation)."""
+    """Whether ``predicted`` equals one of the ``acceptable`` values (BFCL normalisation). An empty string given
+    for an argument that may be omitted matches, as BFCL's string checker reads it."""
+    if isinstance(predicted, str) and "" in acceptable and not _norm(predicted):
+        return True
     return any(_equal(predicted, value) for value in acceptable if not (isinstance(value, str) and value == ""))
 
 

@@ -43,7 +43,13 @@ def decision(*calls, **kw):
         ({"unit": "C", "days": 3}, [{"unit": ["c"], "days": [3, ""]}], True),
         ({"unit": "C"}, [{"unit": ["c"], "days": [3, ""]}], True),
         ({"unit": "C", "x": 1}, [{"unit": ["c"]}], False),
-        ("", [""], False),
+        # "" marks an optional argument; BFCL's string checker also accepts it given as an empty string
+        ("", [""], True),
+        ("", ["", "PC"], True),
+        (" ", [""], True),
+        ("", ["PC"], False),
+        (0, [5, ""], False),
+        ({"unit": "C", "days": ""}, [{"unit": ["c"], "days": [3, ""]}], True),
     ],
 )
 def test_value_matching_follows_bfcl(predicted, acceptable, ok):
