@@ -319,9 +319,10 @@ def optimize(
     model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
     teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
     student = MultiToolSelector(strategy=strategy)
-    student.check_lm(lm)
     if teacher_lm is None or student.strategy.resolved_name(teacher_lm) == student.strategy.resolved_name(lm):
-        student.pin_strategy(lm)  # else (auto, a local student and a hosted teacher) each model's own, per call
+        student.pin_strategy(lm)  # checks lm too
+    else:
+        student.check_lm(lm)  # auto, a local student and a hosted teacher: each model's own, per call
     strategy = student.strategy_name
     label = optimizer if strategy == STRUCTURED_STRATEGY else f"{optimizer}-{slug(strategy)}"
     out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{label}-{slug(model_name)}"

@@ -135,13 +135,10 @@ def test_a_model_failure_ends_the_turn_with_what_was_done_kept(tmp_path):
 
 
 def test_the_default_loop_decodes_a_local_models_calls_under_the_tools_grammar(tmp_path):
-    from tests.lm.test_strict_calls import StagedLlama
+    from tests.lm.conftest import staged_lm
 
     move = json.dumps({"name": "move", "arguments": {"direction": "north"}})
-    llama = StagedLlama(["<tool_call>", "\n" + move, "\n</tool_call>", "You are on the jungle path."])
-    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
-    engine.supports_native_tools = lambda: True
-    lm = dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=200)
+    lm, llama = staged_lm(tmp_path, ["<tool_call>", "\n" + move, "\n</tool_call>", "You are on the jungle path."])
     transcript = AgentLoop(TREASURE, lm=lm).run("Walk north.")
     assert transcript.stop_reason == "answered" and transcript.final_answer == "You are on the jungle path."
     assert [(c.tool_name, c.ok) for c in transcript.calls] == [("move", True)]

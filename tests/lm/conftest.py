@@ -140,3 +140,74 @@ def make_lm(tmp_path, fresh_cache):
         return dspy.LM("local:fake", engine=engine, async_engine=AsyncLocalEngine(engine), **kwargs), llama
 
     return make
+
+
+STAGED_TEMPLATE = ("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}"
+                   "{% if tools %}<tools>{% for t in tools %}{{ t.function.name }};{% endfor %}</tools>\n{% endif %}"
+                   "<assistant>")
+
+
+class StagedLlama:
+    """A scripted llama with one token per character: each completion writes the next scripted stage, a free stage
+    stopping where the stopping criterion says (as llama.cpp checks it, after each token), a grammar stage whole."""
+
+    def __init__(self, stages):
+        self.stages = list(stages)
+        self.calls = []
+        self.metadata = {"tokenizer.chat_template": STAGED_TEMPLATE}
+
+    def token_eos(self):
+        return -1
+
+    def token_bos(self):
+        return -1
+
+    def accepts_grammar(self, grammar):
+        return True
+
+    def tokenize(self, data: bytes, add_bos=True, special=False):
+        return [ord(c) for c in data.decode("utf-8")]
+
+    def detokenize(self, tokens, prev_tokens=None, special=False):
+        return "".join(chr(t) for t in tokens).encode("utf-8")
+
+    def create_completion(self, prompt, *, max_tokens, stop=None, stopping_criteria=None, grammar=None, **options):
+        self.calls.append({"prompt": self.detokenize(prompt).decode(), "grammar": grammar, "max_tokens": max_tokens,
+                           "stop": stop, **options})
+        script = self.stages.pop(0) if self.stages else ""
+        ids, written, opened = list(prompt), "", False
+        for char in script:
+            if len(written) == max_tokens:
+                break
+            written += char
+            ids.append(ord(char))
+            self._score(char)
+            if grammar is None and stopping_criteria is not None and stopping_criteria(ids, None):
+                opened = True
+                break
+        finish = "length" if len(written) < len(script) and len(written) == max_tokens else "stop"
+        if finish == "stop" and not opened:
+            self._score("")  # the end-of-sequence token, scored as llama.cpp yields it
+        return {"choices": [{"text": written, "finish_reason": finish}],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(written)}}
+
+
+    trace = None
+
+    def _score(self, piece: str):
+        from tool_selection.lm.engine import TokenScore
+
+        if self.trace is not None:
+            self.trace.tokens.append(TokenScore(len(self.trace.tokens), piece.encode(), -0.1))
+
+
+def staged_lm(tmp_path, stages, *, max_tokens=200):
+    """(dspy.LM, StagedLlama): a local model whose chat template renders tools, answering ``stages``."""
+    import dspy
+
+    from tool_selection.lm import LocalEngine
+
+    llama = StagedLlama(stages)
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    engine.supports_native_tools = lambda: True
+    return dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=max_tokens), llama

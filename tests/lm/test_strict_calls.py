@@ -4,71 +4,17 @@ import dspy
 import pytest
 from dspy.lm15 import Config, FunctionTool, Message, Request, ToolCallPart
 
+from tests.lm.conftest import StagedLlama, staged_lm
 from tool_selection import MultiToolSelector, ToolSelectionError
 from tool_selection.lm import LocalEngine
-from tool_selection.lm.engine import GenerationTrace, TokenScore
+from tool_selection.lm.engine import GenerationTrace
 from tool_selection.lm.strict_calls import strict_tool_completion
 from tool_selection.strategies.native import call_schema
 
-TEMPLATE = ("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}"
-            "{% if tools %}<tools>{% for t in tools %}{{ t.function.name }};{% endfor %}</tools>\n{% endif %}"
-            "<assistant>")
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The forecast for a city.",
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                                            "required": ["city"]}}}
 CALL = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
-
-
-class StagedLlama:
-    """A scripted llama with one token per character: each completion writes the next scripted stage, a free stage
-    stopping where the stopping criterion says (as llama.cpp checks it, after each token), a grammar stage whole."""
-
-    def __init__(self, stages):
-        self.stages = list(stages)
-        self.calls = []
-        self.metadata = {"tokenizer.chat_template": TEMPLATE}
-
-    def token_eos(self):
-        return -1
-
-    def token_bos(self):
-        return -1
-
-    def accepts_grammar(self, grammar):
-        return True
-
-    def tokenize(self, data: bytes, add_bos=True, special=False):
-        return [ord(c) for c in data.decode("utf-8")]
-
-    def detokenize(self, tokens, prev_tokens=None, special=False):
-        return "".join(chr(t) for t in tokens).encode("utf-8")
-
-    def create_completion(self, prompt, *, max_tokens, stop=None, stopping_criteria=None, grammar=None, **options):
-        self.calls.append({"prompt": self.detokenize(prompt).decode(), "grammar": grammar, "max_tokens": max_tokens,
-                           "stop": stop, **options})
-        script = self.stages.pop(0) if self.stages else ""
-        ids, written, opened = list(prompt), "", False
-        for char in script:
-            if len(written) == max_tokens:
-                break
-            written += char
-            ids.append(ord(char))
-            self._score(char)
-            if grammar is None and stopping_criteria is not None and stopping_criteria(ids, None):
-                opened = True
-                break
-        finish = "length" if len(written) < len(script) and len(written) == max_tokens else "stop"
-        if finish == "stop" and not opened:
-            self._score("")  # the end-of-sequence token, scored as llama.cpp yields it
-        return {"choices": [{"text": written, "finish_reason": finish}],
-                "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(written)}}
-
-
-    trace = None
-
-    def _score(self, piece: str):
-        if self.trace is not None:
-            self.trace.tokens.append(TokenScore(len(self.trace.tokens), piece.encode(), -0.1))
 
 
 def complete(llama, max_tokens=200):
@@ -172,10 +118,7 @@ def test_native_strict_asks_for_strict_calls_and_refuses_hosted_models(tmp_path)
     with pytest.raises(ToolSelectionError, match="native-strict strategy: it constrains a local model's decoding"):
         selector.check_lm(dspy.LM("openai/gpt-4o-mini"))
 
-    llama = StagedLlama(["None of the available functions can do this."])
-    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
-    engine.supports_native_tools = lambda: True
-    lm = dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=64)
+    lm, llama = staged_lm(tmp_path, ["None of the available functions can do this."], max_tokens=64)
     selector.check_lm(lm)
     with dspy.context(lm=lm):
         decision = selector("Write me a poem.").decision
@@ -193,22 +136,12 @@ def test_native_cot_strict_keeps_the_thought_free_and_decodes_the_call_under_the
         selector.check_lm(dspy.LM("openai/gpt-4o-mini"))
 
     call = '{"name": "get_stock_price", "arguments": {"symbol": "ACME"}}'
-    llama = StagedLlama(["The price tool fits.\n<tool_call>", "\n" + call, "\n</tool_call>"])
-    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
-    engine.supports_native_tools = lambda: True
-    lm = dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=200)
+    lm, llama = staged_lm(tmp_path, ["The price tool fits.\n<tool_call>", "\n" + call, "\n</tool_call>"])
     with dspy.context(lm=lm):
         decision = selector("What is ACME trading at?").decision
     assert llama.calls[0]["grammar"] is None and llama.calls[1]["grammar"] is not None  # thought free, call constrained
     assert [(c.tool_name, c.arguments) for c in decision.tool_calls] == [("get_stock_price", {"symbol": "ACME"})]
     assert "The price tool fits." in decision.reasoning
-
-
-def _local_lm(tmp_path, stages):
-    llama = StagedLlama(stages)
-    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
-    engine.supports_native_tools = lambda: True
-    return dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=200), llama
 
 
 def test_the_default_strategy_decodes_a_local_models_calls_strictly(tmp_path):
@@ -219,7 +152,7 @@ def test_the_default_strategy_decodes_a_local_models_calls_strictly(tmp_path):
     selector = MultiToolSelector(registry)
     assert selector.strategy_name == DEFAULT_STRATEGY == "auto"
     call = '{"name": "get_stock_price", "arguments": {"symbol": "ACME"}}'
-    lm, llama = _local_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
+    lm, llama = staged_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
     with dspy.context(lm=lm):  # not pinned: chosen per call from the LM in use
         decision = selector("What is ACME trading at?").decision
     assert llama.calls[1]["grammar"] is not None  # the call was decoded under the tools' grammar
@@ -233,14 +166,14 @@ def test_auto_runs_as_native_where_decoding_cannot_be_constrained(tmp_path):
     assert gated.pin_strategy(hosted) == "gate+native"  # a hosted model: the provider's own function calling
     assert gated.strategy.strict_for(hosted) is False
 
-    lm, llama = _local_lm(tmp_path, ["None of the available functions can do this."])
+    lm, llama = staged_lm(tmp_path, ["None of the available functions can do this."])
     free = MultiToolSelector(strategy="auto", constrain=False)
     assert free.strategy.resolved_name(lm) == "native" and free.pin_strategy(lm) == "native"
     assert MultiToolSelector(strategy="native").pin_strategy(lm) == "native"  # a named strategy is never changed
 
 
 def test_pinning_keeps_what_the_selector_learned(tmp_path):
-    lm, _ = _local_lm(tmp_path, [])
+    lm, _ = staged_lm(tmp_path, [])
     selector = MultiToolSelector()
     selector.select.demos = [dspy.Example(request="price of ACME", tool_calls=[])]
     selector.pin_strategy(lm)
@@ -258,7 +191,7 @@ def test_an_evaluation_records_the_strategy_that_ran(tmp_path):
     expected = case.expected_calls[0]
     call = json.dumps({"name": expected.tool_name,
                        "arguments": {name: values[0] for name, values in expected.acceptable().items()}})
-    lm, llama = _local_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
+    lm, llama = staged_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
     result = evaluate(Suite(name="finance", cases=[case]), lm, split=None, run_dir=tmp_path / "run", mlflow=False,
                       progress=False)
     assert result.params["strategy"] == "native-strict" and llama.calls[1]["grammar"] is not None

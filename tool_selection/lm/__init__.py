@@ -21,7 +21,7 @@ import dspy
 from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_model_dir, ensure_model
 from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog
 from tool_selection.lm.costs import model_cost
-from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine, LocalEngineError, unload_models
+from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine, LocalEngineError, local_engine, unload_models
 from tool_selection.lm.server import ModelServer, ServedLM, ServerError
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
 
@@ -84,8 +84,8 @@ def prepare_lm(lm: dspy.BaseLM) -> None:
     """Load a local LM's model now, which proves the engine runs on this machine (``EngineCheckError`` if it
     cannot); other LMs are left as they are. Commands call it before any work, so a broken engine stops them
     before a result is written."""
-    engine = getattr(lm, "engine", None)
-    if isinstance(engine, LocalEngine):
+    engine = local_engine(lm)
+    if engine is not None:
         engine.model  # noqa: B018 - loading is the point
     elif isinstance(getattr(lm, "model", None), str):
         _require_api_key(lm)

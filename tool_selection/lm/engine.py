@@ -309,6 +309,12 @@ class LocalEngine:
         return f"LocalEngine({self.spec!r}, n_ctx={self.settings.n_ctx}, constrained={self.constrained})"
 
 
+def local_engine(lm: Any) -> LocalEngine | None:
+    """The in-process engine behind ``lm`` (``get_lm("local:NAME")``), or None for any other LM."""
+    engine = getattr(lm, "engine", None)
+    return engine if isinstance(engine, LocalEngine) else None
+
+
 class AsyncLocalEngine:
     """The async face of a ``LocalEngine`` (``dspy.LM(..., async_engine=...)``): the same model, off the loop."""
 

@@ -172,12 +172,6 @@ def openai_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
     return [to_openai(tool) for tool in registry]
 
 
-def _is_local(lm: dspy.BaseLM | None) -> bool:
-    from tool_selection.lm.engine import LocalEngine
-
-    return isinstance(getattr(lm, "engine", None), LocalEngine)
-
-
 class _NativeStrategy(SelectionStrategy):
     strict = False  # decode each call under a grammar of the listed tools (local models)
 
@@ -211,12 +205,14 @@ class _NativeStrategy(SelectionStrategy):
         return self.strict
 
     def check_lm(self, lm: dspy.BaseLM) -> None:
-        engine = getattr(lm, "engine", None)
-        if self.strict and not _is_local(lm):
+        from tool_selection.lm.engine import local_engine
+
+        engine = local_engine(lm)
+        if self.strict and engine is None:
             raise ToolSelectionError(
                 f"{getattr(lm, 'model', lm)!r} cannot serve the {self.name} strategy: it constrains a local model's "
                 "decoding (local:NAME). For hosted models use native, whose providers validate calls themselves.")
-        if _is_local(lm):
+        if engine is not None:
             if not engine.supports_native_tools():
                 raise ToolSelectionError(
                     f"{engine.spec} cannot serve the {self.name} strategy: its chat template does not render tools "
@@ -266,7 +262,9 @@ class Auto(_NativeStrategy):
     summary = "native-strict with a local model, native with a hosted or served one (the default)"
 
     def strict_for(self, lm: dspy.BaseLM | None) -> bool:
-        return self.constrain and _is_local(lm)
+        from tool_selection.lm.engine import local_engine
+
+        return self.constrain and local_engine(lm) is not None
 
     def resolved_name(self, lm: dspy.BaseLM | None) -> str:
         return NativeStrict.name if self.strict_for(lm) else Native.name
