@@ -46,10 +46,29 @@ def test_an_object_next_to_a_call_in_a_fence_is_the_next_call():
     assert [call["grammar"] for call in llama.calls] == [None, "G", None, "G", None]
 
 
-def test_an_object_after_a_bare_call_stays_free():
-    llama = StagedLlama(['{"', CALL, '\n{"ok": true}'])  # an imagined tool result, not a second call
-    assert complete(llama)["choices"][0]["text"] == CALL + '\n{"ok": true}'
+def test_an_imagined_tool_result_after_a_bare_call_ends_the_answer():
+    llama = StagedLlama(['{"', CALL, '\n{"ok": true}\n' + CALL + "\n" * 50])  # what a small model writes on
+    llama.trace = GenerationTrace(top_logprobs=0)
+    result = complete(llama)
+    assert result["choices"][0] == {"text": CALL + "\n", "finish_reason": "stop"}  # the brace showed it: not kept
     assert [call["grammar"] for call in llama.calls] == [None, "G", None]
+    assert result["usage"]["completion_tokens"] == len(CALL) + 1
+    assert "".join(token.piece.decode() for token in llama.trace.tokens) == CALL + "\n"
+
+
+@pytest.mark.parametrize("after", ["\n</tool_call>\nThe forecast will come back.", "\n</tool_call>\n<tool_response>"])
+def test_text_after_a_tagged_call_ends_the_answer(after):
+    llama = StagedLlama(["<tool_call>", "\n" + CALL, after])
+    assert complete(llama)["choices"][0]["text"] == "<tool_call>\n" + CALL + "\n</tool_call>\n"
+
+
+def test_after_a_call_the_next_call_and_the_closers_stay_open():
+    fenced = StagedLlama(["```json\n", "\n" + CALL, "\n```\n```json\n", "\n" + CALL, "\n```\nDone."])
+    assert complete(fenced)["choices"][0]["text"] == ("```json\n" + CALL + "\n```\n```json\n" + CALL + "\n```\n")
+    assert [call["grammar"] for call in fenced.calls] == [None, "G", None, "G", None]
+    tagged = StagedLlama(["<tool_call>", "\n" + CALL, "\n</tool_call>\n<tool_call>", "\n" + CALL, "\n</tool_call>"])
+    assert complete(tagged)["choices"][0]["text"].count("<tool_call>") == 2
+    assert [call["grammar"] for call in tagged.calls] == [None, "G", None, "G", None]
 
 
 def test_a_bare_json_answer_gives_its_brace_back_to_the_grammar():

@@ -5,9 +5,11 @@ foresaw) and makes llama.cpp check every token of the free text against it, whic
 freely, as in its own format, until it opens a call (``<tool_call>``, the ```` ```json ```` fence small Qwen
 models write instead, or a JSON object as the whole answer); the call's JSON is then decoded under a grammar that
 admits only the listed functions, each with its own argument schema (declared keys only, required ones present,
-types and enums kept); then the model goes on freely (closing the call, opening another, or ending). Inside a
-fence, an object that follows a call (several calls in one fence, as JSON lines) opens the next call. The KV cache
-keeps every stage's prefix, so a stage costs only its own tokens.
+types and enums kept); then the model may close the call, open another or end. Inside a fence, an object that
+follows a call (several calls in one fence, as JSON lines) opens the next call. Any other text after a call ends
+the answer: a small model that does not stop after its call goes on to imagine the tool's result, or repeats the
+call as prose, until ``max_tokens`` (in a tool-calling loop that text fills the context window within a few
+steps). The KV cache keeps every stage's prefix, so a stage costs only its own tokens.
 
 This is what OpenAI calls strict function calling; ``tools=`` plus a ``response_format`` schema (one call's JSON,
 as ``strategies.native.call_schema`` writes it) asks the local engine for it.
@@ -24,6 +26,8 @@ __all__ = ["render_chat", "strict_tool_completion"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
+CLOSERS = re.compile(r"(?:\s|</tool_call>|```(?!j))*")  # what may close a call: its tag, its fence, white space
+NEXT_CALL = ("<tool_call>", "```json", "</tool_call>", "```")  # what may follow a call, as it is being written
 _TAIL_TOKENS = 16  # enough tokens to hold an opener however the tokenizer splits it
 
 
@@ -57,9 +61,11 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 
     text, produced, prompt_tokens, finish = "", 0, None, "stop"
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
+    called = False
     while produced < max_tokens:
         tokens = _tokens(llama, prompt + text)
-        opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), also=stopping_criteria)
+        opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), after_call=called,
+                             also=stopping_criteria)
         free = llama.create_completion(tokens, max_tokens=max_tokens - produced, stop=stop,
                                        stopping_criteria=StoppingCriteriaList([opener]), **options)
         prompt_tokens = prompt_tokens if prompt_tokens is not None else free["usage"]["prompt_tokens"]
@@ -67,9 +73,14 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         if opener.kind == "bare":  # give the brace back: the grammar writes the object from its start
             written, spent = written[:written.index("{")], spent - 1
             _forget_last_scored_token(llama)
+        elif opener.kind == "end" and written.startswith(opener.kept):  # the tokens past the calls are not kept
+            written, spent = opener.kept, spent - opener.dropped
+            for _ in range(opener.dropped):
+                _forget_last_scored_token(llama)
         text, produced = text + written, produced + spent
-        if opener.kind is None or finish == "length" or produced >= max_tokens:
+        if opener.kind in (None, "end") or finish == "length" or produced >= max_tokens:
             break
+        called = True
         in_fence = opener.kind == "fence" or (opener.kind == "bare" and in_fence)
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
@@ -86,11 +97,14 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 
 class _CallOpener:
     """Stopping criterion of a free stage: a call opens (a tag or fence; a bare JSON object first thing, where
-    ``bare_opens``: the answer's start, or next to a call in a fence)."""
+    ``bare_opens``: the answer's start, or next to a call in a fence), or, ``after_call``, the model writes
+    something other than the next call (``kind`` "end"; only the call's closers are kept)."""
 
-    def __init__(self, llama: Any, *, start: int, bare_opens: bool, also: Callable | None):
-        self.llama, self.start, self.bare_opens, self.also = llama, start, bare_opens, also
+    def __init__(self, llama: Any, *, start: int, bare_opens: bool, after_call: bool = False,
+                 also: Callable | None = None):
+        self.llama, self.start, self.bare_opens, self.after_call, self.also = llama, start, bare_opens, after_call, also
         self.kind: str | None = None
+        self.kept, self.dropped = "", 0  # kind "end": the stage's text that is kept, and how many tokens are not
 
     def __call__(self, ids, logits) -> bool:
         if opener := CALL_OPENERS.search(_text(self.llama, ids[-_TAIL_TOKENS:])):
@@ -98,7 +112,22 @@ class _CallOpener:
         elif (self.bare_opens and len(ids) - self.start <= _TAIL_TOKENS
               and BARE_CALL.match(_text(self.llama, ids[self.start:]))):
             self.kind = "bare"
+        elif self.after_call and self._past_the_calls(ids):
+            self.kind = "end"
         return self.kind is not None or bool(self.also and self.also(ids, logits))
+
+    def _past_the_calls(self, ids) -> bool:
+        """Whether this stage has written something other than the next call; if so, keep only its closers."""
+        written = _text(self.llama, ids[self.start:])
+        closed = CLOSERS.match(written).end()
+        rest = written[closed:]
+        if any(rest.startswith(piece) or piece.startswith(rest) for piece in NEXT_CALL):
+            return False
+        self.dropped = 1
+        while self.dropped < len(ids) - self.start and len(_text(self.llama, ids[self.start:-self.dropped])) > closed:
+            self.dropped += 1
+        self.kept = _text(self.llama, ids[self.start:len(ids) - self.dropped])
+        return True
 
 
 def _forget_last_scored_token(llama: Any) -> None:
