@@ -56,6 +56,17 @@ def test_an_imagined_tool_result_after_a_bare_call_ends_the_answer():
     assert "".join(token.piece.decode() for token in llama.trace.tokens) == CALL + "\n"
 
 
+@pytest.mark.parametrize("opening", ['{"name"', '{ "name"', '{{"name"'])
+def test_a_named_object_after_a_bare_call_is_the_next_call(opening):
+    llama = StagedLlama(['{"', CALL, "\n" + opening + ': "get_weather"', CALL, '\n{"ok": true}'])
+    llama.trace = GenerationTrace(top_logprobs=0)
+    result = complete(llama)
+    assert result["choices"][0]["text"] == CALL + "\n" + CALL + "\n"  # the object given back to the grammar
+    assert [call["grammar"] for call in llama.calls] == [None, "G", None, "G", None]
+    assert llama.calls[3]["prompt"].endswith(CALL + "\n")
+    assert "".join(token.piece.decode() for token in llama.trace.tokens) == result["choices"][0]["text"]
+
+
 @pytest.mark.parametrize("after", ["\n</tool_call>\nThe forecast will come back.", "\n</tool_call>\n<tool_response>"])
 def test_text_after_a_tagged_call_ends_the_answer(after):
     llama = StagedLlama(["<tool_call>", "\n" + CALL, after])

@@ -6,8 +6,8 @@ freely, as in its own format, until it opens a call (``<tool_call>``, the ```` `
 models write instead, or a JSON object as the whole answer); the call's JSON is then decoded under a grammar that
 admits only the listed functions, each with its own argument schema (declared keys only, required ones present,
 types and enums kept); then the model may close the call, open another or end. Inside a fence, an object that
-follows a call (several calls in one fence, as JSON lines) opens the next call. Any other text after a call ends
-the answer: a small model that does not stop after its call goes on to imagine the tool's result, or repeats the
+follows a call (several calls in one fence, as JSON lines) opens the next call, and so does an object that opens
+with ``"name"`` after a bare call. Any other text after a call ends the answer: a small model that does not stop after its call goes on to imagine the tool's result, or repeats the
 call as prose, until ``max_tokens`` (in a tool-calling loop that text fills the context window within a few
 steps). The KV cache keeps every stage's prefix, so a stage costs only its own tokens.
 
@@ -28,6 +28,7 @@ CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
 CLOSERS = re.compile(r"(?:\s|</tool_call>|```(?!j))*")  # what may close a call: its tag, its fence, white space
 NEXT_CALL = ("<tool_call>", "```json", "</tool_call>", "```")  # what may follow a call, as it is being written
+NAMED_CALL = '{"name"'  # after a bare call, an object that opens so is the next call (JSON lines); any other ends it
 _TAIL_TOKENS = 16  # enough tokens to hold an opener however the tokenizer splits it
 
 
@@ -61,11 +62,11 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 
     text, produced, prompt_tokens, finish = "", 0, None, "stop"
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
-    called = False
+    called = bare = False  # a call was written; the last one was a bare object
     while produced < max_tokens:
         tokens = _tokens(llama, prompt + text)
         opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), after_call=called,
-                             also=stopping_criteria)
+                             named_opens=bare and not in_fence, also=stopping_criteria)
         free = llama.create_completion(tokens, max_tokens=max_tokens - produced, stop=stop,
                                        stopping_criteria=StoppingCriteriaList([opener]), **options)
         prompt_tokens = prompt_tokens if prompt_tokens is not None else free["usage"]["prompt_tokens"]
@@ -73,14 +74,14 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         if opener.kind == "bare":  # give the brace back: the grammar writes the object from its start
             written, spent = written[:written.index("{")], spent - 1
             _forget_last_scored_token(llama)
-        elif opener.kind == "end" and written.startswith(opener.kept):  # the tokens past the calls are not kept
+        elif opener.kind in ("end", "named") and written.startswith(opener.kept):  # past the calls, or the brace
             written, spent = opener.kept, spent - opener.dropped
             for _ in range(opener.dropped):
                 _forget_last_scored_token(llama)
         text, produced = text + written, produced + spent
         if opener.kind in (None, "end") or finish == "length" or produced >= max_tokens:
             break
-        called = True
+        called, bare = True, opener.kind in ("bare", "named")
         in_fence = opener.kind == "fence" or (opener.kind == "bare" and in_fence)
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
@@ -97,14 +98,16 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 
 class _CallOpener:
     """Stopping criterion of a free stage: a call opens (a tag or fence; a bare JSON object first thing, where
-    ``bare_opens``: the answer's start, or next to a call in a fence), or, ``after_call``, the model writes
-    something other than the next call (``kind`` "end"; only the call's closers are kept)."""
+    ``bare_opens``: the answer's start, or next to a call in a fence; an object opening with ``"name"``, where
+    ``named_opens``: after a bare call), or, ``after_call``, the model writes something other than the next call
+    (``kind`` "end"; only the call's closers are kept)."""
 
     def __init__(self, llama: Any, *, start: int, bare_opens: bool, after_call: bool = False,
-                 also: Callable | None = None):
-        self.llama, self.start, self.bare_opens, self.after_call, self.also = llama, start, bare_opens, after_call, also
+                 named_opens: bool = False, also: Callable | None = None):
+        self.llama, self.start, self.bare_opens, self.also = llama, start, bare_opens, also
+        self.after_call, self.named_opens = after_call, named_opens
         self.kind: str | None = None
-        self.kept, self.dropped = "", 0  # kind "end": the stage's text that is kept, and how many tokens are not
+        self.kept, self.dropped = "", 0  # kinds "end", "named": the stage's text that is kept; tokens that are not
 
     def __call__(self, ids, logits) -> bool:
         if opener := CALL_OPENERS.search(_text(self.llama, ids[-_TAIL_TOKENS:])):
@@ -112,22 +115,29 @@ class _CallOpener:
         elif (self.bare_opens and len(ids) - self.start <= _TAIL_TOKENS
               and BARE_CALL.match(_text(self.llama, ids[self.start:]))):
             self.kind = "bare"
-        elif self.after_call and self._past_the_calls(ids):
-            self.kind = "end"
+        elif self.after_call:
+            self.kind = self._past_the_calls(ids)
         return self.kind is not None or bool(self.also and self.also(ids, logits))
 
-    def _past_the_calls(self, ids) -> bool:
-        """Whether this stage has written something other than the next call; if so, keep only its closers."""
+    def _past_the_calls(self, ids) -> str | None:
+        """"named" where the next bare call opens, "end" where this stage has written something other than the
+        next call, else None; for either, the text before it is kept (the call's closers)."""
         written = _text(self.llama, ids[self.start:])
         closed = CLOSERS.match(written).end()
         rest = written[closed:]
-        if any(rest.startswith(piece) or piece.startswith(rest) for piece in NEXT_CALL):
-            return False
+        head = re.sub(r"^\{\s*(?:\{\s*)?", "{", rest) if self.named_opens else ""
+        if head.startswith(NAMED_CALL):
+            kind = "named"
+        elif (any(rest.startswith(piece) or piece.startswith(rest) for piece in NEXT_CALL)
+              or (head and NAMED_CALL.startswith(head))):
+            return None
+        else:
+            kind = "end"
         self.dropped = 1
         while self.dropped < len(ids) - self.start and len(_text(self.llama, ids[self.start:-self.dropped])) > closed:
             self.dropped += 1
         self.kept = _text(self.llama, ids[self.start:len(ids) - self.dropped])
-        return True
+        return kind
 
 
 def _forget_last_scored_token(llama: Any) -> None:
