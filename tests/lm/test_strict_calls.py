@@ -58,12 +58,24 @@ def test_an_imagined_tool_result_after_a_bare_call_ends_the_answer():
 
 @pytest.mark.parametrize("opening", ['{"name"', '{ "name"', '{{"name"'])
 def test_a_named_object_after_a_bare_call_is_the_next_call(opening):
-    llama = StagedLlama(['{"', CALL, "\n" + opening + ': "get_weather"', CALL, '\n{"ok": true}'])
+    other = CALL.replace("Oslo", "Bergen")
+    llama = StagedLlama(['{"', CALL, "\n" + opening + ': "get_weather"', other, '\n{"ok": true}'])
     llama.trace = GenerationTrace(top_logprobs=0)
     result = complete(llama)
-    assert result["choices"][0]["text"] == CALL + "\n" + CALL + "\n"  # the object given back to the grammar
+    assert result["choices"][0]["text"] == CALL + "\n" + other + "\n"  # the object given back to the grammar
     assert [call["grammar"] for call in llama.calls] == [None, "G", None, "G", None]
     assert llama.calls[3]["prompt"].endswith(CALL + "\n")
+    assert "".join(token.piece.decode() for token in llama.trace.tokens) == result["choices"][0]["text"]
+
+
+def test_a_bare_call_repeated_ends_the_answer():
+    other = CALL.replace("Oslo", "Bergen")
+    llama = StagedLlama(['{"', CALL, '\n{"name"', other, '\n{"name"', " " + CALL, '\n{"name"', CALL])
+    llama.trace = GenerationTrace(top_logprobs=0)
+    result = complete(llama)
+    assert result["choices"][0]["text"] == CALL + "\n" + other + "\n"
+    assert len(llama.calls) == 6  # the third call, a repeat of the first, is the last decoded
+    assert result["usage"]["completion_tokens"] == len(result["choices"][0]["text"])
     assert "".join(token.piece.decode() for token in llama.trace.tokens) == result["choices"][0]["text"]
 
 

@@ -7,7 +7,8 @@ models write instead, or a JSON object as the whole answer); the call's JSON is 
 admits only the listed functions, each with its own argument schema (declared keys only, required ones present,
 types and enums kept); then the model may close the call, open another or end. Inside a fence, an object that
 follows a call (several calls in one fence, as JSON lines) opens the next call, and so does an object that opens
-with ``"name"`` after a bare call. Any other text after a call ends the answer: a small model that does not stop after its call goes on to imagine the tool's result, or repeats the
+with ``"name"`` after a bare call (an exact repeat of one ends the answer, as the parser drops it). Any other text
+after a call ends the answer: a small model that does not stop after its call goes on to imagine the tool's result, or repeats the
 call as prose, until ``max_tokens`` (in a tool-calling loop that text fills the context window within a few
 steps). The KV cache keeps every stage's prefix, so a stage costs only its own tokens.
 
@@ -63,6 +64,7 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     text, produced, prompt_tokens, finish = "", 0, None, "stop"
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
     called = bare = False  # a call was written; the last one was a bare object
+    bare_calls: set[str] = set()  # bare calls written outside a fence: an exact repeat ends the answer
     while produced < max_tokens:
         tokens = _tokens(llama, prompt + text)
         opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), after_call=called,
@@ -85,6 +87,13 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         in_fence = opener.kind == "fence" or (opener.kind == "bare" and in_fence)
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
+        call = re.sub(r"\s", "", written)
+        if bare and not in_fence and finish != "length":  # a bare call outside a fence: the parser drops repeats
+            if call in bare_calls:
+                for _ in range(spent + 1):  # the repeat and the end of its grammar are not kept
+                    _forget_last_scored_token(llama)
+                break
+            bare_calls.add(call)
         text, produced = text + written, produced + spent
         if finish == "length":
             break
