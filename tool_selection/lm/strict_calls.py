@@ -8,9 +8,9 @@ admits only the listed functions, each with its own argument schema (declared ke
 types and enums kept); then the model may close the call, open another or end. Inside a fence, an object that
 follows a call (several calls in one fence, as JSON lines) opens the next call, and so does an object that opens
 with ``"name"`` after a bare call (an exact repeat of one ends the answer, as the parser drops it). Any other text
-after a call ends the answer: a small model that does not stop after its call goes on to imagine the tool's result, or repeats the
-call as prose, until ``max_tokens`` (in a tool-calling loop that text fills the context window within a few
-steps). The KV cache keeps every stage's prefix, so a stage costs only its own tokens.
+after a call ends the answer: a small model that does not stop after its call goes on to imagine the tool's
+result, or repeats the call as prose, until ``max_tokens`` (in a tool-calling loop that text fills the context
+window within a few steps). The KV cache keeps every stage's prefix, so a stage costs only its own tokens.
 
 This is what OpenAI calls strict function calling; ``tools=`` plus a ``response_format`` schema (one call's JSON,
 as ``strategies.native.call_schema`` writes it) asks the local engine for it.
@@ -87,9 +87,8 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         in_fence = opener.kind == "fence" or (opener.kind == "bare" and in_fence)
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
-        call = re.sub(r"\s", "", written)
         if bare and not in_fence and finish != "length":  # a bare call outside a fence: the parser drops repeats
-            if call in bare_calls:
+            if (call := re.sub(r"\s", "", written)) in bare_calls:
                 for _ in range(spent + 1):  # the repeat and the end of its grammar are not kept
                     _forget_last_scored_token(llama)
                 break
