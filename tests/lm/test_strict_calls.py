@@ -79,6 +79,12 @@ def test_a_bare_call_repeated_ends_the_answer():
     assert "".join(token.piece.decode() for token in llama.trace.tokens) == result["choices"][0]["text"]
 
 
+def test_a_call_that_differs_only_in_a_values_spaces_is_not_a_repeat():
+    spaced = CALL.replace("Oslo", "Os lo")
+    llama = StagedLlama(['{"', CALL, '\n{"name"', spaced, ""])
+    assert complete(llama)["choices"][0]["text"] == CALL + "\n" + spaced  # read as two calls, as the parser reads them
+
+
 @pytest.mark.parametrize("after", ["\n</tool_call>\nThe forecast will come back.", "\n</tool_call>\n<tool_response>"])
 def test_text_after_a_tagged_call_ends_the_answer(after):
     llama = StagedLlama(["<tool_call>", "\n" + CALL, after])

@@ -23,6 +23,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from tool_selection.decision import ToolCall
+from tool_selection.parsing import parse_native
+
 __all__ = ["render_chat", "strict_tool_completion"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
@@ -64,7 +67,7 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     text, produced, prompt_tokens, finish = "", 0, None, "stop"
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
     called = bare = False  # a call was written; the last one was a bare object
-    bare_calls: set[str] = set()  # bare calls written outside a fence: an exact repeat ends the answer
+    bare_calls: list[ToolCall] = []  # bare calls written outside a fence, as the parser reads them: a repeat ends the answer
     while produced < max_tokens:
         tokens = _tokens(llama, prompt + text)
         opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), after_call=called,
@@ -88,11 +91,12 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
         if bare and not in_fence and finish != "length":  # a bare call outside a fence: the parser drops repeats
-            if (call := re.sub(r"\s", "", written)) in bare_calls:
+            calls = parse_native(written).calls
+            if calls and calls[0] in bare_calls:
                 for _ in range(spent + 1):  # the repeat and the end of its grammar are not kept
                     _forget_last_scored_token(llama)
                 break
-            bare_calls.add(call)
+            bare_calls += calls
         text, produced = text + written, produced + spent
         if finish == "length":
             break
