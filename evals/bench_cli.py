@@ -129,7 +129,8 @@ def _gate(args: argparse.Namespace) -> int:
     dev = _rows_of_split(_load(args.dev, args.tracking_uri), args.dev_split)
     test = _rows_of_split(_load(args.test, args.tracking_uri), args.test_split)
     choice = choose_threshold(dev)
-    print(f"dev ({len(dev)} cases): threshold {choice.threshold:.3f} gives accuracy {100 * choice.dev_accuracy:.1f}%")
+    print(f"dev ({len(dev)} cases): threshold {choice.threshold:.3f} (best balanced accuracy) gives accuracy "
+          f"{100 * choice.dev_accuracy:.1f}%")
     print(choice.dev.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     gated = gated_results(test, choice.threshold)
     print(f"\ntest ({len(test)} cases) at threshold {choice.threshold:.3f} "

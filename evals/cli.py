@@ -59,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
                           "tool would refuse it) or drop it and check the call again (counted per case as "
                           "undeclared_dropped).")
+    run.add_argument("--relevance", metavar="MODEL_JSON",
+                     help="A relevance model (from 'toolsel bench relevance --save'): a decision it judges irrelevant "
+                          "(no listed tool does what is asked) keeps no call.")
+    run.add_argument("--relevance-signals", metavar="NAMES",
+                     help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the gate): "
+                          "without --relevance they are only recorded, to fit a relevance model on train and dev runs.")
     run.add_argument("--mcp", metavar="CMD_OR_URL",
                      help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
                           "the server's tool list, and its expected calls name those tools.")
@@ -173,7 +179,17 @@ def _run_eval(args: argparse.Namespace, tools=None):
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed, retrieve=args.retrieve,
         retriever=args.retriever, serve=args.serve, ray=args.ray, undeclared_arguments=args.undeclared_arguments,
+        relevance=args.relevance, relevance_signals=_signal_names(args.relevance_signals),
     )
+
+
+def _signal_names(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    from tool_selection.relevance import CHEAP_SIGNALS
+
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    return [signal for name in names for signal in (CHEAP_SIGNALS if name == "cheap" else (name,))]
 
 
 def _report(result) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -105,6 +106,8 @@ def evaluate(
     serve: int | None = None,
     ray: str | None = None,
     undeclared_arguments: str = "refuse",
+    relevance: str | Path | None = None,
+    relevance_signals: Sequence[str] | None = None,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
@@ -117,7 +120,9 @@ def evaluate(
     server stops with the run, and if it dies the run stops with the finished cases kept. ``ray``: fan the cases
     out over Ray, ``threads`` at a time (``"local"``: a Ray instance on this machine; else a cluster's
     ``HOST:PORT``; see ``evals.fanout``). ``undeclared_arguments="drop"``: remove arguments a call's tool does not
-    declare before checking it (``MultiToolSelector``), recorded in the params and per case."""
+    declare before checking it (``MultiToolSelector``), recorded in the params and per case. ``relevance``: a
+    relevance model file (``tool_selection.relevance``) that drops the calls of a decision it judges irrelevant;
+    ``relevance_signals``: signals to record per case (without a model: recorded only, for fitting one)."""
     with contextlib.ExitStack() as stack:
         if threads < 1 or max_tokens < 1:
             raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
@@ -139,7 +144,8 @@ def evaluate(
                           model=server.model_spec if server else model, gate_model=gate_model,
                           gate_threshold=gate_threshold, retrieve=retrieve, retriever=retriever,
                           temperature=temperature, max_tokens=max_tokens, cache=cache,
-                          undeclared_arguments=undeclared_arguments)
+                          undeclared_arguments=undeclared_arguments, relevance=relevance,
+                          relevance_signals=tuple(relevance_signals) if relevance_signals else None)
         selector, lm, model_name, gate_name = job.prepare()
         if server is not None:
             model_name = model
@@ -164,6 +170,7 @@ def evaluate(
             "strategy": selector.strategy_name,
             **({"retrieve": retrieve, "retriever": retriever} if retrieve is not None else {}),
             **({"undeclared_arguments": undeclared_arguments} if undeclared_arguments != "refuse" else {}),
+            **({"relevance": selector.relevance.describe()} if selector.relevance is not None else {}),
             "max_tokens": max_tokens,
             "temperature": temperature,
             "cases": len(cases),
@@ -216,19 +223,30 @@ class SelectorJob:
     max_tokens: int
     cache: bool
     undeclared_arguments: str = "refuse"
+    relevance: str | Path | None = None
+    relevance_signals: tuple[str, ...] | None = None
 
     def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
         """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
         selector = self.program if isinstance(self.program, MultiToolSelector) else load_program(
             self.program, allow_tool_changes=self.allow_tool_changes, strategy=self.strategy)
         lm, model_name = _lm(self.model, temperature=self.temperature, max_tokens=self.max_tokens, cache=self.cache)
-        gate_name = None
-        if self.gate_model is not None or self.gate_threshold is not None:
-            if selector.gate is None:
-                raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME), "
-                                         f"not {selector.strategy_name!r}.")
-            if self.gate_model is not None:
-                selector.gate_lm, gate_name = _lm(self.gate_model, temperature=0.0, max_tokens=2, cache=self.cache)
+        gate_lm, gate_name = None, None
+        if self.gate_model is not None:
+            gate_lm, gate_name = _lm(self.gate_model, temperature=0.0, max_tokens=2, cache=self.cache)
+        if self.relevance is not None or self.relevance_signals:
+            from tool_selection.relevance import RelevanceStage
+
+            selector.relevance = RelevanceStage(self.relevance, signals=self.relevance_signals,
+                                                gate_lm=gate_lm if selector.gate is None else None)
+            if "gate" in selector.relevance.signals and gate_lm is None:
+                raise ToolSelectionError("The relevance signal 'gate' asks a gate model: give --gate-model.")
+        gate_for_stage = selector.relevance is not None and "gate" in selector.relevance.signals
+        if selector.gate is None and (self.gate_threshold is not None or gate_lm is not None and not gate_for_stage):
+            raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME) or the "
+                                     f"relevance signal 'gate', not {selector.strategy_name!r}.")
+        if selector.gate is not None:
+            selector.gate_lm = gate_lm or selector.gate_lm
             if self.gate_threshold is not None:
                 selector.gate_threshold = float(self.gate_threshold)
         selector.pin_strategy(lm)

@@ -22,6 +22,7 @@ from tool_selection.decision import MultiToolDecision, ToolCall
 __all__ = [
     "HEADLINE_METRICS",
     "LOWER_IS_BETTER",
+    "balanced_accuracy",
     "bootstrap_ci",
     "per_correct",
     "score_case",
@@ -206,6 +207,15 @@ def summarize(results: pd.DataFrame, *, with_ci: bool = True) -> dict[str, float
             summary[name] = float(series.mean()) if series.notna().any() else math.nan
     summary.update(per_correct(results))
     return summary
+
+
+def balanced_accuracy(results: pd.DataFrame) -> float:
+    """The mean of the accuracy on cases that need a call and on cases that need none, each class counting half
+    whatever the mix (a class the rows lack is left out): a selector cannot raise it by refusing everything."""
+    needs_none = results["abstention_correct"].notna()
+    full = pd.to_numeric(results["full_match"], errors="coerce")
+    parts = [float(full[mask].mean()) for mask in (~needs_none, needs_none) if mask.any()]
+    return float(np.mean(parts)) if parts else math.nan
 
 
 def per_correct(results: pd.DataFrame) -> dict[str, float]:

@@ -14,6 +14,7 @@ does. Every decision is checked against the registry; unknown tools and invalid 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from dspy.utils.usage_tracker import UsageTracker
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.relevance import RelevanceModel, RelevanceStage
 from tool_selection.strategies import (
     DEFAULT_STRATEGY,
     GATE_PREFIX,
@@ -35,6 +37,7 @@ from tool_selection.strategies import (
     get_strategy,
     parse_strategy,
 )
+from tool_selection.strategies.base import inner_predict
 from tool_selection.strategies.gate import IsRelevant, run_gate
 from tool_selection.strategies.json_strategies import (
     DEMO_OMITS,
@@ -74,6 +77,12 @@ class _LoadDescriptor:
         return functools.partial(load_program_state, instance)
 
 
+def _relevance_stage(relevance: RelevanceStage | RelevanceModel | str | Path | None) -> RelevanceStage | None:
+    if relevance is None or isinstance(relevance, RelevanceStage):
+        return relevance
+    return RelevanceStage(relevance)
+
+
 def check_undeclared_arguments(value: str) -> str:
     if value not in UNDECLARED_ARGUMENTS:
         raise ToolSelectionError(f"undeclared_arguments must be one of {', '.join(UNDECLARED_ARGUMENTS)}, "
@@ -96,7 +105,8 @@ class MultiToolSelector(dspy.Module):
 
     def __init__(self, tools: Tools | None = None, *, strategy: str = DEFAULT_STRATEGY, constrain: bool = True,
                  gate_threshold: float = 0.0, gate_lm: dspy.BaseLM | None = None, retrieve: int | None = None,
-                 retriever: str = "hybrid", undeclared_arguments: str = "refuse"):
+                 retriever: str = "hybrid", undeclared_arguments: str = "refuse",
+                 relevance: RelevanceStage | RelevanceModel | str | Path | None = None):
         super().__init__()
         if retrieve is not None and retrieve < 1:
             raise ToolSelectionError(f"retrieve must be a positive number of tools, got {retrieve}.")
@@ -113,6 +123,7 @@ class MultiToolSelector(dspy.Module):
         self.retrieve = retrieve
         self.retriever_name = retriever
         self._retriever = None
+        self.relevance = _relevance_stage(relevance)
 
     def forward(self, request: str, tools: Tools | None = None,
                 conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
@@ -134,15 +145,25 @@ class MultiToolSelector(dspy.Module):
                                                        f"{verdict.score:.2f} < {self.gate_threshold:g}).")
                 return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=[],
                                        raw_response=None, row_extras=extras)
-        with dspy.context(adapter=self.strategy.adapter()):
+        with self._observed() as captured, dspy.context(adapter=self.strategy.adapter()):
             prediction = self.strategy.decide(self.select, request, registry, conversation=conversation)
         if self.undeclared_arguments == "drop":
             decision, dropped = drop_undeclared(prediction.decision, registry)
             prediction.decision, prediction.tool_calls = decision, decision.tool_calls
             extras["undeclared_dropped"] = float(dropped)
+        if self.relevance is not None:
+            decision, columns = self.relevance.judge(request, registry, prediction.decision, captured)
+            extras.update(columns)
+            if decision is not prediction.decision:
+                prediction.decision, prediction.tool_calls = decision, decision.tool_calls
         if extras:
             prediction.row_extras = extras
         return prediction
+
+    def _observed(self):
+        if self.relevance is None:
+            return contextlib.nullcontext()
+        return self.relevance.observing(inner_predict(self.select).lm or dspy.settings.lm)
 
     def _retrieved(self, registry: ToolRegistry, request: str) -> ToolRegistry:
         """The ``retrieve`` tools most relevant to ``request`` (the index is built once per catalog)."""

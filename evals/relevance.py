@@ -1,0 +1,209 @@
+"""Fitting, choosing and reading a relevance model from evaluation rows, offline.
+
+Run the selector once per suite with its relevance signals recorded (``toolsel eval --relevance-signals cheap
+--split all``): every row then holds the decision as made and each signal (``rel_<name>`` columns). A relevance
+model drops the calls of a decision whose P(some tool fits) is below its threshold; such a row becomes an
+abstention (right on a case that needs no call, a false abstention elsewhere), so every model and threshold is
+scored without another model call:
+
+- the model is fitted on the rows of train splits where the selector called a tool (``fit_on_rows``);
+- its threshold is chosen on dev with a balanced objective (``choose_threshold``): the mean of the accuracy on
+  cases that need a call and on cases that need none, so that refusing everything cannot win;
+- it is reported on test against the selection alone, paired (``compare_on_test``), per suite and pooled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from evals.gate import abstain_where
+from evals.metrics import balanced_accuracy, summarize
+from evals.stats import compare_paired
+from tool_selection.errors import ToolSelectionError
+from tool_selection.relevance import SIGNAL_PREFIX, RelevanceModel, fit_relevance_model
+
+__all__ = [
+    "RelevanceChoice",
+    "RelevanceReport",
+    "apply_relevance",
+    "choose_threshold",
+    "called",
+    "fit_on_rows",
+    "needs_call",
+    "relevance_report",
+    "signal_aurocs",
+    "signal_names",
+]
+
+PAIRED_METRICS = {"accuracy": "full_match", "abstention_accuracy": "abstention_correct",
+                  "false_abstention_rate": "false_abstention"}
+
+
+def signal_names(rows: pd.DataFrame) -> list[str]:
+    """The relevance signals recorded in ``rows`` (``rel_<name>`` columns)."""
+    return [column[len(SIGNAL_PREFIX):] for column in rows.columns if column.startswith(SIGNAL_PREFIX)]
+
+
+def _require_signals(rows: pd.DataFrame, names: Sequence[str]) -> None:
+    missing = [name for name in names if f"{SIGNAL_PREFIX}{name}" not in rows]
+    if missing:
+        raise ToolSelectionError(f"These rows hold no {', '.join(missing)} signal: evaluate with "
+                                 f"--relevance-signals {','.join(names)} (recorded per case as rel_<name>).")
+
+
+def needs_call(rows: pd.DataFrame) -> np.ndarray:
+    """1 for the cases whose expected answer calls a tool, 0 for those that need none."""
+    return rows["abstention_correct"].isna().to_numpy(dtype=int)
+
+
+def called(rows: pd.DataFrame) -> np.ndarray:
+    """Whether the selector's own decision called a tool (what a relevance model can overrule)."""
+    predicted = rows["predicted"].fillna("[]").astype(str).str.strip()
+    return (predicted != "[]").to_numpy() & rows["parse_error"].isna().to_numpy()
+
+
+def signals_of(rows: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+    _require_signals(rows, names)
+    return pd.DataFrame({name: pd.to_numeric(rows[f"{SIGNAL_PREFIX}{name}"], errors="coerce").to_numpy()
+                         for name in names})
+
+
+def fit_on_rows(train: pd.DataFrame, names: Sequence[str], *, C: float = 1.0,
+                trained_on: Mapping[str, object] | None = None) -> RelevanceModel:
+    """A relevance model fitted on the train rows where the selector called a tool."""
+    if "split" in train and set(train["split"]) - {"train"}:
+        raise ToolSelectionError(f"A relevance model is fitted on train rows only; these rows hold splits "
+                                 f"{sorted(set(train['split']))}.")
+    rows = train[called(train)]
+    return fit_relevance_model(signals_of(rows, names), needs_call(rows), names, C=C,
+                               trained_on={**(trained_on or {}), "split": "train"})
+
+
+def apply_relevance(rows: pd.DataFrame, model: RelevanceModel, threshold: float | None = None) -> pd.DataFrame:
+    """``rows`` as they would be with the model deciding at ``threshold`` (default: its own): a call whose
+    P(relevant) is below it becomes an abstention. Adds ``relevance_p`` and ``relevance_overruled``."""
+    threshold = model.threshold if threshold is None else threshold
+    probabilities = model.probabilities(signals_of(rows, model.signals))
+    overruled = called(rows) & (probabilities < threshold)
+    out = abstain_where(rows, overruled)
+    out["relevance_p"] = probabilities
+    out["relevance_overruled"] = overruled.astype(float)
+    return out.drop(columns=["gate_closed"], errors="ignore")
+
+
+@dataclass(frozen=True)
+class RelevanceChoice:
+    model: RelevanceModel  # with the chosen threshold
+    sweep: pd.DataFrame  # dev figures per threshold
+
+
+def choose_threshold(model: RelevanceModel, dev: pd.DataFrame,
+                     thresholds: Iterable[float] | None = None) -> RelevanceChoice:
+    """The threshold with the best balanced accuracy on ``dev`` (ties: the lowest, which overrules least)."""
+    probabilities = model.probabilities(signals_of(dev, model.signals))
+    if thresholds is None:
+        candidates = np.unique(probabilities[called(dev)])
+        thresholds = [0.0, *((candidates[1:] + candidates[:-1]) / 2), *candidates[-1:] + 1e-9]
+    rows = []
+    for threshold in sorted(set(float(t) for t in thresholds)):
+        table = apply_relevance(dev, model, threshold)
+        summary = summarize(table, with_ci=False)
+        rows.append({"threshold": threshold, "balanced_accuracy": balanced_accuracy(table),
+                     "accuracy": summary["accuracy"],
+                     "abstention_accuracy": summary.get("abstention_accuracy", math.nan),
+                     "false_abstention_rate": summary.get("false_abstention_rate", math.nan),
+                     "overruled": float(table["relevance_overruled"].mean())})
+    sweep = pd.DataFrame(rows)
+    best = sweep["balanced_accuracy"].max()
+    threshold = float(sweep.loc[np.isclose(sweep["balanced_accuracy"], best), "threshold"].min())
+    chosen = sweep[sweep["threshold"] == threshold].iloc[0]
+    dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key != "threshold"}
+    return RelevanceChoice(model.with_threshold(min(1.0, threshold), {"rows": len(dev), **dev_figures}), sweep)
+
+
+def signal_aurocs(rows: pd.DataFrame, names: Sequence[str], *, only_called: bool = True) -> dict[str, float]:
+    """Each signal's AUROC for telling cases that need a call from those that need none (0.5: no signal; below
+    0.5: the signal runs the other way), over the rows where the selector called (``only_called``) or all rows."""
+    from sklearn.metrics import roc_auc_score
+
+    subset = rows[called(rows)] if only_called else rows
+    labels, values = needs_call(subset), signals_of(subset, names)
+    aurocs = {}
+    for name in names:
+        finite = np.isfinite(values[name].to_numpy())
+        kinds = set(labels[finite].tolist())
+        aurocs[name] = float(roc_auc_score(labels[finite], values[name].to_numpy()[finite])) if len(kinds) == 2 \
+            else math.nan
+    return aurocs
+
+
+def compare_on_test(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """The selection alone (A) against it with the relevance model (B), paired, on accuracy, abstention and
+    false abstention."""
+    return compare_paired(before, after, PAIRED_METRICS, lower_is_better=frozenset({"false_abstention_rate"}))
+
+
+@dataclass(frozen=True)
+class RelevanceReport:
+    """A relevance model fitted on the runs' train rows, its threshold chosen on their dev rows, and what it does
+    on their test rows, per suite and pooled."""
+
+    model: RelevanceModel
+    aurocs: pd.DataFrame  # signal x (suite | pooled), on the test rows where the selector called
+    sweep: pd.DataFrame  # the dev sweep
+    test: pd.DataFrame  # per suite and pooled: before, after, paired differences
+
+
+def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
+                     fit_suites: Sequence[str] | None = None) -> RelevanceReport:
+    """``runs``: suite name -> its rows (every split, with the signals recorded). The model is fitted on the train
+    rows of ``fit_suites`` (default: all), its threshold chosen on their dev rows, and it is reported on every
+    suite's test rows."""
+    fit_suites = list(fit_suites or runs)
+    unknown = [name for name in fit_suites if name not in runs]
+    if unknown:
+        raise ToolSelectionError(f"No rows for {', '.join(unknown)} (runs given: {', '.join(runs)}).")
+    part = {split: pd.concat([_split(runs[name], split) for name in fit_suites], ignore_index=True)
+            for split in ("train", "dev")}
+    model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
+    choice = choose_threshold(model, part["dev"])
+    tests = {name: _split(rows, "test") for name, rows in runs.items()}
+    tests["pooled"] = pd.concat(list(tests.values()), ignore_index=True)
+    aurocs = pd.DataFrame({name: signal_aurocs(rows, signals)
+                           for name, rows in tests.items()})
+    aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
+    test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
+    return RelevanceReport(choice.model, aurocs, choice.sweep, test)
+
+
+def _split(rows: pd.DataFrame, split: str) -> pd.DataFrame:
+    return rows[rows["split"] == split].reset_index(drop=True)
+
+
+def _combined_auroc(model: RelevanceModel, rows: pd.DataFrame) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    subset = rows[called(rows)]
+    labels = needs_call(subset)
+    if len(set(labels.tolist())) < 2:
+        return math.nan
+    return float(roc_auc_score(labels, model.probabilities(signals_of(subset, model.signals))))
+
+
+def _test_row(name: str, before: pd.DataFrame, model: RelevanceModel) -> dict[str, object]:
+    after = apply_relevance(before, model)
+    row: dict[str, object] = {"suite": name, "cases": len(before), "overruled": float(after["relevance_overruled"].mean())}
+    paired = compare_on_test(before, after).set_index("metric")
+    for metric in PAIRED_METRICS:
+        if metric in paired.index:
+            entry = paired.loc[metric]
+            row.update({f"{metric}_before": entry["a"], f"{metric}_after": entry["b"],
+                        f"{metric}_diff": entry["difference"], f"{metric}_ci": (entry["ci_low"], entry["ci_high"]),
+                        f"{metric}_p": entry["p_value"]})
+    row["balanced_accuracy_before"], row["balanced_accuracy_after"] = balanced_accuracy(before), balanced_accuracy(after)
+    return row

@@ -1,0 +1,63 @@
+"""The relevance model: fitted on train rows, a calibrated probability, saved as JSON and checked on load."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tool_selection.relevance import RelevanceModel, RelevanceModelError, fit_relevance_model
+
+
+def table(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    relevant = rng.integers(0, 2, n)
+    return pd.DataFrame({"dense_best": relevant * 0.4 + rng.normal(0.2, 0.1, n),
+                         "unlisted": (1 - relevant) * (rng.random(n) < 0.5),
+                         "verify": rng.normal(0, 1, n)}), relevant
+
+
+def test_a_fitted_model_ranks_by_its_signals_and_ignores_noise():
+    x, y = table()
+    model = fit_relevance_model(x, y, ["dense_best", "unlisted", "verify"], trained_on={"suites": ["s"]})
+    weights = dict(zip(model.signals, model.coefficients))
+    assert weights["dense_best"] > 1 and weights["unlisted"] < 0 and abs(weights["verify"]) < 0.5
+    p = model.probabilities(x)
+    assert ((p > 0.5) == (y == 1)).mean() > 0.9
+    assert model.trained_on == {"suites": ["s"], "rows": 200, "relevant": int(y.sum())}
+
+
+def test_a_missing_signal_counts_as_its_training_mean():
+    x, y = table()
+    model = fit_relevance_model(x, y, ["dense_best", "verify"])
+    mean = dict(zip(model.signals, model.means))
+    assert model.probability({"dense_best": math.nan, "verify": mean["verify"]}) == pytest.approx(
+        model.probability({"dense_best": mean["dense_best"], "verify": mean["verify"]}))
+    assert model.probability({}) == pytest.approx(1 / (1 + math.exp(-model.intercept)))
+
+
+def test_fitting_needs_both_kinds_of_rows():
+    x, _ = table(20)
+    with pytest.raises(RelevanceModelError, match="both kinds"):
+        fit_relevance_model(x, [1] * 20, ["dense_best"])
+
+
+def test_save_and_load_round_trip_and_refuse_what_is_not_a_model(tmp_path):
+    x, y = table()
+    model = fit_relevance_model(x, y, ["dense_best", "unlisted"]).with_threshold(0.4, {"balanced_accuracy": 0.9})
+    path = model.save(tmp_path / "relevance.json")
+    assert RelevanceModel.load(path) == model and RelevanceModel.load(path).fingerprint == model.fingerprint
+    data = json.loads(path.read_text())
+    for broken, message in ((dict(data, format=9), "not a relevance model"),
+                            (dict(data, coefficients=[1.0]), "one entry per signal"),
+                            (dict(data, scales=[0.0, 1.0]), "scales positive"),
+                            (dict(data, signals=["dense_best", "telepathy"]), "telepathy"),
+                            (dict(data, threshold=1.5), "threshold"),
+                            (dict(data, extra_code="import os"), "extra_code")):
+        path.write_text(json.dumps(broken))
+        with pytest.raises(RelevanceModelError, match=message):
+            RelevanceModel.load(path)
+    path.write_bytes(b"\xff\xfe not json")
+    with pytest.raises(RelevanceModelError, match="Cannot read"):
+        RelevanceModel.load(path)
