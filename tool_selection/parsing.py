@@ -131,7 +131,9 @@ def _as_call(item: Any) -> ToolCall | None:
     name = item.get("name", item.get("tool_name", item.get("function")))
     arguments = item.get("arguments", item.get("parameters", item.get("args", {})))
     if isinstance(arguments, str):
-        arguments, _ = load_json(arguments) if arguments.strip() else ({}, None)
+        arguments, problem = load_json(arguments) if arguments.strip() else ({}, None)
+        if problem:  # an arguments string that is not JSON is unreadable, not "no arguments"
+            return None
     if arguments is None:
         arguments = {}
     if not isinstance(name, str) or not name.strip() or not isinstance(arguments, dict):
@@ -251,7 +253,8 @@ def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
     items = value if isinstance(value, list) else [value]
     calls = [_as_call(item) for item in items]
     if not items or any(call is None for call in calls):
-        parsed.failures.append(f"{where}: not a call object ({{'name', 'arguments'}}): {safe_text(text, 200)}")
+        parsed.failures.append(f"{where}: not a call object ({{'name', 'arguments'}}, the arguments a JSON object): "
+                               f"{safe_text(text, 200)}")
         return False
     parsed.calls.extend(calls[: MAX_CALLS - len(parsed.calls)])
     return True

@@ -70,6 +70,21 @@ def test_an_unreadable_answer_is_a_parse_failure_with_the_raw_text(scripted):
 
 
 @pytest.mark.parametrize("strategy, answer", [
+    ("native", '<tool_call>{"name": "get_time", "arguments": "{this is not JSON"}</tool_call>'),
+    ("native", '```json\n{"function": {"name": "get_time", "arguments": "{this is not JSON"}}\n```'),
+    ("text:tags", '<tool>{"name": "get_time", "arguments": "{this is not JSON"}</tool>'),
+    ("text:fenced", '```tool\n{"name": "get_time", "arguments": "[1, 2]"}\n```'),
+])
+def test_a_call_whose_arguments_string_is_not_a_json_object_is_a_parse_failure(scripted, strategy, answer):
+    """Not a call without arguments (which get_time, taking none, would accept as right)."""
+    lm, _ = scripted([answer])
+    with dspy.context(lm=lm):
+        prediction = MultiToolSelector(TOOLS, strategy=strategy, undeclared_arguments="drop")(request="time?")
+    assert prediction.decision.parse_error and "the arguments a JSON object" in prediction.decision.parse_error
+    assert prediction.decision.tool_calls == [] and prediction.raw_response == answer
+
+
+@pytest.mark.parametrize("strategy, answer", [
     ("text:fenced", 'Sure.\n```tool\n{"name": "echo", "arguments": {"message": "hi"}}\n```'),
     ("text:call", 'TOOL_CALL: echo(message="hi")'),
     ("text:tags", '<tool>{"name": "echo", "arguments": {"message": "hi"}}</tool>'),
