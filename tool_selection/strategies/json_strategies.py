@@ -215,7 +215,7 @@ def _chat_sections(completion: str) -> dict[str, str]:
     """Each field's text in DSPy's chat format (``[[ ## name ## ]]`` headers), the first of a name kept, split as
     ``ChatAdapter.parse`` splits it."""
     sections: dict[str, list[str]] = {}
-    current: list[str] = []
+    current: list[str] = []  # the text before the first header belongs to no field
     for line in completion.splitlines():
         header = field_header_pattern.match(line.strip())
         if header:
