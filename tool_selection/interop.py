@@ -16,9 +16,11 @@ from typing import Any, ClassVar
 
 import jsonschema
 import mcp.types
+from referencing.exceptions import Unresolvable
 
 from tool_selection.errors import ArgumentProblem, ToolDefinitionError, ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.schema_refs import LOCAL_ONLY
 from tool_selection.tool import BaseTool
 
 __all__ = [
@@ -226,9 +228,14 @@ class SchemaOnlyTool(BaseTool, abstract=True):
     def check_arguments(cls, arguments: dict[str, Any]) -> list[ArgumentProblem]:
         if not isinstance(arguments, dict):
             return [ArgumentProblem("(arguments)", f"expected an object, got {type(arguments).__name__}")]
-        validator = jsonschema.Draft202012Validator(cls.input_schema())
+        validator = jsonschema.Draft202012Validator(cls.input_schema(), registry=LOCAL_ONLY)
+        try:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
+        except Unresolvable as error:  # refused when the tool was defined, unless input_schema changed since
+            raise ToolDefinitionError(cls.NAME, [f"argument schema: {error}; only references inside the schema "
+                                                 "are resolved (remote ones are never fetched)"]) from None
         problems = []
-        for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
+        for error in errors:
             field = ".".join(str(p) for p in error.path)
             if not field and error.validator == "required":
                 field = error.message.split("'")[1] if "'" in error.message else "(arguments)"

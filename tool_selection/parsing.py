@@ -30,6 +30,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "ParsedAnswer",
     "load_json",
+    "mended_json",
     "native_calls_start",
     "nesting_depth",
     "parse_call_lines",
@@ -131,7 +132,9 @@ def _as_call(item: Any) -> ToolCall | None:
     name = item.get("name", item.get("tool_name", item.get("function")))
     arguments = item.get("arguments", item.get("parameters", item.get("args", {})))
     if isinstance(arguments, str):
-        arguments, _ = load_json(arguments) if arguments.strip() else ({}, None)
+        arguments, problem = load_json(arguments) if arguments.strip() else ({}, None)
+        if problem:  # an arguments string that is not JSON is unreadable, not "no arguments"
+            return None
     if arguments is None:
         arguments = {}
     if not isinstance(name, str) or not name.strip() or not isinstance(arguments, dict):
@@ -214,7 +217,7 @@ def _closed(text: str) -> str | None:
     return text + "".join(reversed(expected))
 
 
-def _mended(text: str) -> tuple[Any, str] | None:
+def mended_json(text: str) -> tuple[Any, str] | None:
     """The one value a fragment that is not JSON as written plainly states, and what was mended; else None."""
     try:
         value, end = json.JSONDecoder().raw_decode(text)
@@ -236,13 +239,13 @@ def _mended(text: str) -> tuple[Any, str] | None:
 
 def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
     """Add the calls in one JSON fragment (an object, a list of them, or objects one after another; mended if it
-    plainly states one value, see ``_mended``); note it if unreadable."""
+    plainly states one value, see ``mended_json``); note it if unreadable."""
     text = text.strip()
     undoubled = _undoubled(text) if not too_large(text) else None
     value, problem = (undoubled[0], None) if undoubled and undoubled[1] == len(text) else load_json(text)
     if problem and not too_large(text) and (in_a_row := _call_objects_in_a_row(text)):
         value, problem = in_a_row, None
-    if problem and not too_large(text) and (mended := _mended(text)) is not None:
+    if problem and not too_large(text) and (mended := mended_json(text)) is not None:
         parsed.repairs.append(f"{where}: {mended[1]}: {safe_text(text, 200)}")
         value, problem = mended[0], None
     if problem:
@@ -251,7 +254,8 @@ def _calls_from_json(text: str, parsed: ParsedAnswer, where: str) -> bool:
     items = value if isinstance(value, list) else [value]
     calls = [_as_call(item) for item in items]
     if not items or any(call is None for call in calls):
-        parsed.failures.append(f"{where}: not a call object ({{'name', 'arguments'}}): {safe_text(text, 200)}")
+        parsed.failures.append(f"{where}: not a call object ({{'name', 'arguments'}}, the arguments a JSON object): "
+                               f"{safe_text(text, 200)}")
         return False
     parsed.calls.extend(calls[: MAX_CALLS - len(parsed.calls)])
     return True
@@ -270,8 +274,10 @@ def _parse_blocks(text: str, pattern: re.Pattern, where: str) -> ParsedAnswer:
     return parsed
 
 
-_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|$)", re.DOTALL)
-_JSON_FENCE = re.compile(r"```(?:json|tool_call|tool_code)?[ \t]*\n?(?P<body>[\[{].*?)\s*(?:```|$)", re.DOTALL)
+# A block's body runs to its closing tag or fence, or to the end; its surrounding whitespace is stripped in Python
+# (``_calls_from_json``), because a lazy body followed by ``\s*`` backtracks over every run of spaces: quadratic.
+_TOOL_CALL_TAG = re.compile(r"<tool_call>(?P<body>.*?)(?:</tool_call>|$)", re.DOTALL)
+_JSON_FENCE = re.compile(r"```(?:json|tool_call|tool_code)?[ \t]*\n?(?P<body>[\[{].*?)(?:```|$)", re.DOTALL)
 
 
 def _leading_bare_calls(text: str, parsed: ParsedAnswer) -> bool:
@@ -323,7 +329,7 @@ def native_calls_start(text: str) -> int | None:
 
 
 _TOOL_FENCE = re.compile(r"```tool[ \t]*\n(?P<body>.*?)(?:```|$)", re.DOTALL)
-_TOOL_TAG = re.compile(r"<tool>\s*(?P<body>.*?)\s*(?:</tool>|$)", re.DOTALL)
+_TOOL_TAG = re.compile(r"<tool>(?P<body>.*?)(?:</tool>|$)", re.DOTALL)
 
 
 def parse_fenced_tool_blocks(text: str) -> ParsedAnswer:
@@ -336,7 +342,7 @@ def parse_tool_tags(text: str) -> ParsedAnswer:
     return _parse_blocks(text, _TOOL_TAG, "<tool> tag")
 
 
-_CALL_LINE = re.compile(r"^\s*TOOL_CALL\s*:\s*(?P<call>.*)$", re.MULTILINE)
+_CALL_LINE = re.compile(r"^[ \t]*TOOL_CALL\s*:\s*(?P<call>.*)$", re.MULTILINE)  # not ^\s*: quadratic over blank lines
 _CALL_SHAPE = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\s*\((?P<args>.*)\)\s*$", re.DOTALL)
 
 

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tool_selection.errors import ArgumentProblem, ToolArgumentError, ToolDefinitionError
+from tool_selection.schema_refs import outside_references
 
 __all__ = ["BaseTool", "NoArguments", "ToolArgument", "problems_from_validation_error"]
 
@@ -111,6 +112,8 @@ class BaseTool(BaseModel):
         if cls.__dict__.get("__abstract_tool__"):
             return
         problems = cls._definition_problems()
+        if not problems:  # every view of the tool derives from this schema: none of them may send anyone to a URL
+            problems = [f"argument schema: {problem}" for problem in outside_references(cls.input_schema())]
         if problems:
             raise ToolDefinitionError(f"{cls.__module__}.{cls.__qualname__}", problems)
 

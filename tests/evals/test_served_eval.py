@@ -8,7 +8,7 @@ import json
 import pytest
 
 from evals.evaluate import evaluate
-from evals.runner import RESULTS_FILE
+from evals.runner import RESULTS_FILE, load_rows
 from tool_selection.lm import ServerError
 
 
@@ -32,3 +32,62 @@ def test_a_server_that_dies_stops_the_run_and_keeps_the_finished_cases(fake_llam
                  progress=False, cache=False, run_dir=run)
     rows = [json.loads(line) for line in (run / RESULTS_FILE).read_text().splitlines()]
     assert len(rows) == 2 and all(row["error_message"] is None for row in rows)  # no failure was scored
+
+
+INVENTORY = {"name": "check_inventory", "description": "How many of each product the warehouse holds.",
+             "parameters": {"type": "object", "additionalProperties": False,
+                            "properties": {"warehouse": {"type": "string", "description": "Warehouse; all if none."}}}}
+
+
+def _inventory_suite(tmp_path):
+    """One case whose right answer is a call of check_inventory without arguments."""
+    path = tmp_path / "inventory.jsonl"
+    path.write_text(json.dumps({"id": "stock", "request": "What do we have in stock?", "tools": [INVENTORY],
+                                "expected_calls": [{"tool_name": "check_inventory", "arguments": {}}]}) + "\n")
+    return path
+
+
+def _evaluate_answering(answer, fake_llama_server, tmp_path, monkeypatch, **options):
+    monkeypatch.setenv("FAKE_SERVER_ANSWER", json.dumps(answer))
+    return evaluate(str(_inventory_suite(tmp_path)), fake_llama_server, serve=1, strategy="native", mlflow=False,
+                    progress=False, cache=False, run_dir=tmp_path / "run", **options)
+
+
+@pytest.mark.parametrize("arguments", ["{this is not JSON", '["warehouse", "north"]', '"north"'])
+def test_unreadable_native_arguments_are_a_parse_failure_even_with_undeclared_arguments_dropped(
+        fake_llama_server, tmp_path, monkeypatch, arguments):
+    """DSPy hands on an arguments string that is not a JSON object as {"partial_json": ...} or {"value": ...};
+    dropping that undeclared key must not leave a call without arguments that scores as right."""
+    answer = {"tool_calls": [{"id": "call0", "type": "function",
+                              "function": {"name": "check_inventory", "arguments": arguments}}]}
+    result = _evaluate_answering(answer, fake_llama_server, tmp_path, monkeypatch, undeclared_arguments="drop")
+    row = result.results.iloc[0]
+    assert row["full_match"] == 0.0 and row["parse_failure"] == 1.0 and row["error"] == 0.0
+    assert "arguments are not a JSON object" in row["parse_error"] and "check_inventory" in row["raw_response"]
+    assert result.summary["accuracy"] == 0.0 and result.summary["parse_failure_rate"] == 1.0
+
+
+@pytest.mark.parametrize("answer, why", [
+    ({"status": 500, "error": "The model produced output that does not match the expected Hermes 2 Pro format"},
+     "does not match the expected Hermes 2 Pro format"),
+    ({"status": 500, "error": "Failed to parse input at pos 12: <tool_call>{check_inventory}</tool_call>"},
+     "Failed to parse input at pos 12"),
+    ({"tool_calls": [{"id": "call0", "type": "function", "function": {"name": "", "arguments": "{}"}}]},
+     "is a tool call with no name"),
+])
+def test_an_answer_the_server_could_not_read_is_a_parse_failure_not_a_failed_call(
+        fake_llama_server, tmp_path, monkeypatch, answer, why):
+    """llama-server answers HTTP 500 when its chat parser rejects the model's answer, and DSPy refuses a call
+    without a name: both are the model's answer, scored, and not tried again by a resumed run."""
+    result = _evaluate_answering(answer, fake_llama_server, tmp_path, monkeypatch)
+    row = result.results.iloc[0]
+    assert row["parse_failure"] == 1.0 and row["error"] == 0.0 and row["error_message"] is None
+    assert why in row["parse_error"] and why in row["raw_response"]
+    assert list(load_rows(tmp_path / "run" / RESULTS_FILE, finished_only=True)) == ["stock"]  # resume keeps it
+
+
+def test_a_server_error_that_is_not_an_answer_stays_a_failed_call(fake_llama_server, tmp_path, monkeypatch):
+    result = _evaluate_answering({"status": 500, "error": "slot unavailable"}, fake_llama_server, tmp_path,
+                                 monkeypatch)
+    row = result.results.iloc[0]
+    assert row["error"] == 1.0 and "slot unavailable" in row["error_message"]

@@ -2,7 +2,8 @@
 /v1/chat/completions. Its chat answer calls the first tool offered whose name has a word of the request
 ("weather in Oslo?" -> get_weather), its first required argument set to the request's last word (city="Oslo"),
 or says "no tool" when none fits. ``FAKE_SERVER_MODE``: ``slow`` never becomes healthy, ``crash`` exits at start,
-``die-after=N`` exits after N chat answers."""
+``die-after=N`` exits after N chat answers. ``FAKE_SERVER_ANSWER``: a fixed answer to every chat request instead, as
+JSON: the assistant message, or ``{"status": CODE, "error": MESSAGE}`` for an error response."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE = os.environ.get("FAKE_SERVER_MODE", "")
+ANSWER = json.loads(os.environ.get("FAKE_SERVER_ANSWER") or "null")
 ANSWERED = 0
 
 
@@ -45,7 +47,13 @@ class Handler(BaseHTTPRequestHandler):
         request = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
         words = set(request.lower().rstrip("?").split())
         fitting = [t["function"] for t in tools if words & set(t["function"]["name"].split("_"))]
-        if fitting:
+        if ANSWER is not None and "status" in ANSWER:
+            self._send(ANSWER["status"], {"error": {"code": ANSWER["status"], "message": ANSWER["error"],
+                                                    "type": "server_error"}})
+            return
+        if ANSWER is not None:
+            message = {"role": "assistant", "content": None, **ANSWER}
+        elif fitting:
             function = fitting[0]
             required = function.get("parameters", {}).get("required") or []
             arguments = {required[0]: request.rstrip("?").split()[-1]} if required else {}

@@ -1,6 +1,8 @@
 """The tolerant parsers: every shape small models write, and no answer that can make them raise."""
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -139,3 +141,50 @@ def test_the_mended_values_are_the_written_ones():
 def test_a_fragment_that_would_need_guessing_stays_a_failure(answer):
     parsed = parse_native(answer)
     assert parsed.failed and not parsed.repairs and "not valid JSON" in parsed.failures[0]
+
+
+def finishes_within(seconds: float, work):
+    """``work()``'s result, failing if it takes longer than ``seconds``. It runs in a daemon thread, left to go on
+    when it takes too long in Python code; C code (a regular expression) holds the thread it waits from until done,
+    so its time is checked after."""
+    done: list = []
+
+    def timed():
+        start = time.perf_counter()
+        result = work()
+        done.append((result, time.perf_counter() - start))
+
+    worker = threading.Thread(target=timed, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert done and done[0][1] <= seconds, f"took longer than {seconds} s"
+    return done[0][0]
+
+
+def filled(prefix: str, filler: str, suffix: str) -> str:
+    """``prefix``, ``filler`` repeated, ``suffix``: an answer of the cap's length."""
+    return prefix + filler * (MAX_ANSWER_CHARS - len(prefix) - len(suffix)) + suffix
+
+
+SLOW_FOR_REGEXES = {  # a lazy body followed by \s* (or ^\s* over blank lines) backtracked over every run of spaces
+    "spaces in a <tool_call>": filled("<tool_call>{", " ", "x"),
+    "spaces in a json fence": filled("```json\n{", " ", "x"),
+    "spaces in a <tool> tag": filled("<tool>{", " ", "x"),
+    "blank lines before TOOL_CALL": filled("", "\n", "TOOL_CALL x"),
+}
+
+
+@pytest.mark.parametrize("answer", SLOW_FOR_REGEXES.values(), ids=SLOW_FOR_REGEXES)
+def test_an_answer_up_to_the_cap_is_read_in_linear_time(answer):
+    """Target: under 1 s (evals/benchmarks/parse_speed.py measures it); the guard is far above it."""
+    assert len(answer) == MAX_ANSWER_CHARS
+    for parse in (parse_native, parse_tool_tags, parse_fenced_tool_blocks, parse_call_lines):
+        parsed = finishes_within(2, lambda: parse(answer))  # noqa: B023 - called at once
+        assert not parsed.calls
+
+
+def test_whitespace_around_a_block_stays_outside_its_call_and_its_prose():
+    parsed = parse_native('Here.\n<tool_call>  \n {"name": "a", "arguments": {}} \n\n</tool_call>\n  Done.')
+    assert names(parsed) == [("a", {})] and parsed.text == "Here.\n\n  Done."
+    lines = parse_call_lines("First.\n\n\n  TOOL_CALL: a(x=1)\n\nTOOL_CALL: b()")
+    assert names(lines) == [("a", {"x": 1}), ("b", {})] and lines.text == "First."

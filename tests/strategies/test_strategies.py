@@ -8,9 +8,12 @@ import pytest
 
 from tests.core.tools_fixture import Add, Echo, Now
 from tests.lm.conftest import FakeLlama
+from tests.strategies.test_parsing import finishes_within
 from tool_selection import ToolSelectionError, ToolSet
+from tool_selection.parsing import MAX_ANSWER_CHARS
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import UnknownStrategyError, get_strategy, parse_strategy, strategy_names
+from tool_selection.strategies.json_strategies import MAX_REPAIR_CHARS
 
 TOOLS = ToolSet(name="fixture", tools=(Echo, Add, Now))
 
@@ -67,6 +70,21 @@ def test_an_unreadable_answer_is_a_parse_failure_with_the_raw_text(scripted):
             prediction = MultiToolSelector(TOOLS, strategy=strategy)(request="add")
         assert prediction.decision.parse_error, strategy
         assert not prediction.decision.abstained and prediction.raw_response == answer, strategy
+
+
+@pytest.mark.parametrize("strategy, answer", [
+    ("native", '<tool_call>{"name": "get_time", "arguments": "{this is not JSON"}</tool_call>'),
+    ("native", '```json\n{"function": {"name": "get_time", "arguments": "{this is not JSON"}}\n```'),
+    ("text:tags", '<tool>{"name": "get_time", "arguments": "{this is not JSON"}</tool>'),
+    ("text:fenced", '```tool\n{"name": "get_time", "arguments": "[1, 2]"}\n```'),
+])
+def test_a_call_whose_arguments_string_is_not_a_json_object_is_a_parse_failure(scripted, strategy, answer):
+    """Not a call without arguments (which get_time, taking none, would accept as right)."""
+    lm, _ = scripted([answer])
+    with dspy.context(lm=lm):
+        prediction = MultiToolSelector(TOOLS, strategy=strategy, undeclared_arguments="drop")(request="time?")
+    assert prediction.decision.parse_error and "the arguments a JSON object" in prediction.decision.parse_error
+    assert prediction.decision.tool_calls == [] and prediction.raw_response == answer
 
 
 @pytest.mark.parametrize("strategy, answer", [
@@ -180,3 +198,51 @@ def test_text_protocols_keep_an_answer_without_a_call_as_the_reasoning(scripted)
     with dspy.context(lm=lm):
         decision = MultiToolSelector(TOOLS, strategy="text:fenced").decide("say hi")
     assert decision.abstained and decision.reasoning == "tool_name: echo (not the protocol)"
+
+
+SLOW_FOR_JSON_REPAIR = {  # json_repair rereads the rest of these at every bracket or quote: minutes at the cap
+    "}{a] repeated": "}{a]" * (MAX_ANSWER_CHARS // 4),
+    "{a] repeated": "{a]" * (MAX_ANSWER_CHARS // 3),
+    "tool_calls a string of }{a]": '{"reasoning": "r", "tool_calls": "' + "}{a]" * 4990 + '"}',
+    "chat tool_calls of {a]": "[[ ## reasoning ## ]]\nr\n\n[[ ## tool_calls ## ]]\n" + "{a]" * 6600,
+}
+
+
+@pytest.mark.parametrize("strategy", ["json", "json-cot", "chat-cot"])
+@pytest.mark.parametrize("answer", SLOW_FOR_JSON_REPAIR.values(), ids=SLOW_FOR_JSON_REPAIR)
+def test_an_answer_shaped_to_make_json_repair_slow_is_read_quickly(scripted, strategy, answer):
+    """Target: under 1 s (evals/benchmarks/parse_speed.py measures it); the guard is far above it."""
+    assert len(answer) <= MAX_ANSWER_CHARS
+    lm, _ = scripted([answer])
+    selector = MultiToolSelector(TOOLS, strategy=strategy)
+
+    def read():
+        with dspy.context(lm=lm):  # DSPy's settings are per thread
+            return selector(request="time?")
+
+    prediction = finishes_within(10, read)
+    assert prediction.decision.parse_error and prediction.raw_response == answer
+
+
+def test_a_long_json_answer_is_read_as_written_or_mended_in_linear_time(scripted):
+    reasoning = "The clock tool answers this; " * 30
+    call = {"tool_name": "echo", "arguments": {"message": "x" * 300}}
+    answers = [  # each longer than json_repair is given
+        "Here is my answer.\n```json\n" + json.dumps({"reasoning": reasoning, "tool_calls": [call]}) + "\n```",
+        repr({"reasoning": reasoning, "tool_calls": [call]}),  # Python's quotes
+        json.dumps({"reasoning": reasoning, "tool_calls": [call]})[:-2],  # closing brackets left off
+    ]
+    assert all(len(answer) > MAX_REPAIR_CHARS for answer in answers)
+    lm, _ = scripted(answers)
+    selector = MultiToolSelector(TOOLS, strategy="json-cot")
+    with dspy.context(lm=lm):
+        for answer in answers:
+            decision = selector.decide("say x")
+            assert decision.tool_names == ["echo"] and decision.tool_calls[0].arguments == call["arguments"], answer
+
+
+def test_a_short_malformed_json_answer_is_still_mended_by_json_repair(scripted):
+    lm, _ = scripted(['{reasoning: "the clock", tool_calls: [{tool_name: "get_time", arguments: {}},]}'])
+    with dspy.context(lm=lm):
+        decision = MultiToolSelector(TOOLS, strategy="json-cot").decide("time?")
+    assert decision.tool_names == ["get_time"] and decision.reasoning == "the clock"

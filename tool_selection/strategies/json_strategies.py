@@ -10,16 +10,20 @@ schema, so a constrained decoder (llama.cpp's grammar, a provider's structured o
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 from typing import Any
 
 import dspy
 import json_repair
+from dspy.adapters.chat_adapter import field_header_pattern
 from dspy.adapters.json_adapter import JSONAdapter
 from dspy.utils.exceptions import AdapterParseError
 
 from tool_selection.decision import ToolCall
 from tool_selection.interop import to_text
-from tool_selection.parsing import too_large
+from tool_selection.parsing import load_json, mended_json, too_large
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
     SelectionStrategy,
@@ -39,6 +43,10 @@ __all__ = ["REASONING", "SelectTools", "ToolSelectionAdapter", "render_tools", "
 DEMO_OMITS = ("tools", "case")
 MAX_REASONING_CHARS = 400  # a few sentences; longer reasoning costs latency without helping small models
 MAX_CALLS = 8
+MAX_REPAIR_CHARS = 500
+"""The longest answer (or field) handed to json_repair, which on some shapes rereads the rest of its input at every
+character: 500 characters of ``{a]`` repeated take 0.2 s, 1,000 take 0.65 s, 4,000 take 11 s. A longer one is read
+as written, or mended in linear time (``mended_json``: Python's quotes, closing brackets left off or one too many)."""
 
 
 class SelectTools(dspy.Signature):
@@ -83,21 +91,73 @@ def response_schema(registry: ToolRegistry, *, reasoning: bool = True) -> dict[s
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
+def json_as_written(text: str) -> Any | None:
+    """The JSON value ``text`` holds as written, in linear time: all of it, or the object its first ``{`` opens or
+    the list its first ``[`` opens, whichever comes first and reads (after prose or a fence); None if none."""
+    value, problem = load_json(text)
+    if problem is None:
+        return value
+    if too_large(text):
+        return None
+    for start in sorted(index for index in (text.find("{"), text.find("[")) if index >= 0):
+        try:
+            return json.JSONDecoder().raw_decode(text, start)[0]
+        except (ValueError, RecursionError):
+            continue
+    return None
+
+
+def read_json(text: str) -> Any | None:
+    """The JSON value of ``text``: as written, else mended by ``mended_json``, else as json_repair mends it if
+    ``text`` is at most ``MAX_REPAIR_CHARS`` long; None if none of them reads a value."""
+    return copy.deepcopy(_read_json(text))  # the cached value stays as read
+
+
+@functools.lru_cache(maxsize=64)  # an answer the adapter rejects is read again by salvage
+def _read_json(text: str) -> Any | None:
+    value = json_as_written(text)
+    if value is not None or too_large(text):
+        return value
+    if (mended := mended_json(text.strip())) is not None:
+        return mended[0]
+    if len(text) > MAX_REPAIR_CHARS:
+        return None
+    try:
+        value = json_repair.loads(text)
+    except Exception:  # json_repair raises assorted errors on hopeless input
+        return None
+    return None if value == "" else value  # json_repair's "nothing found"
+
+
+def _is_text(field: Any) -> bool:
+    return field.annotation is str
+
+
 class _GuardedParse:
-    """Reads any answer, however pathological (too long, nested too deep, numbers too large), as a parse
-    failure (``AdapterParseError``) rather than an exception from the JSON machinery."""
+    """Reads any answer, however pathological (too long, nested too deep, numbers too large, shaped to make
+    json_repair slow), as a parse failure (``AdapterParseError``) rather than an exception from the JSON machinery
+    or minutes of work: ``readable`` hands DSPy's parser only what it reads in linear time, or is short."""
 
     def parse(self, signature, completion):
         problem = too_large(completion)
         if problem:
-            raise AdapterParseError(adapter_name=type(self).__name__, signature=signature,
-                                    lm_response=completion[:2000], message=f"The answer is {problem}.")
+            raise self._failure(signature, completion, f"The answer is {problem}.")
+        readable = self.readable(signature, completion)
         try:
-            return super().parse(signature, completion)
+            return super().parse(signature, readable)
+        except AdapterParseError as error:
+            error.lm_response = completion  # the answer as the model wrote it, for salvage and the results row
+            raise
         except (RecursionError, MemoryError, OverflowError, UnicodeError, ValueError, TypeError) as error:
-            raise AdapterParseError(adapter_name=type(self).__name__, signature=signature,
-                                    lm_response=completion[:2000],
-                                    message=f"{type(error).__name__}: {str(error)[:200]}") from None
+            raise self._failure(signature, completion, f"{type(error).__name__}: {str(error)[:200]}") from None
+
+    def readable(self, signature, completion: str) -> str:
+        """``completion`` as DSPy's parser may take it, or ``AdapterParseError``."""
+        raise NotImplementedError
+
+    def _failure(self, signature, completion: str, message: str) -> AdapterParseError:
+        return AdapterParseError(adapter_name=type(self).__name__, signature=signature, lm_response=completion,
+                                 message=message)
 
 
 class ToolSelectionAdapter(_GuardedParse, JSONAdapter):
@@ -114,12 +174,58 @@ class ToolSelectionAdapter(_GuardedParse, JSONAdapter):
             "json_schema": {"name": "tool_selection", "schema": schema, "strict": False},
         }
 
+    def readable(self, signature, completion: str) -> str:
+        """The answer's object as JSON (as ``read_json`` reads it), its non-text fields read too where they came as
+        strings, so that DSPy's parser, which would run json_repair on anything else, reads JSON only."""
+        fields = read_json(completion)
+        if not isinstance(fields, dict):
+            longer = f" (longer than {MAX_REPAIR_CHARS} characters, so not mended)" if len(completion) > \
+                MAX_REPAIR_CHARS else ""
+            raise self._failure(signature, completion, f"The answer holds no JSON object{longer}.")
+        for name, field in signature.output_fields.items():
+            if isinstance(fields.get(name), str) and not _is_text(field):
+                value = read_json(fields[name])
+                if value is None:
+                    raise self._failure(signature, completion, f"The answer's {name} is not JSON.")
+                fields = {**fields, name: value}
+        return json.dumps(fields)
+
 
 class GuardedChatAdapter(_GuardedParse, dspy.ChatAdapter):
     """DSPy's chat format, without the JSON fallback call, reading any answer as a decision or a parse failure."""
 
     def __init__(self, **kwargs):
         super().__init__(use_json_adapter_fallback=False, **kwargs)
+
+    def readable(self, signature, completion: str) -> str:
+        """The answer as it is; one longer than ``MAX_REPAIR_CHARS`` only if its non-text fields are JSON as written
+        (DSPy's parser runs json_repair on each of them)."""
+        if len(completion) <= MAX_REPAIR_CHARS:
+            return completion
+        for name, section in _chat_sections(completion).items():
+            field = signature.output_fields.get(name)
+            if field is not None and not _is_text(field) and load_json(section)[1] is not None:
+                raise self._failure(signature, completion, f"The answer's {name} is not JSON as written, and the "
+                                                           f"answer is longer than {MAX_REPAIR_CHARS} characters, "
+                                                           "so it is not mended.")
+        return completion
+
+
+def _chat_sections(completion: str) -> dict[str, str]:
+    """Each field's text in DSPy's chat format (``[[ ## name ## ]]`` headers), the first of a name kept, split as
+    ``ChatAdapter.parse`` splits it."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []  # the text before the first header belongs to no field
+    for line in completion.splitlines():
+        header = field_header_pattern.match(line.strip())
+        if header:
+            current = []
+            sections.setdefault(header.group(1), current)
+            rest = line.strip()[header.end():].strip()
+            current.extend([rest] if rest else [])
+        else:
+            current.append(line)
+    return {name: "\n".join(lines).strip() for name, lines in sections.items()}
 
 
 def compact_demo(demo: Any) -> Any:
@@ -129,12 +235,9 @@ def compact_demo(demo: Any) -> Any:
 
 def salvage(raw: str, registry: ToolRegistry):
     """Recover calls from a JSON answer the adapter rejected (e.g. a tool name outside the list)."""
-    if too_large(raw):
+    if too_large(raw) or field_header_pattern.search(raw):  # DSPy's chat format is not a JSON answer
         return None
-    try:
-        data = json_repair.loads(raw)
-    except Exception:  # json_repair raises assorted errors on hopeless input
-        return None
+    data = read_json(raw)
     if not isinstance(data, dict) or not isinstance(data.get("tool_calls"), list):
         return None
     calls = []

@@ -26,6 +26,7 @@ from dspy.utils.exceptions import AdapterParseError
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
+from tool_selection.lm.failures import MODEL_FAILURES, unreadable_answer
 from tool_selection.parsing import ParsedAnswer, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
@@ -62,7 +63,15 @@ THINK_FIRST = ("Before calling, write one short sentence saying which function f
                "can do what is asked.")
 
 
-def _provider_call(call: dict[str, Any]) -> ToolCall | None:
+# DSPy's lm15 reads a provider's arguments string leniently: one that is not JSON comes as {"partial_json": TEXT},
+# JSON that is not an object as {"value": VALUE}. Either is an unreadable answer, unless the tool declares that key.
+_LM15_UNREADABLE_ARGUMENTS = {"partial_json": lambda value: isinstance(value, str),
+                              "value": lambda value: not isinstance(value, dict)}
+
+
+def _provider_call(call: dict[str, Any], declared: dict[str, set[str]]) -> ToolCall | None:
+    """The call a provider returned, or None when its arguments are not a JSON object. ``declared``: the argument
+    names of each offered tool."""
     function = call.get("function") or call
     arguments = function.get("arguments") or {}
     if isinstance(arguments, str):
@@ -73,7 +82,19 @@ def _provider_call(call: dict[str, Any]) -> ToolCall | None:
     name = function.get("name")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return None
+    if len(arguments) == 1:
+        ((key, value),) = arguments.items()
+        unreadable = _LM15_UNREADABLE_ARGUMENTS.get(key)
+        if unreadable is not None and unreadable(value) and key not in declared.get(name, ()):
+            return None
     return ToolCall(tool_name=name, arguments=arguments)
+
+
+def _declared_arguments(tools: list[dict[str, Any]] | None) -> dict[str, set[str]]:
+    """The argument names of each tool in an OpenAI ``tools`` list."""
+    functions = [tool.get("function", tool) for tool in tools or []]
+    return {function.get("name"): set((function.get("parameters") or {}).get("properties") or {})
+            for function in functions}
 
 
 class NativeToolAdapter(dspy.Adapter):
@@ -127,7 +148,8 @@ class NativeToolAdapter(dspy.Adapter):
                 text, provider_calls, logprobs = output.get("text"), output.get("tool_calls"), output.get("logprobs")
             text = safe_text(text or "")
             if provider_calls:
-                calls = [_provider_call(call) for call in provider_calls]
+                declared = _declared_arguments(lm_kwargs.get("tools"))
+                calls = [_provider_call(call, declared) for call in provider_calls]
                 if any(call is None for call in calls):
                     raise AdapterParseError(adapter_name=type(self).__name__, signature=original_signature,
                                             lm_response=text + json.dumps(provider_calls)[:2000],
@@ -196,6 +218,10 @@ class _NativeStrategy(SelectionStrategy):
             prediction = predictor(request=request, conversation=conversation or [], config=config, demos=demos)
         except AdapterParseError as error:
             return parse_failure(error, error.lm_response)
+        except MODEL_FAILURES as error:
+            if (answer := unreadable_answer(error)) is None:
+                raise
+            return parse_failure(f"The answer could not be read: {answer}", answer)
         # Predict keeps the adapter's prose under "reasoning" too (it is not a signature field there)
         return decided(check_decision(getattr(prediction, "reasoning", "") or "", as_calls(prediction.tool_calls),
                                       registry))
