@@ -100,6 +100,17 @@ def test_fifo_cannot_block_a_read(timed, root):
     assert timed(lambda: files("read_file", root, path="pipe"), within_s=0.1)["error"] == "special_file"
 
 
+def test_deep_folders_count_against_the_quota(timed, root):
+    deep = "/".join(["d"] * 245) + "/f.txt"  # 246 new folders per call, within the 500-character path limit
+
+    def attack():
+        return [files("write_file", root, path=f"{n}/{deep}", content="") for n in range(6)]
+
+    results = timed(attack, within_s=5)
+    entries = sum(len(folders) + len(names) for _, folders, names in os.walk(root))
+    assert entries <= 1_000 and results[-1]["error"] == "quota_exceeded"  # the default max_root_entries
+
+
 # ------------------------------------------------------------------------------------------ code
 def test_infinite_loop(timed):
     result = timed(lambda: code("run_python", "while True:\n    pass", timeout_s=0.3), within_s=1.0)
