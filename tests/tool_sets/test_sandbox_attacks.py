@@ -2,16 +2,21 @@
 is timed against an upper bound (run with -s to see the times)."""
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from tests.tool_sets.processes import running_in
 from tool_selection import ToolArgumentError
+from tool_sets._sandbox.process import isolation
 from tool_sets.code import TOOL_SET as CODE
 from tool_sets.database import TOOL_SET as DATABASE
 from tool_sets.database import sample_database
@@ -50,21 +55,6 @@ def files(name: str, root: Path, **arguments):
 
 def code(name: str, source: str, **config):
     return CODE.registry().execute(name, {"code": source}, **config)
-
-
-def process_stat(entry: Path) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command name, or None once the process is gone."""
-    try:
-        return (entry / "stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def alive_in_group(pgid: int) -> list[int]:
-    """Running (not zombie) processes whose process group is ``pgid``."""
-    return [int(entry.name) for entry in Path("/proc").iterdir()
-            if entry.name.isdigit() and (fields := process_stat(entry)) and fields[2] == str(pgid)
-            and fields[0] not in ("Z", "X")]
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -124,18 +114,18 @@ def test_infinite_loop_in_bash(timed):
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="checks for survivors in /proc")
 def test_fork_attempt(timed):
-    source = "import os, time\nprint(os.getpid(), flush=True)\nfor _ in range(8):\n    os.fork()\ntime.sleep(1)"
+    source = "import os, time\nprint(os.getcwd(), flush=True)\nfor _ in range(8):\n    os.fork()\ntime.sleep(1)"
     result = timed(lambda: code("run_python", source, max_processes=16, timeout_s=3), within_s=2.5)
     # root ignores RLIMIT_NPROC, so the group watch stops it; for other users fork() fails
     assert result.get("error") == "process_limit" or "Resource temporarily unavailable" in result["stderr"]
-    assert alive_in_group(int(result["stdout"].split()[0])) == []  # the program's pid is its group's id
+    assert running_in(result["stdout"].split()[0]) == []
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="the process-group watch reads /proc")
 def test_fork_bomb(timed):
-    result = timed(lambda: code("run_bash", "echo $$\n:(){ :|: ; };:", max_processes=16, timeout_s=3), within_s=2.5)
+    result = timed(lambda: code("run_bash", "pwd\n:(){ :|: ; };:", max_processes=16, timeout_s=3), within_s=2.5)
     assert result["ok"] is False and result["error"] in ("process_limit", "timeout")
-    assert alive_in_group(int(result["stdout"])) == []
+    assert running_in(result["stdout"].strip()) == []
 
 
 def test_huge_output(timed):
@@ -168,6 +158,37 @@ def test_reading_env_secrets(timed, monkeypatch, name, source):
     result = timed(lambda: code(name, source), within_s=3)
     assert result["ok"] and "SECRET_TOKEN" not in result["stdout"] and "sk-test" not in result["stdout"]
     assert os.environ["SECRET_TOKEN"] == "sk-test-must-not-leak"  # the parent still has it
+
+
+# A toolkit process started with a key in its environment (as `OPENAI_API_KEY=... python run.py` does), whose
+# program looks for the key in the environment and memory of its parent and of the toolkit process.
+TOOLKIT = """import json, os, sys
+from tool_sets.code import TOOL_SET
+program = sys.argv[1].replace("TOOLKIT_PID", str(os.getpid()))
+print(json.dumps(TOOL_SET.registry().execute("run_python", {"code": program})))"""
+SNOOP = """import os
+for pid in (os.getppid(), TOOLKIT_PID):
+    try:
+        print("environ", open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace"))
+    except OSError as error:
+        print("environ refused:", error)
+    try:
+        open(f"/proc/{pid}/mem", "rb").close()
+        print("memory readable")
+    except OSError as error:
+        print("memory refused:", error)"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="the attack reads /proc")
+def test_reading_the_toolkits_environment_and_memory(timed):
+    if not isolation().available:
+        pytest.skip(f"only Linux namespaces keep a program out of /proc/PID of its parent: {isolation().reason}")
+    toolkit = subprocess.run([sys.executable, "-c", TOOLKIT, SNOOP], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "OPENAI_API_KEY": "sk-test-must-not-leak"})
+    result = json.loads(toolkit.stdout.splitlines()[-1])
+    attempts = [line.split()[0] for line in result["stdout"].splitlines()]
+    assert result["ok"] and attempts == ["environ", "memory"] * 2, result
+    assert "sk-test-must-not-leak" not in result["stdout"] and "memory readable" not in result["stdout"]
 
 
 # ------------------------------------------------------------------------------------------ SQL
