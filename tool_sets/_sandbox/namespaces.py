@@ -29,6 +29,7 @@ _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 _CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 _PR_SET_NO_NEW_PRIVS = 38
+_AF_INET, _SOCK_DGRAM, _IFREQ_BYTES = 2, 2, 40
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _NOBODY = 65534  # root's ids inside: an unprivileged id there, so that exec drops every capability
 
@@ -37,11 +38,16 @@ class SetupFailed(Exception):
     """A namespace step the kernel refused; the message names the step and the reason."""
 
 
-def _libc_call(name: str, *arguments: object) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if getattr(libc, name)(*arguments) != 0:
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _libc_call(name: str, *arguments: object) -> int:
+    result = getattr(_libc(), name)(*arguments)
+    if result < 0:
         error = ctypes.get_errno()
         raise SetupFailed(f"{name}() failed: {os.strerror(error)} (errno {error})")
+    return result
 
 
 def _write(path: str, text: str) -> None:
@@ -73,15 +79,17 @@ def _prepare_init(allow_network: bool) -> None:
 
 
 def _loopback_up() -> None:
-    """Bring up ``lo`` so that programs can still talk to themselves over 127.0.0.1."""
-    import fcntl
-    import socket
-    import struct
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        request = struct.pack("16sH22x", b"lo", 0)
-        flags = struct.unpack("16sH22x", fcntl.ioctl(probe, _SIOCGIFFLAGS, request))[1]
-        fcntl.ioctl(probe, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
+    """Bring up ``lo`` so that programs can still talk to themselves over 127.0.0.1 (through libc, which spares
+    importing ``socket``: a third of the launcher's start-up)."""
+    descriptor = _libc_call("socket", _AF_INET, _SOCK_DGRAM, 0)
+    try:
+        request = ctypes.create_string_buffer(b"lo", _IFREQ_BYTES)  # struct ifreq: name, then the flags (short)
+        _libc_call("ioctl", descriptor, _SIOCGIFFLAGS, request)
+        flags = int.from_bytes(request.raw[16:18], sys.byteorder) | _IFF_UP
+        request[16:18] = flags.to_bytes(2, sys.byteorder)
+        _libc_call("ioctl", descriptor, _SIOCSIFFLAGS, request)
+    finally:
+        os.close(descriptor)
 
 
 def _exec_program(argv: list[str]) -> None:
