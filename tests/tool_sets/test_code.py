@@ -7,6 +7,8 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,6 +149,29 @@ def test_programs_have_no_network_unless_it_is_allowed(namespaces):
 def test_programs_have_no_capabilities_even_when_run_by_root(namespaces):
     result = run("run_bash", "grep ^CapEff /proc/self/status")  # with any, it could unmount its /proc
     assert result["stdout"].split() == ["CapEff:", "0000000000000000"]
+
+
+# Run in a user namespace that may hold no further user namespaces, as in a locked-down container.
+REFUSED = """import json, sys, tempfile, warnings
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from tool_sets._sandbox.process import Limits, isolation, run_limited
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    outcome = run_limited(["/bin/echo", "ran"], cwd=Path(tempfile.mkdtemp()), limits=Limits())
+print(json.dumps([isolation().reason, outcome.isolated, outcome.stdout, [str(w.message) for w in caught]]))"""
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1) to set up a refusing namespace")
+def test_where_the_kernel_refuses_namespaces_the_probe_says_why_and_programs_still_run(namespaces):
+    package_root = str(Path(process.__file__).resolve().parents[2])
+    refused = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "sh", "-c",
+         'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -c "$1" "$2"', sys.executable, REFUSED,
+         package_root], capture_output=True, text=True, timeout=60, check=True)
+    reason, isolated, stdout, warned = json.loads(refused.stdout)
+    assert reason == "namespaces: unshare() failed: No space left on device (errno 28)"
+    assert (isolated, stdout) == (False, "ran\n") and len(warned) == 1 and reason in warned[0]
 
 
 def test_without_namespaces_programs_run_and_a_warning_says_what_does_not_hold(monkeypatch):

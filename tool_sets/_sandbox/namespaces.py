@@ -61,8 +61,11 @@ def _write(path: str, text: str) -> None:
 def _enter_namespaces(allow_network: bool) -> None:
     """Unshare every namespace and map the caller's ids; the caller stays outside the new PID namespace."""
     uid, gid = os.geteuid(), os.getegid()
-    if uid == 0:
-        os.setgroups([])  # root's supplementary groups would otherwise follow the program, unmapped but in force
+    if uid == 0:  # root's supplementary groups would otherwise follow the program, unmapped but in force
+        try:
+            os.setgroups([])
+        except PermissionError:  # root of a user namespace whose groups are fixed ("deny" in setgroups)
+            pass
     flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | (0 if allow_network else _CLONE_NEWNET)
     _libc_call("unshare", flags)
     _write("/proc/self/setgroups", "deny")
