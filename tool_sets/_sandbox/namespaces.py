@@ -3,7 +3,7 @@
 ``process.run_limited`` runs this file as a script: ``python -I -S namespaces.py [--allow-network] -- PROGRAM
 ARG...`` (``--probe`` instead of a program only checks that the set-up works). It calls ``unshare(2)`` for new
 user, mount, PID and IPC namespaces, and a network namespace holding only loopback unless ``--allow-network``;
-maps the caller's user and group onto themselves (root onto ``nobody``, so that the program keeps no
+maps the caller's user and group onto themselves (root onto 65534, ``nobody``, so that the program keeps no
 capability); mounts a ``/proc`` that lists only the sandbox's processes; and runs the program as process 2 under
 a small init (process 1) that reaps orphans and passes on how the program ended. When the init exits, the kernel
 kills whatever is left in the namespace, including processes that left the process group with ``setsid``.
@@ -113,10 +113,10 @@ def _init(argv: list[str] | None, allow_network: bool, report_fd: int) -> None:
     """Process 1 of the new PID namespace: set up, start the program, reap until it ends, report its status."""
     try:
         _prepare_init(allow_network)
+        program = os.fork()
     except (SetupFailed, OSError) as error:
         print(f"namespaces: {error}", file=sys.stderr)
         os._exit(SETUP_FAILED)
-    program = os.fork()
     if program == 0:
         if argv is None:  # --probe: the set-up worked if this is process 2 and sees no process outside
             visible = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
@@ -134,10 +134,10 @@ def _init(argv: list[str] | None, allow_network: bool, report_fd: int) -> None:
 
 
 def main(arguments: list[str]) -> None:
-    allow_network = "--allow-network" in arguments
-    probe = "--probe" in arguments
-    argv = None if probe else arguments[arguments.index("--") + 1:] if "--" in arguments else []
-    if argv == []:
+    split = arguments.index("--") if "--" in arguments else len(arguments)
+    options, argv = arguments[:split], arguments[split + 1:]
+    allow_network, probe = "--allow-network" in options, "--probe" in options
+    if set(options) - {"--allow-network", "--probe"} or probe == bool(argv):
         print("usage: namespaces.py [--allow-network] (--probe | -- PROGRAM ARG...)", file=sys.stderr)
         os._exit(2)
     try:
@@ -149,7 +149,7 @@ def main(arguments: list[str]) -> None:
     init = os.fork()
     if init == 0:
         os.close(report_read)
-        _init(argv, allow_network, report_write)
+        _init(None if probe else argv, allow_network, report_write)
     os.close(report_write)
     _, status = os.waitpid(init, 0)
     report = os.read(report_read, 32)

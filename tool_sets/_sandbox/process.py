@@ -6,9 +6,9 @@ core files), output cut at a bound, and the whole process group killed when the 
 its output or starts too many processes. ``RLIMIT_NPROC`` is not enforced for root, so the process count of the
 group is also watched (from ``/proc``, where there is one).
 
-Where Linux lets this process create namespaces (root, or any user where unprivileged user namespaces are
-allowed; ``isolation()`` says whether), the program also runs in its own user, mount, PID, IPC and network
-namespaces (``namespaces.py``): it sees no process but its own, so it cannot read the environment or memory of
+Where Linux lets this process create a user namespace and others inside it (``isolation()`` tries it once;
+containers that forbid ``unshare(2)`` and kernels that restrict unprivileged user namespaces refuse), the
+program also runs in its own user, mount, PID, IPC and network namespaces (``namespaces.py``): it sees no process but its own, so it cannot read the environment or memory of
 this process or of any other, cannot reach the network unless ``Limits.allow_network``, and everything it
 started dies with it, even a child that left the process group with ``setsid``. Where not, a ``SandboxWarning``
 says so once: the program can then read the environment of this user's processes (API keys included) and reach
