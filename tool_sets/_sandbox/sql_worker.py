@@ -106,6 +106,9 @@ class _Worker:
     """One worker process and the socket to it."""
 
     def __init__(self) -> None:
+        if not sys.executable:
+            raise RuntimeError("SQL queries run in a worker started with sys.executable, which is unknown in this "
+                               "embedded interpreter; run the toolkit with a regular Python")
         ours, theirs = socket.socketpair()
         with theirs:
             self.process = subprocess.Popen(
