@@ -1,34 +1,42 @@
 """The code tool set: programs run for real in a fresh folder with a minimal environment, and every limit
-(time, CPU, output, file size, processes) stops them with a structured failure."""
+(time, CPU, output, file size, processes) stops them with a structured failure. Where Linux namespaces can be
+created, programs also see no other process and have no network unless it is allowed."""
 
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from tests.tool_sets.processes import running_in
 from tool_selection import ToolArgumentError
 from tool_selection.failures import is_failure
+from tool_sets._sandbox import process
+from tool_sets._sandbox.process import Isolation, SandboxWarning
 from tool_sets.code import TOOL_SET, RunBash, RunJavaScript, RunPython
 
 NODE = shutil.which("node") or shutil.which("nodejs")
 needs_node = pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
+needs_proc = pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the program's processes in /proc")
+
+
+@pytest.fixture
+def namespaces():
+    """Skips the test where this machine refuses to create the namespaces programs are isolated with."""
+    if not process.isolation().available:
+        pytest.skip(f"Linux namespaces are not available here: {process.isolation().reason}")
 
 
 def run(name: str, code: str, **config):
     result = TOOL_SET.registry().execute(name, {"code": code}, **config)
     assert json.loads(json.dumps(result)) == result
     return result
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a running (not zombie) process."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def test_the_set_holds_three_languages():
@@ -112,11 +120,68 @@ def test_the_file_size_limit_holds():
     assert result["ok"] and result["exit_code"] == 1 and "File too large" in result["stderr"]
 
 
+@needs_proc
 def test_background_processes_are_killed_when_the_program_ends():
-    result = run("run_bash", "for i in 1 2 3; do sleep 60 & done\necho $(jobs -p)")
-    pids = [int(pid) for pid in result["stdout"].split()]
-    assert result["ok"] and len(pids) == 3 and result["duration_s"] < 5
-    assert not any(alive(pid) for pid in pids)
+    result = run("run_bash", "for i in 1 2 3; do sleep 60 & done\necho $(jobs -p | wc -l) $PWD")
+    started, folder = result["stdout"].split()
+    assert result["ok"] and started == "3" and result["duration_s"] < 5
+    assert running_in(folder) == []
+
+
+@needs_proc
+def test_a_child_that_leaves_the_process_group_is_killed_too(namespaces):
+    source = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nprint(os.getcwd())"
+    result = run("run_python", source)
+    survivors = running_in(result["stdout"].strip())
+    for pid in survivors:  # without a PID namespace of its own it outlives the run; do not leave it behind
+        os.kill(pid, signal.SIGKILL)
+    assert result["ok"] and survivors == []
+
+
+def test_programs_have_no_network_unless_it_is_allowed(namespaces):
+    with socket.create_server(("127.0.0.1", 0)) as server:  # a service on this machine, e.g. a local LLM server
+        source = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {server.getsockname()[1]}), 2)\n"
+                  "    print('connected')\nexcept OSError as error:\n    print(type(error).__name__)")
+        assert run("run_python", source)["stdout"] == "ConnectionRefusedError\n"  # its own loopback, nothing on it
+        assert run("run_python", source, allow_network=True)["stdout"] == "connected\n"
+
+
+def test_programs_have_no_capabilities_even_when_run_by_root(namespaces):
+    result = run("run_bash", "grep ^CapEff /proc/self/status")  # with any, it could unmount its /proc
+    assert result["stdout"].split() == ["CapEff:", "0000000000000000"]
+
+
+# Run in a user namespace that may hold no further user namespaces, as in a locked-down container.
+REFUSED = """import json, sys, tempfile, warnings
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from tool_sets._sandbox.process import Limits, isolation, run_limited
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    outcome = run_limited(["/bin/echo", "ran"], cwd=Path(tempfile.mkdtemp()), limits=Limits())
+print(json.dumps([isolation().reason, outcome.isolated, outcome.stdout, [str(w.message) for w in caught]]))"""
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1) to set up a refusing namespace")
+def test_where_the_kernel_refuses_namespaces_the_probe_says_why_and_programs_still_run(namespaces):
+    package_root = str(Path(process.__file__).resolve().parents[2])
+    refused = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "sh", "-c",
+         'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -c "$1" "$2"', sys.executable, REFUSED,
+         package_root], capture_output=True, text=True, timeout=60, check=True)
+    reason, isolated, stdout, warned = json.loads(refused.stdout)
+    assert reason == "namespaces: unshare() failed: No space left on device (errno 28)"
+    assert (isolated, stdout) == (False, "ran\n") and len(warned) == 1 and reason in warned[0]
+
+
+def test_without_namespaces_programs_run_and_a_warning_says_what_does_not_hold(monkeypatch):
+    monkeypatch.setattr(process, "isolation", lambda: Isolation(False, "unshare() failed: refused in this test"))
+    process._warn_not_isolated.cache_clear()
+    with pytest.warns(SandboxWarning, match=r"refused in this test\): they can read the environment of this user's "
+                                             r"processes, API keys included, and reach the network"):
+        result = run("run_python", "print('ran')")
+    process._warn_not_isolated.cache_clear()
+    assert result["ok"] and result["stdout"] == "ran\n"
 
 
 def test_the_memory_limit_holds():

@@ -1,5 +1,6 @@
 """The database tool set and the shared SQL sandbox under it: answers checked against SQLite itself, the
-read-only file, the function allow-list, the bounded printf and trim, and the row, size and time limits."""
+read-only file, the function allow-list, the bounded printf and trim, the row, size and time limits, and the
+worker processes queries run in."""
 
 import hashlib
 import json
@@ -14,7 +15,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tool_selection.failures import is_failure
+from tool_sets._sandbox import sql_worker
 from tool_sets._sandbox.sql import ALLOWED_FUNCTIONS, QueryRefused, connect
+from tool_sets._sandbox.sql_worker import GRACE, SqlSource, run_query
 from tool_sets.database import TOOL_SET, QueryDatabase, sample_database
 
 
@@ -258,3 +261,58 @@ def test_any_select_text_answers_or_is_refused(tail):
             assert refused.code in {"sql_error", "not_allowed", "timeout", "one_statement_only"}
         else:
             assert len(result.rows) <= 5
+
+
+# ------------------------------------------------------------------------------------------ workers
+@pytest.fixture
+def library() -> SqlSource:
+    source = SqlSource.file(sample_database())
+    assert run_query(source, "SELECT 1", timeout_s=1, max_rows=1).rows == [[1]]  # a worker has booted
+    return source
+
+
+def test_a_query_stuck_in_one_function_call_is_killed_at_its_limit_and_its_worker_replaced(library):
+    glob = ("SELECT h GLOB p FROM (SELECT replace(hex(zeroblob(49000)), '0', 'a') h, "
+            "'*' || replace(hex(zeroblob(16000)), '00', '[a]') || 'b' p)")  # one GLOB call: about 20 s
+    started = time.monotonic()
+    with pytest.raises(QueryRefused) as refused:
+        run_query(library, glob, timeout_s=0.3, max_rows=1)
+    elapsed = time.monotonic() - started
+    assert refused.value.code == "timeout" and 0.3 * (1 + GRACE) <= elapsed < 0.3 * 1.1
+    assert run_query(library, "SELECT count(*) FROM books", timeout_s=1, max_rows=1).rows == [
+        list(plain("SELECT count(*) FROM books")[0])]
+
+
+def test_a_worker_that_died_is_a_refusal_and_is_replaced(library):
+    worker = sql_worker._POOL.take()
+    worker.process.kill()  # as the kernel's out-of-memory killer would
+    worker.process.wait()
+    sql_worker._POOL.give_back(worker)
+    with pytest.raises(QueryRefused, match=r"worker ended while running the query \(exit status -9\)") as refused:
+        run_query(library, "SELECT 1", timeout_s=1, max_rows=1)
+    assert refused.value.code == "sql_error"
+    assert run_query(library, "SELECT 2", timeout_s=1, max_rows=1).rows == [[2]]
+
+
+def test_an_in_memory_image_is_queried_like_a_file(library):
+    with closing(sqlite3.connect(sample_database())) as db:
+        image = SqlSource.image_of(db)
+    sql = "SELECT genre, count(*) FROM books GROUP BY genre ORDER BY genre"
+    assert run_query(image, sql, timeout_s=1, max_rows=50).rows == run_query(library, sql, timeout_s=1,
+                                                                             max_rows=50).rows
+    assert [tuple(row) for row in run_query(image, sql, timeout_s=1, max_rows=50).rows] == plain(sql)
+    with pytest.raises(QueryRefused) as refused:
+        run_query(image, "DELETE FROM books", timeout_s=1, max_rows=1)
+    assert refused.value.code == "not_select"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=80).map(lambda tail: "SELECT " + tail))
+def test_any_select_text_through_a_worker_answers_or_is_refused(tail):
+    source = SqlSource.file(sample_database())
+    try:
+        result = run_query(source, tail, timeout_s=0.2, max_rows=5)
+    except QueryRefused as refused:
+        assert refused.code in {"sql_error", "not_allowed", "timeout", "one_statement_only"}
+    else:
+        assert len(result.rows) <= 5 and json.loads(json.dumps(result.rows)) == result.rows

@@ -116,6 +116,17 @@ def test_write_limits_file_size_and_the_whole_root(root):
     assert quota.validate_and_execute(path="q.txt", content="y" * 5)["ok"]  # replacing frees the old bytes
 
 
+def test_write_counts_files_and_the_folders_it_creates_against_the_root(root):
+    tool = WriteFile(root=root, max_root_entries=12)  # the root holds 8 files, folders and links
+    assert tool.validate_and_execute(path="a/b/c.txt", content="")["ok"]  # 3 new: 11
+    refused = tool.validate_and_execute(path="d/e.txt", content="")  # 2 new: 13
+    assert refused["error"] == "quota_exceeded" and refused["limit_entries"] == 12
+    assert "12 files and folders (this write adds 2)" in refused["message"] and not (root / "d").exists()
+    assert tool.validate_and_execute(path="a/b/f.txt", content="x")["ok"]  # 1 new: 12
+    assert tool.validate_and_execute(path="a/b/c.txt", content="replaced")["ok"]  # none new
+    assert tool.validate_and_execute(path="a/g.txt", content="")["error"] == "quota_exceeded"
+
+
 def test_read_only_mode_refuses_every_write(root):
     tool = WriteFile(root=root, read_only=True)
     result = tool.validate_and_execute(path="new.txt", content="x")

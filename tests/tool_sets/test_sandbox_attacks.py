@@ -2,16 +2,21 @@
 is timed against an upper bound (run with -s to see the times)."""
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from tests.tool_sets.processes import running_in
 from tool_selection import ToolArgumentError
+from tool_sets._sandbox.process import isolation
 from tool_sets.code import TOOL_SET as CODE
 from tool_sets.database import TOOL_SET as DATABASE
 from tool_sets.database import sample_database
@@ -52,21 +57,6 @@ def code(name: str, source: str, **config):
     return CODE.registry().execute(name, {"code": source}, **config)
 
 
-def process_stat(entry: Path) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command name, or None once the process is gone."""
-    try:
-        return (entry / "stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def alive_in_group(pgid: int) -> list[int]:
-    """Running (not zombie) processes whose process group is ``pgid``."""
-    return [int(entry.name) for entry in Path("/proc").iterdir()
-            if entry.name.isdigit() and (fields := process_stat(entry)) and fields[2] == str(pgid)
-            and fields[0] not in ("Z", "X")]
-
-
 # ------------------------------------------------------------------------------------------ files
 @pytest.mark.parametrize("path", ["../outside/secret.txt", "../../../../etc/passwd", "./../outside/secret.txt"])
 def test_path_traversal(timed, root, path):
@@ -100,6 +90,17 @@ def test_fifo_cannot_block_a_read(timed, root):
     assert timed(lambda: files("read_file", root, path="pipe"), within_s=0.1)["error"] == "special_file"
 
 
+def test_deep_folders_count_against_the_quota(timed, root):
+    deep = "/".join(["d"] * 245) + "/f.txt"  # 246 new folders per call, within the 500-character path limit
+
+    def attack():
+        return [files("write_file", root, path=f"{n}/{deep}", content="") for n in range(6)]
+
+    results = timed(attack, within_s=5)
+    entries = sum(len(folders) + len(names) for _, folders, names in os.walk(root))
+    assert entries <= 1_000 and results[-1]["error"] == "quota_exceeded"  # the default max_root_entries
+
+
 # ------------------------------------------------------------------------------------------ code
 def test_infinite_loop(timed):
     result = timed(lambda: code("run_python", "while True:\n    pass", timeout_s=0.3), within_s=1.0)
@@ -113,18 +114,18 @@ def test_infinite_loop_in_bash(timed):
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="checks for survivors in /proc")
 def test_fork_attempt(timed):
-    source = "import os, time\nprint(os.getpid(), flush=True)\nfor _ in range(8):\n    os.fork()\ntime.sleep(1)"
+    source = "import os, time\nprint(os.getcwd(), flush=True)\nfor _ in range(8):\n    os.fork()\ntime.sleep(1)"
     result = timed(lambda: code("run_python", source, max_processes=16, timeout_s=3), within_s=2.5)
     # root ignores RLIMIT_NPROC, so the group watch stops it; for other users fork() fails
     assert result.get("error") == "process_limit" or "Resource temporarily unavailable" in result["stderr"]
-    assert alive_in_group(int(result["stdout"].split()[0])) == []  # the program's pid is its group's id
+    assert running_in(result["stdout"].split()[0]) == []
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="the process-group watch reads /proc")
 def test_fork_bomb(timed):
-    result = timed(lambda: code("run_bash", "echo $$\n:(){ :|: ; };:", max_processes=16, timeout_s=3), within_s=2.5)
+    result = timed(lambda: code("run_bash", "pwd\n:(){ :|: ; };:", max_processes=16, timeout_s=3), within_s=2.5)
     assert result["ok"] is False and result["error"] in ("process_limit", "timeout")
-    assert alive_in_group(int(result["stdout"])) == []
+    assert running_in(result["stdout"].strip()) == []
 
 
 def test_huge_output(timed):
@@ -157,6 +158,37 @@ def test_reading_env_secrets(timed, monkeypatch, name, source):
     result = timed(lambda: code(name, source), within_s=3)
     assert result["ok"] and "SECRET_TOKEN" not in result["stdout"] and "sk-test" not in result["stdout"]
     assert os.environ["SECRET_TOKEN"] == "sk-test-must-not-leak"  # the parent still has it
+
+
+# A toolkit process started with a key in its environment (as `OPENAI_API_KEY=... python run.py` does), whose
+# program looks for the key in the environment and memory of its parent and of the toolkit process.
+TOOLKIT = """import json, os, sys
+from tool_sets.code import TOOL_SET
+program = sys.argv[1].replace("TOOLKIT_PID", str(os.getpid()))
+print(json.dumps(TOOL_SET.registry().execute("run_python", {"code": program})))"""
+SNOOP = """import os
+for pid in (os.getppid(), TOOLKIT_PID):
+    try:
+        print("environ", open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace"))
+    except OSError as error:
+        print("environ refused:", error)
+    try:
+        open(f"/proc/{pid}/mem", "rb").close()
+        print("memory readable")
+    except OSError as error:
+        print("memory refused:", error)"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="the attack reads /proc")
+def test_reading_the_toolkits_environment_and_memory(timed):
+    if not isolation().available:
+        pytest.skip(f"only Linux namespaces keep a program out of /proc/PID of its parent: {isolation().reason}")
+    toolkit = subprocess.run([sys.executable, "-c", TOOLKIT, SNOOP], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "OPENAI_API_KEY": "sk-test-must-not-leak"})
+    result = json.loads(toolkit.stdout.splitlines()[-1])
+    attempts = [line.split()[0] for line in result["stdout"].splitlines()]
+    assert result["ok"] and attempts == ["environ", "memory"] * 2, result
+    assert "sk-test-must-not-leak" not in result["stdout"] and "memory readable" not in result["stdout"]
 
 
 # ------------------------------------------------------------------------------------------ SQL
@@ -212,21 +244,46 @@ def test_fts3_tokenizer(timed, registry, name):
     assert result["error"] == "not_allowed" and "rows" not in result
 
 
+@pytest.fixture
+def sql_workers_booted():
+    """Queries run in worker processes: wait for one to boot, so that what is timed is the query."""
+    assert DATABASE.registry().execute("query_database", {"sql": "SELECT 1"})["ok"]
+
+
 @pytest.mark.parametrize("sql", [
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n",
     "WITH RECURSIVE s(x) AS (SELECT 'a' UNION ALL SELECT x || 'a' FROM s) SELECT max(length(x)) FROM s",
 ])
-def test_recursive_cte(timed, sql):
+def test_recursive_cte(timed, sql, sql_workers_booted):
     result = timed(lambda: DATABASE.registry().execute("query_database", {"sql": sql}, timeout_s=0.3),
                    within_s=0.3 * 1.1 + 0.05)
     assert result["error"] in ("timeout", "sql_error")  # the growing string may hit the size limit first
 
 
-def test_cross_join_sort(timed):
+def test_cross_join_sort(timed, sql_workers_booted):
     sql = "SELECT a.title FROM books a, books b, books c, books d, loans e ORDER BY random()"
     result = timed(lambda: DATABASE.registry().execute("query_database", {"sql": sql}, timeout_s=0.3),
                    within_s=0.3 * 1.1 + 0.05)
     assert result["error"] == "timeout"
+
+
+# One function call is one step of SQLite's virtual machine, so the progress handler that stops a query cannot
+# stop it: one GLOB of a 98,000-character string against a 48,000-character pattern runs about 20 s, and 160
+# instr() calls on 70,000 and 28,000 characters run seconds.
+LONG_FUNCTION_CALLS = {
+    "glob": "SELECT (h GLOB p)+(h GLOB p) FROM (SELECT replace(hex(zeroblob(49000)),'0','a') h, "
+            "'*'||replace(hex(zeroblob(16000)),'00','[a]')||'b' p)",
+    "instr": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 160) SELECT sum(instr(h, p)) "
+             "FROM n, (SELECT replace(hex(zeroblob(35000)), '0', 'a') h, replace(hex(zeroblob(14000)), '0', 'a') || "
+             "'b' p)",
+}
+
+
+@pytest.mark.parametrize("sql", LONG_FUNCTION_CALLS.values(), ids=LONG_FUNCTION_CALLS)
+@pytest.mark.parametrize("registry, name", [(DATABASE, "query_database"), (FINANCE, "query_transactions")])
+def test_long_function_calls(timed, registry, name, sql, sql_workers_booted):
+    result = timed(lambda: registry.registry().execute(name, {"sql": sql}, timeout_s=0.5), within_s=0.5 * 1.1)
+    assert result["ok"] is False and result["error"] == "timeout"
 
 
 # ------------------------------------------------------------------------------------------ arguments

@@ -1,32 +1,47 @@
 """Run a program in a child process with bounded wall-clock time, CPU, memory, processes, file size and output.
 
-A research sandbox, not a security boundary for hostile code: the child runs as the same user, can read what
-that user can read, and can reach the network. What it does give: a fresh working directory, a minimal
-environment (no inherited API keys), stdin closed, ``setrlimit`` limits set before ``exec`` (``RLIMIT_CPU``,
-``RLIMIT_AS``/``RLIMIT_DATA``, ``RLIMIT_NPROC``, ``RLIMIT_FSIZE``, no core files), output cut at a bound, and
-the whole process group killed when the program exits, times out, floods its output or starts too many
-processes. ``RLIMIT_NPROC`` is not enforced for root, so the process count of the group is also watched (from
-``/proc``, where there is one). A child that calls ``setsid`` leaves the group and escapes that clean-up.
+Always: a fresh working directory, a minimal environment (no inherited API keys), stdin closed, ``setrlimit``
+limits set before ``exec`` (``RLIMIT_CPU``, ``RLIMIT_AS``/``RLIMIT_DATA``, ``RLIMIT_NPROC``, ``RLIMIT_FSIZE``, no
+core files), output cut at a bound, and the whole process group killed when the program exits, times out, floods
+its output or starts too many processes. ``RLIMIT_NPROC`` is not enforced for root, so the process count of the
+group is also watched (from ``/proc``, where there is one).
+
+Where Linux lets this process create a user namespace and others inside it (``isolation()`` tries it once;
+containers that forbid ``unshare(2)`` and kernels that restrict unprivileged user namespaces refuse), the
+program also runs in its own user, mount, PID, IPC and network namespaces (``namespaces.py``): it sees no process but its own, so it cannot read the environment or memory of
+this process or of any other, cannot reach the network unless ``Limits.allow_network``, and everything it
+started dies with it, even a child that left the process group with ``setsid``. Where not, a ``SandboxWarning``
+says so once: the program can then read the environment of this user's processes (API keys included) and reach
+the network. Either way it runs as the same user and can read and write what that user can: no security
+boundary for the file system.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import resource
 import selectors
 import signal
 import subprocess
+import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Limits", "Outcome", "minimal_environment", "run_limited"]
+from tool_sets._sandbox import namespaces
+
+__all__ = ["Isolation", "Limits", "Outcome", "SandboxWarning", "isolation", "minimal_environment", "run_limited"]
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _TICK_S = 0.02
 _PROC = Path("/proc")
+_LAUNCHER = Path(namespaces.__file__)
+_LAUNCHER_PROCESSES = 2  # the launcher outside the PID namespace and the init inside it
+_PROBE_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,7 @@ class Limits:
     max_file_bytes: int = 10 * 2**20
     max_output_bytes: int = 20_000  # per stream
     limit_address_space: bool = True  # False for runtimes such as node that reserve gigabytes they never use
+    allow_network: bool = False  # off: the program gets a network namespace of its own, with only loopback
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,48 @@ class Outcome:
     stderr: str
     duration_s: float
     stopped: str | None  # "timeout", "cpu_limit", "output_limit" or "process_limit"; None when it ended itself
+    isolated: bool  # it ran in namespaces of its own (see ``isolation()``)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Whether programs run in namespaces of their own here, and if not, why not."""
+
+    available: bool
+    reason: str = ""
+
+
+class SandboxWarning(UserWarning):
+    """A protection of the sandbox that does not hold on this machine."""
+
+
+@functools.cache
+def isolation() -> Isolation:
+    """Whether ``namespaces.py`` can isolate programs here, found once per process by trying it."""
+    if not sys.platform.startswith("linux"):
+        return Isolation(False, f"Linux namespaces do not exist on {sys.platform}")
+    if not sys.executable:
+        return Isolation(False, "the Python interpreter that would run namespaces.py is unknown (sys.executable)")
+    try:
+        probe = subprocess.run([sys.executable, "-I", "-S", str(_LAUNCHER), "--probe"], capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL, env=minimal_environment(Path("/")),
+                               timeout=_PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Isolation(False, f"namespaces.py could not be run: {error}")
+    if probe.returncode != 0:
+        return Isolation(False, probe.stderr.strip() or f"namespaces.py --probe exited with {probe.returncode}")
+    return Isolation(True)
+
+
+@functools.cache
+def _warn_not_isolated(reason: str) -> None:
+    warnings.warn(
+        f"Programs run without Linux namespaces here ({reason}): they can read the environment of this user's "
+        "processes, API keys included, and reach the network. To isolate them, let this process create "
+        "namespaces: enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, and on "
+        "Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or in a container allow unshare(2) and mount(2) "
+        "(a seccomp profile that permits them).",
+        SandboxWarning, stacklevel=3)
 
 
 def minimal_environment(home: Path) -> dict[str, str]:
@@ -56,6 +114,13 @@ def minimal_environment(home: Path) -> dict[str, str]:
 
 def run_limited(argv: Sequence[str], *, cwd: Path, limits: Limits) -> Outcome:
     """Run ``argv`` in ``cwd`` (also its home) under ``limits``; never raises for what the program does."""
+    isolated = isolation().available
+    if isolated:
+        network = ("--allow-network",) if limits.allow_network else ()
+        argv = [sys.executable, "-I", "-S", str(_LAUNCHER), *network, "--", *argv]
+    else:
+        _warn_not_isolated(isolation().reason)
+    most_processes = limits.max_processes + (_LAUNCHER_PROCESSES if isolated else 0)
     started = time.monotonic()
     deadline = started + limits.timeout_s
     process = subprocess.Popen(
@@ -96,7 +161,7 @@ def run_limited(argv: Sequence[str], *, cwd: Path, limits: Limits) -> Outcome:
                     break
             elif time.monotonic() >= next_census:  # reading /proc costs about 1 ms, so once a tick
                 next_census = time.monotonic() + _TICK_S
-                if _group_size(process.pid) > limits.max_processes:
+                if _group_size(process.pid) > most_processes:
                     stopped = "process_limit"
     _kill_group(process.pid, until_empty_s=1.0)
     exit_code = process.wait()
@@ -106,7 +171,7 @@ def run_limited(argv: Sequence[str], *, cwd: Path, limits: Limits) -> Outcome:
         stopped = "cpu_limit"
     return Outcome(exit_code=exit_code, stdout=output[process.stdout].decode("utf-8", errors="replace"),
                    stderr=output[process.stderr].decode("utf-8", errors="replace"),
-                   duration_s=round(time.monotonic() - started, 3), stopped=stopped)
+                   duration_s=round(time.monotonic() - started, 3), stopped=stopped, isolated=isolated)
 
 
 def _rlimits(limits: Limits) -> list[tuple[int, int]]:

@@ -1,11 +1,12 @@
 """A read-only SQLite sandbox: one SELECT per call, an allow-list of functions, and bounds on time and size.
 
-The time limit is a progress handler checked every ``PROGRESS_OPCODES`` virtual-machine steps. One step that
-calls a function runs to completion, so every allowed function must be cheap on values of at most
-``max_value_bytes`` (``SQLITE_LIMIT_LENGTH``): ``printf`` and ``format`` refuse widths and precisions beyond
-that size (SQLite's own loops over them for seconds), and two-argument ``trim``, ``ltrim`` and ``rtrim`` are
-replaced by linear versions (SQLite's are quadratic: 2 s on 100 KB). ``replace`` and ``instr`` stay quadratic
-but take about 16 ms at 100 KB; raising ``max_value_bytes`` to 1 MB makes them take about 2 s.
+The time limit here is a progress handler checked every ``PROGRESS_OPCODES`` virtual-machine steps. One step
+that calls a function runs to completion, and some functions run for seconds on values of ``max_value_bytes``
+(``GLOB`` and ``LIKE`` with many wildcards, ``instr``), so the tools run queries through ``sql_worker``, which
+kills a query's process at the limit. The guards below still refuse what they can name: ``printf`` and
+``format`` refuse widths and precisions beyond ``max_value_bytes`` (SQLite's own loops over them for seconds),
+and two-argument ``trim``, ``ltrim`` and ``rtrim`` are replaced by linear versions (SQLite's are quadratic: 2 s
+on 100 KB).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The ``code`` tool set: run Python, JavaScript (Node.js, where installed) or bash programs.
 
 Every run is a child process in a fresh temporary directory with a timeout, CPU, memory, process, file-size
-and output limits and a minimal environment (``tool_sets._sandbox.process``). A research sandbox, not a
-security boundary for hostile code.
+and output limits and a minimal environment (``tool_sets._sandbox.process``); where Linux namespaces can be
+created, it also sees no other process and has no network unless ``allow_network``. Not a security boundary for
+the file system.
 """
 
 from tool_selection import ToolSet

@@ -2,8 +2,10 @@
 
 Each call runs in a fresh temporary directory through ``tool_sets._sandbox.process``: a wall-clock timeout,
 CPU, memory, process and file-size limits, output cut at a bound, a minimal environment (no inherited API
-keys), stdin closed, and the process group killed at the end. A research sandbox, not a security boundary for
-hostile code: programs run as the same user and can read what that user can read.
+keys), stdin closed, and the process group killed at the end. Where Linux namespaces can be created, the program
+also sees no other process (so not this one's environment or memory) and has no network unless
+``allow_network``; ``tool_sets._sandbox.process.isolation()`` says whether they can. Not a security boundary for
+the file system: programs run as the same user and can read what that user can read.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ class CodeTool(BaseTool, abstract=True):
     max_processes: int = Field(default=32, ge=1, description="Most processes a run may have at once.")
     max_file_bytes: int = Field(default=10 * 2**20, ge=0, description="Largest file a run may write.")
     max_output_bytes: int = Field(default=20_000, ge=1, description="Most bytes kept of stdout and of stderr.")
+    allow_network: bool = Field(default=False, description="Let programs reach the network. Off, each run has a "
+                                                           "network namespace of its own with only loopback (where "
+                                                           "Linux namespaces can be created).")
 
     class Arguments(StrictArguments):
         code: str = Field(min_length=1, max_length=MAX_CODE_CHARS, description="The whole program to run.")
@@ -54,7 +59,8 @@ class CodeTool(BaseTool, abstract=True):
                                 language=self.LANGUAGE)
         limits = Limits(timeout_s=self.timeout_s, cpu_s=self.cpu_s, memory_bytes=self.memory_mb * 2**20,
                         max_processes=self.max_processes, max_file_bytes=self.max_file_bytes,
-                        max_output_bytes=self.max_output_bytes, limit_address_space=not self.RESERVES_ADDRESS_SPACE)
+                        max_output_bytes=self.max_output_bytes, limit_address_space=not self.RESERVES_ADDRESS_SPACE,
+                        allow_network=self.allow_network)
         with tempfile.TemporaryDirectory(prefix="tool-selection-code-", ignore_cleanup_errors=True) as workdir:
             program = Path(workdir, self.FILE_NAME)
             program.write_text(code, encoding="utf-8")

@@ -1,7 +1,8 @@
 """The database tools: list the tables of a SQLite database, describe one, and run read-only SELECT queries.
 
 The database file is opened read-only (SQLite URI ``mode=ro``) and queries run in ``tool_sets._sandbox.sql``:
-one SELECT, allow-listed functions, and limits on rows, value sizes and time. The default database is a small
+one SELECT, allow-listed functions, and limits on rows, value sizes and time, in a worker process that is killed
+if it outruns the time limit (``tool_sets._sandbox.sql_worker``). The default database is a small
 lending library built from ``library.sql`` into a temporary file at first use; ``database=`` names another.
 """
 
@@ -23,7 +24,8 @@ from pydantic import Field, field_validator
 from tool_selection import BaseTool, register_tool
 from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
-from tool_sets._sandbox.sql import MAX_RESULT_BYTES, MAX_VALUE_BYTES, QueryRefused, open_read_only
+from tool_sets._sandbox.sql import MAX_RESULT_BYTES, MAX_VALUE_BYTES, QueryRefused
+from tool_sets._sandbox.sql_worker import SqlSource, run_query
 
 __all__ = ["TOOLS", "DatabaseTool", "DescribeTable", "ListTables", "QueryDatabase", "sample_database"]
 
@@ -59,7 +61,7 @@ class DatabaseTool(BaseTool, abstract=True):
                            description="The SQLite file to read; it is never written.")
     timeout_s: float = Field(default=1.0, gt=0, description="Wall-clock limit of one query, in seconds.")
     max_rows: int = Field(default=100, ge=1, description="Most rows a query returns; more are cut off.")
-    # Not above the default: replace() and instr() are quadratic and would outrun the time limit (2 s at 1 MB).
+    # Not above the default: replace() and instr() are quadratic (2 s at 1 MB), so such queries would only time out.
     max_value_bytes: int = Field(default=MAX_VALUE_BYTES, ge=1_000, le=MAX_VALUE_BYTES,
                                  description="Largest string or blob a query may build or return.")
     max_result_bytes: int = Field(default=MAX_RESULT_BYTES, ge=1_000, description="Most bytes of cells returned.")
@@ -74,12 +76,11 @@ class DatabaseTool(BaseTool, abstract=True):
 
     def _select(self, sql: str) -> dict[str, Any]:
         """Rows of one sandboxed SELECT, or a structured failure."""
-        with closing(open_read_only(self.database, max_value_bytes=self.max_value_bytes)) as db:
-            try:
-                result = db.select(sql, timeout_s=self.timeout_s, max_rows=self.max_rows,
-                                   max_result_bytes=self.max_result_bytes)
-            except QueryRefused as refusal:
-                return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions)
+        try:
+            result = run_query(SqlSource.file(self.database), sql, timeout_s=self.timeout_s, max_rows=self.max_rows,
+                               max_result_bytes=self.max_result_bytes, max_value_bytes=self.max_value_bytes)
+        except QueryRefused as refusal:
+            return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions)
         return {"ok": True, "columns": result.columns, "rows": result.rows, "row_count": len(result.rows),
                 "truncated": result.truncated}
 

@@ -55,6 +55,8 @@ class FilesTool(BaseTool, abstract=True):
     max_read_bytes: int = Field(default=100_000, ge=1, description="Most bytes read from one file.")
     max_write_bytes: int = Field(default=100_000, ge=1, description="Largest file a write may leave behind.")
     max_root_bytes: int = Field(default=10_000_000, ge=1, description="Most bytes all files under root may hold.")
+    max_root_entries: int = Field(default=1_000, ge=1, description="Most files and folders root may hold, at any "
+                                                                  "depth (a write's new folders count too).")
     max_entries: int = Field(default=200, ge=1, description="Most entries one listing returns.")
     max_matches: int = Field(default=50, ge=1, description="Most matching lines one search returns.")
     max_files_searched: int = Field(default=1000, ge=1, description="Most files one search reads.")
@@ -153,11 +155,18 @@ class WriteFile(FilesTool):
             return tool_failure("too_large", f"The file would hold {final_size:,} bytes; at most "
                                              f"{self.max_write_bytes:,} are allowed.", path=path,
                                 limit_bytes=self.max_write_bytes)
-        if _bytes_under(self.root) - existing + final_size > self.max_root_bytes:
+        used_bytes, used_entries = _usage(self.root)
+        if used_bytes - existing + final_size > self.max_root_bytes:
             return tool_failure("quota_exceeded", f"The working folder would hold more than {self.max_root_bytes:,} "
                                                   "bytes; shorten files first.", path=path,
                                 limit_bytes=self.max_root_bytes)
         created = not resolved.exists()
+        new_entries = _missing_folders(self.root, resolved.parent) + created
+        if used_entries + new_entries > self.max_root_entries:
+            return tool_failure("quota_exceeded", f"The working folder would hold more than {self.max_root_entries:,} "
+                                                  f"files and folders (this write adds {new_entries}); write into "
+                                                  "existing files and folders instead.", path=path,
+                                limit_entries=self.max_root_entries)
         flags = os.O_WRONLY | os.O_CREAT | {"overwrite": os.O_TRUNC, "append": os.O_APPEND, "create": os.O_EXCL}[mode]
         try:
             resolved.parent.mkdir(parents=True, exist_ok=True)
@@ -179,16 +188,27 @@ class WriteFile(FilesTool):
                 "created": created}
 
 
-def _bytes_under(root: Path) -> int:
-    total = 0
-    for directory, _, names in os.walk(root):
+def _usage(root: Path) -> tuple[int, int]:
+    """``(bytes of the regular files, number of files and folders)`` under ``root``, links not followed."""
+    total, entries = 0, 0
+    for directory, folders, names in os.walk(root):
+        entries += len(folders) + len(names)
         for name in names:
             try:
                 status = os.lstat(os.path.join(directory, name))
             except FileNotFoundError:  # removed meanwhile
                 continue
             total += status.st_size if stat.S_ISREG(status.st_mode) else 0
-    return total
+    return total, entries
+
+
+def _missing_folders(root: Path, folder: Path) -> int:
+    """How many folders a write must create for ``folder`` (resolved, inside ``root``) to exist."""
+    missing = 0
+    while folder != root and not os.path.lexists(folder):
+        missing += 1
+        folder = folder.parent
+    return missing
 
 
 def _kind(mode: int) -> str:

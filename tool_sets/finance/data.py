@@ -10,7 +10,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
+import threading
 from collections.abc import Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -19,7 +22,8 @@ from types import MappingProxyType
 from typing import Any
 
 from tool_selection.failures import tool_failure
-from tool_sets._sandbox.sql import QueryRefused, SqlSandbox, connect
+from tool_sets._sandbox.sql import QueryRefused, SqlSandbox
+from tool_sets._sandbox.sql_worker import SqlSource, open_image, run_query
 
 __all__ = ["DATA_FILES", "FinanceData", "PricePoint", "load_data", "money", "run_select", "significant", "unknown"]
 
@@ -122,9 +126,32 @@ SQL_TABLES = {
 }
 
 
+_SOURCES: dict[int, tuple[FinanceData, SqlSource]] = {}  # id(data) -> (data, its database), for the few data sets
+_SOURCES_LOCK = threading.Lock()
+_MOST_SOURCES = 4
+
+
+def _source(data: FinanceData) -> SqlSource:
+    """The in-memory database of ``data``'s tables, built once per data set and queried in a worker."""
+    with _SOURCES_LOCK:
+        cached = _SOURCES.get(id(data))
+        if cached is not None and cached[0] is data:
+            return cached[1]
+        with closing(sqlite3.connect(":memory:")) as db:
+            _fill(db, data)
+            source = SqlSource.image_of(db)
+        if len(_SOURCES) >= _MOST_SOURCES:
+            _SOURCES.pop(next(iter(_SOURCES)))
+        _SOURCES[id(data)] = (data, source)
+        return source
+
+
 def _sandbox(data: FinanceData) -> SqlSandbox:
-    """A private in-memory database with the shipped tables, then locked down (``tool_sets._sandbox.sql``)."""
-    db = connect()
+    """The locked-down database a worker queries for ``data``, opened here (``tool_sets._sandbox.sql``)."""
+    return open_image(_source(data).image)
+
+
+def _fill(db: sqlite3.Connection, data: FinanceData) -> None:
     for table, columns in SQL_TABLES.items():
         db.execute(f"CREATE TABLE {table} ({columns})")
     db.executemany("INSERT INTO transactions VALUES (:id, :date, :merchant, :category, :amount, :account)",
@@ -134,20 +161,17 @@ def _sandbox(data: FinanceData) -> SqlSandbox:
     db.executemany("INSERT INTO companies VALUES (:symbol, :name, :sector, :exchange, :currency)",
                    [dict(c) for c in data.companies.values()])
     db.commit()
-    return db.lock_down()
 
 
 def run_select(data: FinanceData, sql: str, *, timeout_s: float, max_rows: int) -> dict[str, Any]:
     """Run one read-only SELECT over the shipped tables; every failure is a structured result, not an error:
     the shared failure shape with the sandbox's code (``not_select``, ``one_statement_only``, ``not_allowed``,
-    ``timeout``, ``sql_error``) as ``error``."""
-    db = _sandbox(data)
+    ``timeout``, ``sql_error``) as ``error``. The query runs in a worker process (``tool_sets._sandbox.sql_worker``)
+    that is killed if it outruns ``timeout_s``."""
     try:
-        result = db.select(sql, timeout_s=timeout_s, max_rows=max_rows)
+        result = run_query(_source(data), sql, timeout_s=timeout_s, max_rows=max_rows)
     except QueryRefused as refusal:
         return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions)
-    finally:
-        db.close()
     return {
         "ok": True,
         "columns": result.columns,
