@@ -22,8 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     log = sub.add_parser(
         "log", help="Log a compiled selector (or a zero-shot one over a tool set) with its model.",
         description="Log a compiled selector directory, or a zero-shot selector over a tool set, as an MLflow "
-                    "model (from code: a model file, the program's JSON state and manifest; no pickle), and print "
-                    "how to serve and query it.",
+                    "model (data only: the program's JSON state and manifest, loaded by this package's loader module; no "
+                    "code, no pickle), and print how to serve and query it.",
         epilog="example: toolsel serve log --program programs/finance-bootstrap-qwen2.5-coder-0.5b "
                "--model local:qwen2.5-coder-0.5b")
     source = log.add_mutually_exclusive_group(required=True)
