@@ -2,7 +2,7 @@
 
     from tool_selection.serving import log_selector
     info = log_selector("programs/finance-bootstrap-qwen2.5-coder-0.5b", model="local:qwen2.5-coder-0.5b")
-    # mlflow models serve -m <info.model_uri> --env-manager local -p 5001
+    # toolsel serve selector <info.model_uri> --port 5001   (or: mlflow models serve -m <info.model_uri> ...)
     # curl -s localhost:5001/invocations -H 'Content-Type: application/json' \
     #      -d '{"inputs": {"request": "What is my checking balance?"}}'
 
@@ -13,8 +13,8 @@ the model, so editing the store cannot change what runs when the model loads (``
 The loader builds a ``SelectorModel``: the program through ``load_compiled`` (its state checked against what a
 selector's state may hold, its hash verified, its tools compared with the tool set's) and the LM from its spec.
 Nothing is unpickled, so serving needs no ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``, and no LM object (nor an API
-key) is stored with the model. ``load_served_selector`` also refuses an MLmodel edited to load anything else. The
-answer is plain JSON: reasoning, the tool calls, the problems found when checking them against the tools, and
+key) is stored with the model. ``load_served_selector`` and ``scoring_app`` also refuse an MLmodel edited to load
+anything else (``mlflow models serve`` reads the MLmodel itself, so it trusts that one file). The answer is plain JSON: reasoning, the tool calls, the problems found when checking them against the tools, and
 any parse error.
 """
 
@@ -35,7 +35,8 @@ from tool_selection.selector import MultiToolSelector
 from tool_selection.tracking import EXPERIMENT
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
-__all__ = ["SelectorModel", "ServedSelector", "check_served_model", "load_served_selector", "log_selector"]
+__all__ = ["SelectorModel", "ServedSelector", "check_served_model", "load_served_selector", "log_selector",
+           "scoring_app"]
 
 LOADER_MODULE = "tool_selection.served_model"
 PROGRAM_DATA = "program"
@@ -172,6 +173,18 @@ def load_served_selector(model_uri: str) -> Any:
         local = mlflow.artifacts.download_artifacts(model_uri, dst_path=download)
         check_served_model(local, source=model_uri)
         return mlflow.pyfunc.load_model(local)
+
+
+def scoring_app(model_uri: str, *, timeout: int | None = None) -> Any:
+    """MLflow's scoring server app (``POST /invocations``, ``GET /ping``) for the logged selector, as ``mlflow
+    models serve --env-manager local`` builds it, after ``load_served_selector``'s checks; run it with uvicorn.
+    ``timeout``: seconds one request may take (MLflow's ``MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT``)."""
+    from mlflow.environment_variables import MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT
+    from mlflow.pyfunc import scoring_server
+
+    if timeout is not None:
+        MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT.set(timeout)
+    return scoring_server.init(load_served_selector(model_uri))
 
 
 def check_served_model(model_dir: str | Path, *, source: str | None = None) -> None:

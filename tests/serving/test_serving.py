@@ -115,15 +115,39 @@ def _load_with_the_scoring_server(uri):
     return response.json()["predictions"]
 
 
-@pytest.mark.parametrize("load", [_load_with_served_selector, _load_with_mlflow, _load_with_the_scoring_server],
-                         ids=["load_served_selector", "mlflow.pyfunc.load_model", "mlflow models serve"])
-def test_code_planted_in_the_store_never_runs_when_the_model_loads(tracking, served_lm, load):
+def _load_with_toolsel_serve_selector(uri, monkeypatch):
+    """``toolsel serve selector URI``, with uvicorn's loop replaced by one request to the app it was given."""
+    import uvicorn
+    from fastapi.testclient import TestClient
+
+    answers = []
+
+    def one_request(app, **kwargs):
+        response = TestClient(app).post("/invocations", json={"inputs": {"request": "What can you do?"}})
+        assert response.status_code == 200, response.text
+        answers.append(response.json()["predictions"])
+
+    monkeypatch.setattr(uvicorn, "run", one_request)
+    assert main(["serve", "selector", uri]) == 0
+    return answers[0]
+
+
+LOAD_PATHS = {
+    "load_served_selector": lambda uri, monkeypatch: _load_with_served_selector(uri),
+    "mlflow.pyfunc.load_model": lambda uri, monkeypatch: _load_with_mlflow(uri),
+    "mlflow models serve": lambda uri, monkeypatch: _load_with_the_scoring_server(uri),
+    "toolsel serve selector": _load_with_toolsel_serve_selector,
+}
+
+
+@pytest.mark.parametrize("load", LOAD_PATHS.values(), ids=LOAD_PATHS.keys())
+def test_code_planted_in_the_store_never_runs_when_the_model_loads(tracking, served_lm, load, monkeypatch):
     specs, answers = served_lm
     answers.append(_answer([]))
     info = log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), SPEC)
     marker = tracking / "planted-code-ran"
     _plant_code(_stored_model(tracking), marker)
-    assert load(info.model_uri)["tool_calls"] == []
+    assert load(info.model_uri, monkeypatch)["tool_calls"] == []
     assert not marker.exists()
 
 
@@ -132,7 +156,10 @@ def test_code_planted_in_the_store_never_runs_when_the_model_loads(tracking, ser
     {"code": "."},
     {"loader_module": "tool_selection.some_other_module"},
 ], ids=["models from code", "code on sys.path", "another loader"])
-def test_load_served_selector_refuses_an_mlmodel_edited_to_run_other_code(tracking, served_lm, edit):
+def test_an_mlmodel_edited_to_run_other_code_is_refused(tracking, served_lm, edit, capsys, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: pytest.fail("an edited model was served"))
     info = log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), SPEC)
     stored = _stored_model(tracking)
     marker = tracking / "planted-code-ran"
@@ -143,6 +170,8 @@ def test_load_served_selector_refuses_an_mlmodel_edited_to_run_other_code(tracki
     with pytest.raises(ToolSelectionError, match="is not a served selector as log_selector writes it: .*"
                                                  "log the selector again: toolsel serve log"):
         load_served_selector(info.model_uri)
+    assert main(["serve", "selector", info.model_uri]) == 2  # refused before uvicorn is started
+    assert "is not a served selector" in capsys.readouterr().err
     assert not marker.exists()
 
 
@@ -202,5 +231,6 @@ def test_logging_leaves_no_active_model_behind(tracking):
 def test_the_cli_prints_serve_commands_without_pickle(tracking, capsys):
     assert main(["serve", "log", "--tool-set", "finance", "--model", SPEC]) == 0
     out = capsys.readouterr().out
+    assert "toolsel serve selector models:/" in out
     assert "mlflow models serve -m models:/" in out and "--env-manager local" in out
     assert "PICKLE" not in out
