@@ -26,6 +26,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent, ToolsListChanged
@@ -36,6 +37,7 @@ from pydantic_core import to_jsonable_python
 from tool_selection.errors import DuplicateToolError, ToolArgumentError, ToolSelectionError, UnknownToolError
 from tool_selection.failures import is_failure
 from tool_selection.interop import to_mcp
+from tool_selection.mcp.access import StaticTokenVerifier, check_exposure, is_loopback
 from tool_selection.registry import ToolRegistry
 from tool_selection.tool import BaseTool
 from tool_selection.toolset import ToolSet
@@ -69,6 +71,7 @@ class ToolServer:
         self._tools: dict[str, type[BaseTool]] = {}
         self._add(tools, replace=False)
         self._version = 0  # bumped on every change; cursors from an older listing are refused
+        self._exposure: dict[str, Any] | None = None  # check_exposure's arguments while served off loopback
         self._call_lock = threading.Lock()
         self._changes = InMemorySubscriptionBus()
         self.server = _ListChangedServer(
@@ -90,7 +93,10 @@ class ToolServer:
 
     async def add_tools(self, *tools: type[BaseTool], replace: bool = False) -> None:
         """Serve more tools and notify clients. Call on the server's event loop (from a tool's worker thread:
-        ``anyio.from_thread.run(server.add_tools, Tool)``)."""
+        ``anyio.from_thread.run(server.add_tools, Tool)``). On a non-loopback address the same tools are refused
+        as when serving started."""
+        if self._exposure is not None:
+            check_exposure(tools=tools, **self._exposure)
         self._add(tools, replace=replace)
         await self._changed()
 
@@ -202,12 +208,26 @@ class ToolServer:
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 8000, *, path: str = "/mcp",
-                         listener: socket.socket | None = None) -> None:
+                         listener: socket.socket | None = None, token: str | None = None,
+                         allow_host_access: bool = False) -> None:
         """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled, on ``listener`` when given (a socket
-        from ``listen``). A loopback ``host`` turns on the SDK's DNS-rebinding protection."""
+        from ``listen``). A loopback ``host`` turns on the SDK's DNS-rebinding protection. With ``token``, every
+        request must carry ``Authorization: Bearer TOKEN``. Any address but loopback requires a token, and refuses
+        tools that run programs or read files here unless ``allow_host_access`` (``tool_selection.mcp.access``)."""
         import uvicorn
 
-        app = self.server.streamable_http_app(streamable_http_path=path, host=host)
+        address = listener.getsockname()[0] if listener is not None else host
+        exposure = {"host": address, "token": token, "allow_host_access": allow_host_access}
+        check_exposure(tools=self.tools(), **exposure)
+        if not is_loopback(address):
+            self._exposure = exposure
+        auth: dict[str, Any] = {}
+        if token:
+            # The SDK's bearer auth (BearerAuthBackend, RequireAuthMiddleware) with one static token. AuthSettings
+            # wants an issuer: this server issues its own token; without an OAuth provider no route serves it.
+            auth = {"auth": AuthSettings(issuer_url=f"http://{_url_host(address)}:{port}", resource_server_url=None),
+                    "token_verifier": StaticTokenVerifier(token)}
+        app = self.server.streamable_http_app(streamable_http_path=path, host=host, **auth)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
         await server.serve(sockets=[listener] if listener is not None else None)
 
@@ -241,6 +261,10 @@ def _result(value: Any) -> types.CallToolResult:
 
 def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
 
 
 def _qualname(cls: type) -> str:
