@@ -17,6 +17,7 @@ import base64
 import binascii
 import json
 import logging
+import reprlib
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -28,7 +29,6 @@ import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.models import InitializationOptions
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
@@ -38,6 +38,7 @@ from tool_selection.errors import DuplicateToolError, ToolArgumentError, ToolSel
 from tool_selection.failures import is_failure
 from tool_selection.interop import to_mcp
 from tool_selection.mcp.access import StaticTokenVerifier, check_exposure, is_loopback
+from tool_selection.mcp.stdio import checked_stdio_server
 from tool_selection.registry import ToolRegistry
 from tool_selection.tool import BaseTool
 from tool_selection.toolset import ToolSet
@@ -45,6 +46,8 @@ from tool_selection.toolset import ToolSet
 __all__ = ["ToolServer", "listen"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_CURSOR_CHARS = 100  # a cursor this server issues is base64 of [version, offset]: a few dozen characters
 
 
 class ToolServer:
@@ -139,15 +142,19 @@ class ToolServer:
         return base64.urlsafe_b64encode(json.dumps([self._version, offset]).encode()).decode()
 
     def _decode_cursor(self, cursor: str) -> int:
+        invalid = MCPError(types.INVALID_PARAMS, f"Invalid cursor {reprlib.repr(cursor)}: not one this server "
+                                                 "issued; list from the start")
+        if len(cursor) > _MAX_CURSOR_CHARS:
+            raise invalid
         try:
             version, offset = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}") from None
+        except (binascii.Error, UnicodeDecodeError, ValueError, TypeError, RecursionError):
+            raise invalid from None
         if version != self._version:
             raise MCPError(types.INVALID_PARAMS,
                            "The tool list changed since this cursor was issued; list from the start")
-        if not isinstance(offset, int) or not 0 <= offset <= len(self._tools):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}")
+        if type(offset) is not int or not 0 <= offset <= len(self._tools):
+            raise invalid
         return offset
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
@@ -203,8 +210,9 @@ class ToolServer:
 
     # ------------------------------------------------------------------ transports
     async def serve_stdio(self) -> None:
-        """Serve one client over this process's stdin and stdout until it disconnects."""
-        async with stdio_server() as (read_stream, write_stream):
+        """Serve one client over this process's stdin and stdout until it disconnects; every line it sends is checked
+        first, so that each request gets an answer (``tool_selection.mcp.stdio``)."""
+        async with checked_stdio_server() as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 8000, *, path: str = "/mcp",
