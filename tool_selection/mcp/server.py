@@ -9,6 +9,8 @@ failure (bad arguments, a ``tool_failure`` result, an exception in ``execute``) 
 model can read, while an unknown tool name is a JSON-RPC error. ``add_tools`` and ``remove_tools`` change the
 served set while it runs and tell every client with ``notifications/tools/list_changed``: through
 ``subscriptions/listen`` for 2026-07-28 clients, on the connection itself for clients of the handshake era.
+Over stdio every request gets an answer, however malformed (``mcp.stdio``); over HTTP any address but loopback
+needs a bearer token and refuses tools that reach this machine unless allowed (``mcp.access``).
 """
 
 from __future__ import annotations
