@@ -2,17 +2,20 @@
 
     from tool_selection.serving import log_selector
     info = log_selector("programs/finance-bootstrap-qwen2.5-coder-0.5b", model="local:qwen2.5-coder-0.5b")
-    # mlflow models serve -m <info.model_uri> --env-manager local -p 5001
+    # toolsel serve selector <info.model_uri> --port 5001   (or: mlflow models serve -m <info.model_uri> ...)
     # curl -s localhost:5001/invocations -H 'Content-Type: application/json' \
     #      -d '{"inputs": {"request": "What is my checking balance?"}}'
 
-The selector is logged as MLflow "models from code": the model is the short file ``served_model.py``, its
-artifacts the selector's ``program.json`` and ``manifest.json``, and its model config the model spec. Loading
-runs that file, which builds a ``SelectorModel``; it loads the program with ``load_compiled`` (its state checked
-against what a selector's state may hold, its hash verified, its tools compared with the tool set's) and the LM
-from its spec. Nothing is unpickled, so serving needs no ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``, and no LM
-object (nor an API key) is stored with the model. The answer is plain JSON: reasoning, the tool calls, the
-problems found when checking them against the tools, and any parse error.
+The selector is logged with MLflow's ``loader_module`` workflow: the model's files are data only (the selector's
+``program.json`` and ``manifest.json``) and its model config holds the model spec. Its MLmodel names the loader,
+``tool_selection.served_model``, which MLflow imports from the installed package by name; no code is stored with
+the model, so editing the store cannot change what runs when the model loads (``mlflow models serve`` included).
+The loader builds a ``SelectorModel``: the program through ``load_compiled`` (its state checked against what a
+selector's state may hold, its hash verified, its tools compared with the tool set's) and the LM from its spec.
+Nothing is unpickled, so serving needs no ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``, and no LM object (nor an API
+key) is stored with the model. ``load_served_selector`` and ``scoring_app`` also refuse an MLmodel edited to load
+anything else (``mlflow models serve`` reads the MLmodel itself, so it trusts that one file). The answer is plain JSON: reasoning, the tool calls, the problems found when checking them against the tools, and
+any parse error.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from mlflow.pyfunc import PythonModel
 
 from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
 from tool_selection.errors import ToolSelectionError
@@ -33,10 +35,11 @@ from tool_selection.selector import MultiToolSelector
 from tool_selection.tracking import EXPERIMENT
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
-__all__ = ["SelectorModel", "ServedSelector", "load_served_selector", "log_selector"]
+__all__ = ["SelectorModel", "ServedSelector", "check_served_model", "load_served_selector", "log_selector",
+           "scoring_app"]
 
-SERVED_MODEL_FILE = Path(__file__).with_name("served_model.py")
-PROGRAM_ARTIFACT = "program"
+LOADER_MODULE = "tool_selection.served_model"
+PROGRAM_DATA = "program"
 
 
 class ServedSelector(dspy.Module):
@@ -59,22 +62,22 @@ class ServedSelector(dspy.Module):
         )
 
 
-class SelectorModel(PythonModel):
-    """The MLflow model ``served_model.py`` sets: a compiled selector from the artifacts, the LM from its spec."""
+class SelectorModel:
+    """What MLflow serves: a compiled selector read from the model's data, the LM built from the model spec."""
 
-    # The logged signature ({"request": string}) checks inputs. MLflow reads predict's type hints as a schema (and
-    # would refuse the single-request dict), so predict has none, and MLflow's warning about that is turned off.
-    _skip_type_hint_validation = True
-
-    def load_context(self, context: Any) -> None:
+    def __init__(self, program_dir: str | Path, model: str):
         from tool_selection.lm import get_lm
 
-        self.served = ServedSelector(MultiToolSelector.load(context.artifacts[PROGRAM_ARTIFACT]))
-        self.lm = get_lm(context.model_config["model"], constrained=True)
+        self.served = ServedSelector(MultiToolSelector.load(program_dir))
+        self.lm = get_lm(model, constrained=True)
 
-    def predict(self, context, model_input, params=None):
+    def predict(self, model_input: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
         with dspy.context(lm=self.lm):
             return self.served(request=_one_request(model_input)).toDict()
+
+    def get_raw_model(self) -> ServedSelector:
+        """The served selector (MLflow's ``PyFuncModel.get_raw_model()``)."""
+        return self.served
 
 
 def _one_request(model_input: Any) -> str:
@@ -119,7 +122,7 @@ def log_selector(
     mlflow.set_tracking_uri(resolve_tracking_uri(tracking_uri))
     mlflow.set_experiment(EXPERIMENT)
     with tempfile.TemporaryDirectory() as staging:
-        program_dir = _stage_program(selector, model, Path(staging) / PROGRAM_ARTIFACT)
+        program_dir = _stage_program(selector, model, Path(staging) / PROGRAM_DATA)
         active = mlflow.active_run()
         if active is None:
             mlflow.start_run(run_name=f"serve-{name}")
@@ -129,7 +132,7 @@ def log_selector(
                 # an input example would make MLflow run the selector, and so call the model, while logging
                 warnings.filterwarnings("ignore", message=".*input example was not provided")
                 return mlflow.pyfunc.log_model(
-                    name=name, python_model=str(SERVED_MODEL_FILE), artifacts={PROGRAM_ARTIFACT: str(program_dir)},
+                    name=name, loader_module=LOADER_MODULE, data_path=str(program_dir),
                     model_config={"model": model}, signature=signature, registered_model_name=registered_model_name,
                     pip_requirements=pip_requirements or _requirements(model),
                 )
@@ -162,11 +165,48 @@ def _stage_program(selector: MultiToolSelector, model: str, directory: Path) -> 
 
 
 def load_served_selector(model_uri: str) -> Any:
-    """The logged selector as an MLflow pyfunc model: ``.predict({"request": "..."})``."""
+    """The logged selector as an MLflow pyfunc model: ``.predict({"request": "..."})``. Its MLmodel is checked
+    first: a served selector loads with this package's loader and no code of its own."""
     import mlflow
 
-    with _keeping_active_model():
-        return mlflow.pyfunc.load_model(model_uri)
+    with tempfile.TemporaryDirectory() as download, _keeping_active_model():
+        local = mlflow.artifacts.download_artifacts(model_uri, dst_path=download)
+        check_served_model(local, source=model_uri)
+        return mlflow.pyfunc.load_model(local)
+
+
+def scoring_app(model_uri: str, *, timeout: int | None = None) -> Any:
+    """MLflow's scoring server app (``POST /invocations``, ``GET /ping``) for the logged selector, as ``mlflow
+    models serve --env-manager local`` builds it, after ``load_served_selector``'s checks; run it with uvicorn.
+    ``timeout``: seconds one request may take (MLflow's ``MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT``)."""
+    from mlflow.environment_variables import MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT
+    from mlflow.pyfunc import scoring_server
+
+    if timeout is not None:
+        MLFLOW_SCORING_SERVER_REQUEST_TIMEOUT.set(timeout)
+    return scoring_server.init(load_served_selector(model_uri))
+
+
+def check_served_model(model_dir: str | Path, *, source: str | None = None) -> None:
+    """Refuse a model directory whose MLmodel would make MLflow run anything but this package's loader: stored
+    code (``code``, ``model_code_path``), a pickled ``python_model``, another loader module, or no data."""
+    from mlflow.models import Model
+
+    flavors = Model.load(Path(model_dir) / "MLmodel").flavors
+    pyfunc = flavors.get("python_function") or {}
+    problems = [f"{key} is set to {pyfunc[key]!r}" for key in ("code", "model_code_path", "python_model", "artifacts")
+                if pyfunc.get(key)]
+    if pyfunc.get("loader_module") != LOADER_MODULE:
+        problems.insert(0, f"loader_module is {pyfunc.get('loader_module')!r}, not {LOADER_MODULE!r}")
+    if pyfunc.get("data") != f"data/{PROGRAM_DATA}":  # where MLflow copies data_path
+        problems.append(f"data is {pyfunc.get('data')!r}, not 'data/{PROGRAM_DATA}'")
+    if other := sorted(set(flavors) - {"python_function"}):
+        problems.append(f"it has other flavors ({', '.join(other)})")
+    if problems:
+        raise ToolSelectionError(
+            f"The model {source or model_dir} is not a served selector as log_selector writes it: "
+            f"{'; '.join(problems)}. Its MLmodel was edited or the model was logged otherwise (selectors logged "
+            "before the loader module stored their code); log the selector again: toolsel serve log.")
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""``toolsel serve log``: log a compiled selector as an MLflow model, ready for ``mlflow models serve``.
+"""``toolsel serve log``: log a compiled selector as an MLflow model. ``toolsel serve selector``: serve it with
+MLflow's scoring server after checking its MLmodel (``mlflow models serve`` works too, trusting that file).
 ``toolsel serve model``: serve a local model with llama-server (parallel slots, continuous batching)."""
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     log = sub.add_parser(
         "log", help="Log a compiled selector (or a zero-shot one over a tool set) with its model.",
         description="Log a compiled selector directory, or a zero-shot selector over a tool set, as an MLflow "
-                    "model (from code: a model file, the program's JSON state and manifest; no pickle), and print "
-                    "how to serve and query it.",
+                    "model (data only: the program's JSON state and manifest, loaded by this package's loader module; no "
+                    "code, no pickle), and print how to serve and query it.",
         epilog="example: toolsel serve log --program programs/finance-bootstrap-qwen2.5-coder-0.5b "
                "--model local:qwen2.5-coder-0.5b")
     source = log.add_mutually_exclusive_group(required=True)
@@ -36,6 +37,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="Log a compiled selector even if its tools changed since it was compiled.")
     log.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
     log.set_defaults(handler=_log)
+
+    selector = sub.add_parser(
+        "selector", help="Serve a logged selector with MLflow's scoring server until interrupted.",
+        description="Serve a selector logged with 'toolsel serve log' at http://HOST:PORT/invocations with MLflow's "
+                    "scoring server, after checking that its MLmodel loads this package's loader and no code of "
+                    "its own ('mlflow models serve' serves the same model but trusts the MLmodel file).",
+        epilog="example: toolsel serve selector models:/m-... --port 5001 --timeout 300")
+    selector.add_argument("model_uri", metavar="MODEL_URI", help="The model URI 'toolsel serve log' printed.")
+    selector.add_argument("--host", default="127.0.0.1", help="Address to listen on (default: 127.0.0.1).")
+    selector.add_argument("--port", type=int, default=5001, help="Port (default: 5001).")
+    selector.add_argument("--timeout", type=int, help="Seconds one request may take (default: MLflow's, 60).")
+    selector.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
+                                                 "sqlite:///mlflow.db).")
+    selector.set_defaults(handler=_serve_selector)
 
     model = sub.add_parser(
         "model", help="Serve a local model with llama-server until interrupted.",
@@ -68,10 +83,26 @@ def _log(args: argparse.Namespace) -> int:
         raise ToolSelectionError(f"Could not log the selector: {error}") from error
     print(f"model URI: {info.model_uri}")
     print("serve it:")
+    print(f"  toolsel serve selector {info.model_uri} --tracking-uri {mlflow.get_tracking_uri()} --port 5001")
+    print("or with MLflow's own server (which trusts the MLmodel file without checking it):")
     print(f"  MLFLOW_TRACKING_URI={mlflow.get_tracking_uri()} \\\n"
           f"    mlflow models serve -m {info.model_uri} --env-manager local -p 5001")
     print("query it:")
     print(f"  curl -s localhost:5001/invocations -H 'Content-Type: application/json' -d '{EXAMPLE_REQUEST}'")
+    return 0
+
+
+def _serve_selector(args: argparse.Namespace) -> int:
+    import mlflow
+    import uvicorn
+
+    from tool_selection.serving import scoring_app
+    from tool_selection.tracking import tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri(args.tracking_uri))
+    app = scoring_app(args.model_uri, timeout=args.timeout)
+    print(f"serving {args.model_uri} at http://{args.host}:{args.port}/invocations (Ctrl-C to stop)", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 

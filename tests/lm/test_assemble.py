@@ -114,6 +114,19 @@ def test_an_edit_between_the_samples_is_caught_by_a_full_hash(tiny_model, instal
         ensure_model("tiny", force=True)
 
 
+def test_a_failed_full_hash_removes_the_stamp_so_later_loads_refuse_the_file(tiny_model, installed_parts, model_dir,
+                                                                             small_samples):
+    path = ensure_model("tiny")
+    _flip_keeping_mtime(path, tiny_model.size // 2)  # between the sampled blocks: the stamp alone still vouches
+    with pytest.raises(ModelFileError, match="does not match the catalog"):
+        verify_file(path, tiny_model, force=True)
+    assert model_status("tiny").state == "unverified"
+    with pytest.raises(ModelFileError, match="does not match the catalog"):
+        ensure_model("tiny")  # hashed in full again, not waved through by a stamp
+    path.unlink()
+    assert ensure_model("tiny") == path and model_status("tiny").state == "verified"  # pulled again
+
+
 def test_a_file_swapped_in_under_the_same_name_is_hashed_again(tiny_model, installed_parts, model_dir, monkeypatch):
     from tool_selection.lm import assemble
 

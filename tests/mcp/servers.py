@@ -24,10 +24,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(argv: list[str], port: int) -> Iterator[str]:
-    """Run ``argv`` (an HTTP MCP server on ``port``) until the block ends; yields its URL once it accepts."""
+def http_server(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``argv`` (an HTTP MCP server on ``port``, in ``env`` when given) until the block ends; yields its URL
+    once it accepts."""
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
         try:
             deadline = time.monotonic() + STARTUP_SECONDS
             while True:

@@ -67,16 +67,112 @@ def test_logged_selector_loads_as_pyfunc_and_answers_plain_json(tracking, served
     assert specs == [SPEC]
 
 
-def test_a_served_selector_is_code_and_json_never_a_pickle(tracking, served_lm):
+def test_a_served_selector_is_data_never_code_nor_a_pickle(tracking, served_lm):
     info = log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), SPEC)
     files = _model_files(info)
     flavor = yaml.safe_load((files / "MLmodel").read_text())["flavors"]["python_function"]
-    assert "model_code_path" in flavor and "python_model" not in flavor  # MLflow unpickles only "python_model"
-    assert not [p for p in files.rglob("*") if p.suffix in (".pkl", ".pickle", ".cloudpickle")]
+    assert flavor["loader_module"] == "tool_selection.served_model"  # imported from the installed package
+    assert not {"model_code_path", "python_model", "artifacts"} & set(flavor) and not flavor.get("code")
+    assert not [p for p in files.rglob("*") if p.suffix in (".py", ".pyc", ".pkl", ".pickle", ".cloudpickle")]
     program = next(files.rglob("program.json"))
     manifest = json.loads((program.parent / "manifest.json").read_text())
     assert manifest["tool_set"] == "finance" and manifest["model"] == SPEC and manifest["program_sha256"]
     assert sorted(p.name for p in program.parent.iterdir()) == ["manifest.json", "program.json"]
+
+
+def _stored_model(tracking: Path) -> Path:
+    """The logged model's directory in the store itself (what someone with write access to it can edit)."""
+    return next(tracking.glob("mlruns/*/models/*/artifacts"))
+
+
+def _plant_code(model: Path, marker: Path) -> None:
+    """Python that records that it ran, where a models-from-code selector kept its model file, and where a loader
+    that put the model directory on sys.path would import it from (a file already there keeps its code after it)."""
+    for planted in (model / "served_model.py", model / "tool_selection" / "served_model.py"):
+        original = planted.read_text() if planted.exists() else ""
+        planted.parent.mkdir(exist_ok=True)
+        planted.write_text(f"open({str(marker)!r}, 'w').write('ran')\n{original}")
+
+
+def _load_with_served_selector(uri):
+    return load_served_selector(uri).predict({"request": "What can you do?"})
+
+
+def _load_with_mlflow(uri):
+    import mlflow
+
+    return mlflow.pyfunc.load_model(uri).predict({"request": "What can you do?"})
+
+
+def _load_with_the_scoring_server(uri):
+    """What ``mlflow models serve`` runs: its app's loader, then a POST to /invocations."""
+    from fastapi.testclient import TestClient
+    from mlflow.pyfunc import scoring_server
+
+    app = scoring_server.init(scoring_server.load_model_with_mlflow_config(uri))
+    response = TestClient(app).post("/invocations", json={"inputs": {"request": "What can you do?"}})
+    assert response.status_code == 200, response.text
+    return response.json()["predictions"]
+
+
+def _load_with_toolsel_serve_selector(uri, monkeypatch):
+    """``toolsel serve selector URI``, with uvicorn's loop replaced by one request to the app it was given."""
+    import uvicorn
+    from fastapi.testclient import TestClient
+
+    answers = []
+
+    def one_request(app, **kwargs):
+        response = TestClient(app).post("/invocations", json={"inputs": {"request": "What can you do?"}})
+        assert response.status_code == 200, response.text
+        answers.append(response.json()["predictions"])
+
+    monkeypatch.setattr(uvicorn, "run", one_request)
+    assert main(["serve", "selector", uri]) == 0
+    return answers[0]
+
+
+LOAD_PATHS = {
+    "load_served_selector": lambda uri, monkeypatch: _load_with_served_selector(uri),
+    "mlflow.pyfunc.load_model": lambda uri, monkeypatch: _load_with_mlflow(uri),
+    "mlflow models serve": lambda uri, monkeypatch: _load_with_the_scoring_server(uri),
+    "toolsel serve selector": _load_with_toolsel_serve_selector,
+}
+
+
+@pytest.mark.parametrize("load", LOAD_PATHS.values(), ids=LOAD_PATHS.keys())
+def test_code_planted_in_the_store_never_runs_when_the_model_loads(tracking, served_lm, load, monkeypatch):
+    specs, answers = served_lm
+    answers.append(_answer([]))
+    info = log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), SPEC)
+    marker = tracking / "planted-code-ran"
+    _plant_code(_stored_model(tracking), marker)
+    assert load(info.model_uri, monkeypatch)["tool_calls"] == []
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("edit", [
+    {"loader_module": "mlflow.pyfunc.loaders.code_model", "model_code_path": "served_model.py"},
+    {"code": "."},
+    {"loader_module": "tool_selection.some_other_module"},
+], ids=["models from code", "code on sys.path", "another loader"])
+def test_an_mlmodel_edited_to_run_other_code_is_refused(tracking, served_lm, edit, capsys, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: pytest.fail("an edited model was served"))
+    info = log_selector(MultiToolSelector(load_tool_set("finance"), strategy="json-cot"), SPEC)
+    stored = _stored_model(tracking)
+    marker = tracking / "planted-code-ran"
+    _plant_code(stored, marker)
+    mlmodel = yaml.safe_load((stored / "MLmodel").read_text())
+    mlmodel["flavors"]["python_function"].update(edit)
+    (stored / "MLmodel").write_text(yaml.safe_dump(mlmodel))
+    with pytest.raises(ToolSelectionError, match="is not a served selector as log_selector writes it: .*"
+                                                 "log the selector again: toolsel serve log"):
+        load_served_selector(info.model_uri)
+    assert main(["serve", "selector", info.model_uri]) == 2  # refused before uvicorn is started
+    assert "is not a served selector" in capsys.readouterr().err
+    assert not marker.exists()
 
 
 def test_a_compiled_directory_is_served_with_its_demos_and_checked_when_loaded(tracking, served_lm, tmp_path):
@@ -89,7 +185,7 @@ def test_a_compiled_directory_is_served_with_its_demos_and_checked_when_loaded(t
                                                         model=SPEC, optimizer="bootstrap"))
     info = log_selector(tmp_path / "prog", SPEC)
     served = load_served_selector(info.model_uri)
-    assert served.unwrap_python_model().served.selector.select.predict.demos[0]["request"] == "hi"
+    assert served.get_raw_model().selector.select.predict.demos[0]["request"] == "hi"
     assert served.predict({"request": "Tell me a joke."})["tool_calls"] == []
 
     stored = next(p for p in (tracking / "mlruns").rglob("program.json"))  # the logged artifact itself
@@ -135,5 +231,6 @@ def test_logging_leaves_no_active_model_behind(tracking):
 def test_the_cli_prints_serve_commands_without_pickle(tracking, capsys):
     assert main(["serve", "log", "--tool-set", "finance", "--model", SPEC]) == 0
     out = capsys.readouterr().out
+    assert "toolsel serve selector models:/" in out
     assert "mlflow models serve -m models:/" in out and "--env-manager local" in out
     assert "PICKLE" not in out

@@ -7,7 +7,8 @@ never leaves a bad model file. A small stamp beside the file records the verific
 and inode, and the sha256 of a few fixed blocks of it. A later load re-reads only those blocks (about a megabyte),
 so an edit that keeps the size and puts the mtime back, or a file swapped in under the same name, still sends the
 file back to a full hash. An edit outside the sampled blocks that also restores the mtime is caught only by a
-full hash: ``verify_file(force=True)``, ``ensure_model(force=True)`` or ``toolsel models info --verify``.
+full hash: ``verify_file(force=True)``, ``ensure_model(force=True)`` or ``toolsel models info --verify``. A
+failed check removes the stamp, so every later load hashes the file in full and refuses it until it is pulled again.
 """
 
 from __future__ import annotations
@@ -157,10 +158,10 @@ def verify_file(path: str | os.PathLike, model: str | LocalModel, *, force: bool
         return path
     size = path.stat().st_size
     fix = f"Delete {path} and run 'toolsel models pull {model.name}' to assemble it again."
-    if size != model.size:
-        raise _mismatch(model, f"Model file {path}", size, None, fix)
-    digest = _sha256(path, progress)
+    digest = _sha256(path, progress) if size == model.size else None
     if digest != model.sha256:
+        # a stamp left behind would vouch for the file again on the next load, which re-reads only its samples
+        _stamp_path(path).unlink(missing_ok=True)
         raise _mismatch(model, f"Model file {path}", size, digest, fix)
     _write_stamp(path, model)
     return path

@@ -14,23 +14,28 @@ blocking portal) until ``close()``; ``notifications/tools/list_changed`` bumps `
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, ClassVar, TypeVar
 
 import anyio
 import anyio.from_thread
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client import Transport
+from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.failures import tool_failure
 from tool_selection.interop import SchemaOnlyTool, from_mcp
+from tool_selection.mcp.access import TOKEN_ENV
 from tool_selection.toolset import ToolSet
 
 __all__ = ["McpConnection", "McpProtocolError", "RemoteTool", "connect_mcp", "list_mcp_tools", "result_value"]
@@ -62,13 +67,16 @@ class RemoteTool(SchemaOnlyTool, abstract=True):
 class McpConnection:
     """An open session with one MCP server. ``server`` is a URL (streamable HTTP) or a command line (stdio),
     as a string (split like a shell) or a list of arguments. ``timeout``: seconds to wait for each response.
-    ``env`` adds variables to the server process's environment (the SDK passes it only a safe few)."""
+    ``env`` adds variables to the server process's environment (the SDK passes it only a safe few). ``token``: the
+    bearer token an HTTP server asks for (default: ``$TOOLSEL_MCP_TOKEN``), sent as ``Authorization: Bearer``."""
 
     def __init__(self, server: str | Sequence[str], *, timeout: float = 30.0, env: Mapping[str, str] | None = None,
-                 cwd: str | None = None):
+                 cwd: str | None = None, token: str | None = None):
         self.server = server if isinstance(server, str) else shlex.join(server)
         self.timeout = timeout
         self._target = _target(server, env=env, cwd=cwd)
+        self._token = _bearer_token(self._target, token)
+        self._refused = False  # an HTTP 401 came back: said when connecting fails, which the SDK reports without it
         self._tools_version = 0
         self._tools_changed = threading.Condition()
         self._portal_context = anyio.from_thread.start_blocking_portal(name="mcp-client")
@@ -78,10 +86,22 @@ class McpConnection:
             self._client: Client = self._session_context.__enter__()
         except Exception as error:
             self._portal_context.__exit__(None, None, None)
-            raise McpProtocolError(f"Could not connect to MCP server {self.server!r}: {_describe(error)}") from error
+            raise McpProtocolError(f"Could not connect to MCP server {self.server!r}: {_describe(error)}"
+                                   f"{self._refusal_hint()}") from error
         self._closed = False
 
     # ------------------------------------------------------------------ lifecycle
+    async def _note_refusal(self, response: Any) -> None:
+        if response.status_code == 401:
+            self._refused = True
+
+    def _refusal_hint(self) -> str:
+        if not self._refused:
+            return ""
+        if self._token:
+            return " (HTTP 401: the server refused this bearer token)"
+        return (f" (HTTP 401: the server wants a bearer token; pass token=... or --token, or set {TOKEN_ENV})")
+
     def close(self) -> None:
         """End the session (a stdio server process is shut down) and stop the background thread."""
         if self._closed:
@@ -100,8 +120,16 @@ class McpConnection:
 
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[Client]:
-        client = Client(self._target, read_timeout_seconds=self.timeout, message_handler=self._on_message, cache=None)
-        async with client, anyio.create_task_group() as tasks:
+        async with AsyncExitStack() as stack:
+            target: StdioServerParameters | Transport = self._target
+            if isinstance(self._target, str):  # the SDK's HTTP client (its timeouts), with the token when there is one
+                headers = {"Authorization": f"Bearer {self._token}"} if self._token else None
+                http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+                http.event_hooks["response"].append(self._note_refusal)
+                target = streamable_http_client(self._target, http_client=http)
+            client = await stack.enter_async_context(
+                Client(target, read_timeout_seconds=self.timeout, message_handler=self._on_message, cache=None))
+            tasks = await stack.enter_async_context(anyio.create_task_group())
             tools = client.server_capabilities.tools
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS and tools is not None and tools.list_changed:
                 await tasks.start(self._listen_for_changes, client)
@@ -195,15 +223,15 @@ class McpConnection:
 
 
 def connect_mcp(server: str | Sequence[str], *, timeout: float = 30.0, env: Mapping[str, str] | None = None,
-                cwd: str | None = None) -> McpConnection:
+                cwd: str | None = None, token: str | None = None) -> McpConnection:
     """Open a session with an MCP server (a URL or a command line); use it in a ``with`` block or ``close()`` it.
     The arguments are ``McpConnection``'s."""
-    return McpConnection(server, timeout=timeout, env=env, cwd=cwd)
+    return McpConnection(server, timeout=timeout, env=env, cwd=cwd, token=token)
 
 
-def list_mcp_tools(server: str | Sequence[str], *, timeout: float = 30.0) -> list[types.Tool]:
+def list_mcp_tools(server: str | Sequence[str], *, timeout: float = 30.0, token: str | None = None) -> list[types.Tool]:
     """Connect, list every tool (all pages) and disconnect."""
-    with connect_mcp(server, timeout=timeout) as connection:
+    with connect_mcp(server, timeout=timeout, token=token) as connection:
         return connection.list_tools()
 
 
@@ -237,6 +265,16 @@ def _target(
     if not argv:
         raise ToolSelectionError("An MCP server is a URL (http://HOST:PORT/mcp) or a command line; got nothing")
     return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(env) if env else None, cwd=cwd)
+
+
+def _bearer_token(target: str | StdioServerParameters, token: str | None) -> str | None:
+    """The token to send: ``token``, else ``$TOOLSEL_MCP_TOKEN``, for an HTTP server only."""
+    if isinstance(target, StdioServerParameters):
+        if token is not None:
+            raise ToolSelectionError("A bearer token is for an MCP server over HTTP; a stdio server is a process "
+                                     "this client starts and needs none.")
+        return None
+    return token or os.environ.get(TOKEN_ENV) or None
 
 
 def _describe(error: BaseException) -> str:

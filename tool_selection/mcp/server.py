@@ -9,6 +9,8 @@ failure (bad arguments, a ``tool_failure`` result, an exception in ``execute``) 
 model can read, while an unknown tool name is a JSON-RPC error. ``add_tools`` and ``remove_tools`` change the
 served set while it runs and tell every client with ``notifications/tools/list_changed``: through
 ``subscriptions/listen`` for 2026-07-28 clients, on the connection itself for clients of the handshake era.
+Over stdio every request gets an answer, however malformed (``mcp.stdio``); over HTTP any address but loopback
+needs a bearer token and refuses tools that reach this machine unless allowed (``mcp.access``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import base64
 import binascii
 import json
 import logging
+import reprlib
 import socket
 import threading
 from collections.abc import Callable, Iterable
@@ -26,8 +29,8 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.models import InitializationOptions
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
@@ -36,6 +39,8 @@ from pydantic_core import to_jsonable_python
 from tool_selection.errors import DuplicateToolError, ToolArgumentError, ToolSelectionError, UnknownToolError
 from tool_selection.failures import is_failure
 from tool_selection.interop import to_mcp
+from tool_selection.mcp.access import StaticTokenVerifier, check_exposure, is_loopback
+from tool_selection.mcp.stdio import checked_stdio_server
 from tool_selection.registry import ToolRegistry
 from tool_selection.tool import BaseTool
 from tool_selection.toolset import ToolSet
@@ -43,6 +48,8 @@ from tool_selection.toolset import ToolSet
 __all__ = ["ToolServer", "listen"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_CURSOR_CHARS = 100  # a cursor this server issues is base64 of [version, offset]: a few dozen characters
 
 
 class ToolServer:
@@ -69,6 +76,7 @@ class ToolServer:
         self._tools: dict[str, type[BaseTool]] = {}
         self._add(tools, replace=False)
         self._version = 0  # bumped on every change; cursors from an older listing are refused
+        self._exposure: dict[str, Any] | None = None  # check_exposure's arguments while served off loopback
         self._call_lock = threading.Lock()
         self._changes = InMemorySubscriptionBus()
         self.server = _ListChangedServer(
@@ -90,7 +98,10 @@ class ToolServer:
 
     async def add_tools(self, *tools: type[BaseTool], replace: bool = False) -> None:
         """Serve more tools and notify clients. Call on the server's event loop (from a tool's worker thread:
-        ``anyio.from_thread.run(server.add_tools, Tool)``)."""
+        ``anyio.from_thread.run(server.add_tools, Tool)``). On a non-loopback address the same tools are refused
+        as when serving started."""
+        if self._exposure is not None:
+            check_exposure(tools=tools, **self._exposure)
         self._add(tools, replace=replace)
         await self._changed()
 
@@ -133,15 +144,19 @@ class ToolServer:
         return base64.urlsafe_b64encode(json.dumps([self._version, offset]).encode()).decode()
 
     def _decode_cursor(self, cursor: str) -> int:
+        invalid = MCPError(types.INVALID_PARAMS, f"Invalid cursor {reprlib.repr(cursor)}: not one this server "
+                                                 "issued; list from the start")
+        if len(cursor) > _MAX_CURSOR_CHARS:
+            raise invalid
         try:
             version, offset = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}") from None
+        except (binascii.Error, UnicodeDecodeError, ValueError, TypeError, RecursionError):
+            raise invalid from None
         if version != self._version:
             raise MCPError(types.INVALID_PARAMS,
                            "The tool list changed since this cursor was issued; list from the start")
-        if not isinstance(offset, int) or not 0 <= offset <= len(self._tools):
-            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}")
+        if type(offset) is not int or not 0 <= offset <= len(self._tools):
+            raise invalid
         return offset
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
@@ -197,17 +212,32 @@ class ToolServer:
 
     # ------------------------------------------------------------------ transports
     async def serve_stdio(self) -> None:
-        """Serve one client over this process's stdin and stdout until it disconnects."""
-        async with stdio_server() as (read_stream, write_stream):
+        """Serve one client over this process's stdin and stdout until it disconnects; every line it sends is checked
+        first, so that each request gets an answer (``tool_selection.mcp.stdio``)."""
+        async with checked_stdio_server() as (read_stream, write_stream):
             await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 8000, *, path: str = "/mcp",
-                         listener: socket.socket | None = None) -> None:
+                         listener: socket.socket | None = None, token: str | None = None,
+                         allow_host_access: bool = False) -> None:
         """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled, on ``listener`` when given (a socket
-        from ``listen``). A loopback ``host`` turns on the SDK's DNS-rebinding protection."""
+        from ``listen``). A loopback ``host`` turns on the SDK's DNS-rebinding protection. With ``token``, every
+        request must carry ``Authorization: Bearer TOKEN``. Any address but loopback requires a token, and refuses
+        tools that run programs or read files here unless ``allow_host_access`` (``tool_selection.mcp.access``)."""
         import uvicorn
 
-        app = self.server.streamable_http_app(streamable_http_path=path, host=host)
+        address = listener.getsockname()[0] if listener is not None else host
+        exposure = {"host": address, "token": token, "allow_host_access": allow_host_access}
+        check_exposure(tools=self.tools(), **exposure)
+        if not is_loopback(address):
+            self._exposure = exposure
+        auth: dict[str, Any] = {}
+        if token:
+            # The SDK's bearer auth (BearerAuthBackend, RequireAuthMiddleware) with one static token. AuthSettings
+            # wants an issuer: this server issues its own token; without an OAuth provider no route serves it.
+            auth = {"auth": AuthSettings(issuer_url=f"http://{_url_host(address)}:{port}", resource_server_url=None),
+                    "token_verifier": StaticTokenVerifier(token)}
+        app = self.server.streamable_http_app(streamable_http_path=path, host=host, **auth)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
         await server.serve(sockets=[listener] if listener is not None else None)
 
@@ -241,6 +271,10 @@ def _result(value: Any) -> types.CallToolResult:
 
 def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
 
 
 def _qualname(cls: type) -> str:
