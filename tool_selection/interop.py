@@ -19,6 +19,7 @@ import mcp.types
 
 from tool_selection.errors import ArgumentProblem, ToolDefinitionError, ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.schema_patterns import ArgumentValidator
 from tool_selection.tool import BaseTool
 
 __all__ = [
@@ -226,7 +227,7 @@ class SchemaOnlyTool(BaseTool, abstract=True):
     def check_arguments(cls, arguments: dict[str, Any]) -> list[ArgumentProblem]:
         if not isinstance(arguments, dict):
             return [ArgumentProblem("(arguments)", f"expected an object, got {type(arguments).__name__}")]
-        validator = jsonschema.Draft202012Validator(cls.input_schema())
+        validator = ArgumentValidator(cls.input_schema())  # its patterns match under a time limit
         problems = []
         for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
             field = ".".join(str(p) for p in error.path)
