@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import demo_without
+from tool_selection.strict_json import loads_strict
 
 __all__ = [
     "Manifest",
@@ -52,6 +53,7 @@ MANIFEST_FILE = "manifest.json"
 PREDICTOR_KEYS = ("traces", "train", "demos", "signature", "lm", "fields")
 DEMO_FLAGS = ("augmented",)  # set by DSPy on bootstrapped demonstrations
 DEPENDENCY_KEYS = tuple(get_dependency_versions())  # what DSPy records under metadata.dependency_versions
+MAX_FILE_BYTES = 16 << 20  # a program with a hundred demonstrations is a few hundred kilobytes
 
 
 class ToolsChangedError(ToolSelectionError):
@@ -179,16 +181,24 @@ def check_program_state(program: dspy.Module, state: Any, source: str | Path) ->
                                 f"{listing}\nRefusing to load it: only load compiled selectors from people you trust.")
 
 
-def _not_json(constant: str) -> None:
-    raise ValueError(f"{constant} is not a JSON value")
-
-
 def _read_json(path: Path) -> Any:
+    """The JSON of a program or manifest file, read strictly (``strict_json``); anything else is a clear error."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_not_json)
+        text = path.read_bytes()
     except FileNotFoundError:
         raise ToolSelectionError(f"{path} is missing.") from None
-    except ValueError as error:  # undecodable bytes, malformed JSON, NaN or Infinity
+    except IsADirectoryError:
+        raise ToolSelectionError(f"{path} is a directory, not a JSON file.") from None
+    except OSError as error:
+        raise ToolSelectionError(f"{path} cannot be read: {error.strerror}.") from None
+    if len(text) > MAX_FILE_BYTES:
+        raise ToolSelectionError(f"{path} is {len(text):,} bytes, over the {MAX_FILE_BYTES:,} bytes a compiled "
+                                 "selector's file may hold.")
+    try:
+        return loads_strict(text.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ToolSelectionError(f"{path} is not UTF-8 ({error.reason} at byte {error.start}).") from None
+    except ValueError as error:  # malformed JSON, NaN, a number out of range, duplicate keys, lone surrogates
         raise ToolSelectionError(f"{path} is not valid JSON: {error}") from None
 
 
@@ -243,7 +253,7 @@ def read_manifest(directory: str | Path) -> Manifest:
     if not path.exists():
         raise ToolSelectionError(f"{directory} is not a compiled selector: {MANIFEST_FILE} is missing.")
     try:
-        return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+        return Manifest.model_validate(_read_json(path))
     except ValidationError as error:
         raise ToolSelectionError(f"{path} is not a valid manifest: {error}") from None
 
