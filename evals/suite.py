@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+import referencing.exceptions
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tool_selection.errors import ToolSelectionError
@@ -374,8 +375,11 @@ def expected_call_problems(case: Case) -> list[str]:
     for call in case.expected_calls:
         if call.tool_name not in registry:
             problems.append(f"expected tool {call.tool_name!r} is not among its tools")
-        else:
+            continue
+        try:
             problems += call_refusals(registry.get(call.tool_name), call, strict=case.strict_arguments)
+        except referencing.exceptions.Unresolvable as error:
+            problems.append(f"{call.tool_name}'s parameters hold a $ref that cannot be resolved ({error})")
     return problems
 
 

@@ -134,6 +134,9 @@ def _refusal(path):
         {"tool_name": "get_weather", "arguments": {"city": "a" * 40 + "!"}}]},
                  "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\" of 'city': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' "
                  "does not match '^(a+)+$'", id="catastrophic pattern"),
+    pytest.param({**GOOD, "tools": [{**WEATHER, "parameters": {"type": "object", "properties": {
+        "city": {"$ref": "#/$defs/none"}}}}]}, "get_weather's parameters hold a $ref that cannot be resolved",
+                 id="unresolvable $ref"),
 ])
 def test_an_attack_on_the_suite_loader_is_named_with_its_line(tmp_path, line, message):
     path = _write_lines(tmp_path, {**GOOD, "id": "first"}, line)
