@@ -17,6 +17,7 @@ unless the caller passes ``allow_tool_changes=True``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import logging
@@ -25,7 +26,7 @@ from typing import Any
 
 import dspy
 from dspy.utils.saving import get_dependency_versions
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
@@ -140,7 +141,8 @@ def _predictor_problems(predictor: dspy.Predict, state: Any) -> list[str]:
             problems.append(f"{key}: must be an empty list")
     if state.get("fields", {}) != {}:
         problems.append("fields: must be empty (a selector has no decision-output settings)")
-    field_names = list(predictor.signature.fields)
+    fields = predictor.signature.fields
+    field_names = list(fields)
     problems += _signature_problems(state.get("signature"), len(field_names))
     demos = state.get("demos", [])
     if not isinstance(demos, list):
@@ -155,7 +157,30 @@ def _predictor_problems(predictor: dspy.Predict, state: Any) -> list[str]:
                     problems.append(f"demos[{index}].{key}: must be true or false")
             elif key not in field_names:
                 problems.append(f"demos[{index}].{key}: not a field of the signature ({', '.join(field_names)})")
+            else:
+                problem = _value_problem(fields[key].annotation, value)
+                if problem:
+                    problems.append(f"demos[{index}].{key}: {problem}")
     return problems
+
+
+@functools.lru_cache(maxsize=64)
+def _adapter(annotation: Any) -> TypeAdapter:
+    return TypeAdapter(annotation)
+
+
+def _value_problem(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` cannot be a demonstration's value of a field typed ``annotation`` (the prompt is built from
+    it), or None. A field a demonstration leaves empty (``null``, as bootstrapping can) is fine."""
+    if value is None:
+        return None
+    try:
+        _adapter(annotation).validate_python(value)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where + ': ' if where else ''}{first['msg']}"
+    return None
 
 
 def _signature_problems(signature: Any, field_count: int) -> list[str]:
@@ -197,7 +222,8 @@ def _read_json(path: Path) -> Any:
     try:
         return loads_strict(text.decode("utf-8"))
     except UnicodeDecodeError as error:
-        raise ToolSelectionError(f"{path} is not UTF-8 ({error.reason} at byte {error.start}).") from None
+        raise ToolSelectionError(f"{path} is not valid JSON: not UTF-8 ({error.reason} at byte "
+                                 f"{error.start}).") from None
     except ValueError as error:  # malformed JSON, NaN, a number out of range, duplicate keys, lone surrogates
         raise ToolSelectionError(f"{path} is not valid JSON: {error}") from None
 

@@ -101,6 +101,12 @@ def test_a_predictor_lm_is_refused(saved):
     (lambda s: s["select.predict"]["signature"]["fields"].pop(), "signature.fields: must list the signature's 4"),
     (lambda s: s["select.predict"]["signature"]["fields"][0].update(prefix=1), "signature.fields[0]: must hold"),
     (lambda s: s["metadata"].update(extra=1), "metadata must hold only dependency_versions"),
+    (lambda s: s["select.predict"]["demos"][0].update(tool_calls="echo"),
+     "demos[0].tool_calls: Input should be a valid list"),
+    (lambda s: s["select.predict"]["demos"][0].update(tool_calls=[{"name": "echo"}]),
+     "demos[0].tool_calls: 0.tool_name: Field required"),
+    (lambda s: s["select.predict"]["demos"][0].update(request=["say", "hi"]),
+     "demos[0].request: Input should be a valid string"),
 ])
 def test_every_departure_from_a_selector_state_is_named(saved, change, problem):
     _tamper(saved, change)
@@ -213,7 +219,7 @@ def _program_text(saved, old, new):
                  "1e999 is beyond the range of a JSON number", id="huge number in program"),
     pytest.param("program.json", lambda s: None, "program.json is a directory, not a JSON file",
                  id="program a folder"),
-    pytest.param("manifest.json", lambda s: b'{"model": "caf\xe9"}', "manifest.json is not UTF-8",
+    pytest.param("manifest.json", lambda s: b'{"model": "caf\xe9"}', "manifest.json is not valid JSON: not UTF-8",
                  id="manifest not UTF-8"),
     pytest.param("manifest.json", lambda s: None, "manifest.json is a directory, not a JSON file",
                  id="manifest a folder"),
@@ -232,3 +238,19 @@ def test_a_malformed_compiled_file_is_a_clear_error(saved, name, content, messag
     with pytest.raises(ToolSelectionError) as raised:
         _load(saved)
     assert message in str(raised.value) and str(saved) in str(raised.value)
+
+
+def test_a_file_past_the_size_limit_is_refused_unread(saved, monkeypatch):
+    monkeypatch.setattr("tool_selection.compiled.MAX_FILE_BYTES", 100)
+    with pytest.raises(ToolSelectionError, match=r"manifest\.json is [\d,]+ bytes, over the 100 bytes"):
+        _load(saved)
+
+
+def test_what_the_manifest_names_is_refused_naming_the_manifest(saved):
+    manifest = json.loads((saved / "manifest.json").read_text())
+    (saved / "manifest.json").write_text(json.dumps({**manifest, "strategy": "telepathy"}))
+    with pytest.raises(ToolSelectionError, match=r"manifest\.json: Unknown selection strategy 'telepathy'"):
+        _load(saved)
+    (saved / "manifest.json").write_text(json.dumps({**manifest, "tool_set": "weather"}))
+    with pytest.raises(ToolSelectionError, match=r"manifest\.json: Unknown tool set 'weather'"):
+        MultiToolSelector.load(saved)
