@@ -278,7 +278,10 @@ def suite_reference(name_or_path: str | Path) -> str:
         parts = text.removeprefix("bfcl:").split("+")
         return "bfcl:" + "+".join(str(Path(p).resolve()) if Path(p).suffix == ".json" and Path(p).exists() else p
                                   for p in parts)
-    return str(Path(text).resolve()) if Path(text).exists() else text
+    path = Path(text).resolve()
+    if not Path(text).exists():
+        return text
+    return path.stem if path == (SUITES_DIR / f"{path.stem}.jsonl").resolve() else str(path)  # a built-in: its name
 
 
 def _line_number(problem: str) -> int:

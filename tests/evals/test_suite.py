@@ -193,3 +193,12 @@ def test_the_built_in_suites_pass_every_check():
     for name in available_suites():
         if not name.startswith("bfcl:"):
             assert len(load_suite(name)) > 0, name
+
+
+def test_a_suite_reference_loads_the_same_suite_from_any_directory(suite_path, monkeypatch):
+    from evals.suite import SUITES_DIR, suite_reference
+
+    monkeypatch.chdir(suite_path.parent)
+    assert suite_reference("mini.jsonl") == str(suite_path.resolve())
+    assert suite_reference(SUITES_DIR / "finance.jsonl") == suite_reference("finance") == "finance"  # no machine path
+    assert suite_reference("bfcl:multiple") == "bfcl:multiple"
