@@ -5,7 +5,9 @@ its JSON Schema, and ``jsonschema`` matches ``pattern`` and ``patternProperties`
 which has no time limit: ``^(a+)+$`` against thirty ``a``s and a ``!`` runs for minutes, so one hostile definition
 (or a model's answer against it) would hang an evaluation. ``ArgumentValidator`` matches those keywords with the
 ``regex`` package, whose matching stops after ``PATTERN_TIMEOUT_S``; a value that takes longer counts as not
-matching, with a message that says so. Patterns are still checked for syntax when the schema is (``re``).
+matching, with a message that says so. Patterns are still checked for syntax when the schema is (``re``). Left
+to ``jsonschema``'s own matching: ``unevaluatedProperties`` in a schema that also has ``patternProperties`` (rare in
+tool schemas).
 """
 
 from __future__ import annotations
