@@ -46,13 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                         "json, chat-cot, text:fenced, text:call, text:tags; gate+NAME puts the relevance "
                                         "gate first (see 'toolsel strategies').")
     run.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy (default: --model).")
-    run.add_argument("--gate-threshold", type=float, help="Relevance score below which the gate answers with no call "
+    run.add_argument("--gate-threshold", type=threshold, help="Relevance score below which the gate answers with no call "
                                                           "(default: 0; choose it on dev with 'toolsel bench gate' "
                                                           "from a run with --gate-threshold=-inf, the gate open).")
     run.add_argument("--adapter", choices=["json", "chat"], default="json",
                      help="Former name of the strategy choice: chat = --strategy chat-cot.")
     run.add_argument("--retrieve", type=int, metavar="K",
-                     help="Show the selector only the K tools a retriever ranks highest for each request.")
+                     help="Show the selector only the K tools a retriever ranks highest for each request (K below "
+                          "the size of the largest catalog in the suite).")
     run.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"],
                      help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
     run.add_argument("--undeclared-arguments", choices=UNDECLARED_ARGUMENTS, default="refuse",
@@ -91,6 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "rewrite the run's rows and summaries; no model call (greedy answers do "
                                          "not change; latency and tokens stay measured).")
     rescore.add_argument("run_dirs", nargs="+", help="Run directories of 'toolsel eval'.")
+    rescore.add_argument("--suite", help="The suite the runs were made on, for runs that do not record where it is "
+                                         "(runs on a .jsonl file made before suite_ref was recorded).")
     rescore.add_argument("--undeclared-arguments", choices=["drop"],
                          help="Score the run as 'toolsel eval --undeclared-arguments drop' would have (the option "
                               "reads the same answers differently): written to a copy, --into DIR.")
@@ -110,7 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     loop.add_argument("--secondary", help="A larger model a stuck step escalates to (the loop's stuck detector).")
     loop.add_argument("--escalation", choices=["delegate", "guide"], default="delegate",
                       help="What the secondary does for a stuck step (default: delegate).")
-    loop.add_argument("--threshold", type=float, default=0.7, help="Stuck score that escalates (default: 0.7).")
+    loop.add_argument("--threshold", type=threshold, default=0.7, help="Stuck score that escalates (default: 0.7).")
     loop.add_argument("--max-tokens", type=int, default=512, help="Generation limit per step (default: 512).")
     loop.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
     loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
@@ -153,6 +156,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
                                                        "its tools, sources and how the cases were written.")
     suites.set_defaults(handler=_suites)
+
+
+def threshold(text: str) -> float:
+    """A threshold flag's value: a number, -inf or inf. NaN is refused: every comparison with it is false, so it
+    would silently never (or always) trigger."""
+    value = float(text)
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a number, or -inf or inf")
+    return value
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -274,10 +286,10 @@ def _rescore(args: argparse.Namespace) -> int:
     if args.undeclared_arguments or args.into:
         if not (args.undeclared_arguments and args.into) or len(args.run_dirs) != 1:
             raise ToolSelectionError("--undeclared-arguments drop and --into DIR go together, with one run directory.")
-        changed = rescore_dropping(args.run_dirs[0], args.into)
+        changed = rescore_dropping(args.run_dirs[0], args.into, suite=args.suite)
         print(f"{args.into}: {changed} row(s) scored differently with undeclared arguments dropped")
         return 0
-    return main(args.run_dirs)
+    return main(args.run_dirs, suite=args.suite)
 
 
 def _compare(args: argparse.Namespace) -> int:

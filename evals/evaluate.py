@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ import dspy
 from evals.metrics import per_correct
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
-from evals.suite import Suite, load_suite
+from evals.suite import Suite, load_suite, registry_for, suite_reference
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
@@ -72,7 +73,8 @@ def program_fingerprint(selector: MultiToolSelector) -> str:
 
 def default_run_dir(params: dict[str, Any]) -> Path:
     """A directory named for what determines the results, so that the same evaluation resumes."""
-    key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "ray", "git_commit")}, sort_keys=True)
+    key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "ray", "git_commit", "suite_ref")},
+                     sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     return RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
 
@@ -126,6 +128,8 @@ def evaluate(
     with contextlib.ExitStack() as stack:
         if threads < 1 or max_tokens < 1:
             raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
+        if gate_threshold is not None and math.isnan(gate_threshold):
+            raise ToolSelectionError("gate_threshold (--gate-threshold) is NaN; give a number, or -inf or inf.")
         if mlflow:
             check_tracking_uri(tracking_uri)
         suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -133,6 +137,8 @@ def evaluate(
         if not len(cases):
             raise ToolSelectionError(f"Suite {suite_obj.name!r} has no cases in split {split!r} (its splits: "
                                      f"{dict(suite_obj.split_counts())}).")
+        if retrieve is not None:
+            _check_retrieve(retrieve, tools, cases)
         if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
             raise ToolSelectionError(f"--run-dir {run_dir} is a file; give a directory for the per-case results.")
         if adapter == "chat" and strategy is None:
@@ -159,6 +165,7 @@ def evaluate(
             "kind": "eval",
             "suite": suite_obj.name,
             "suite_fingerprint": suite_obj.fingerprint,
+            **({"suite_ref": suite_reference(suite)} if not isinstance(suite, Suite) else {}),
             "split": split or "all",
             "limit": limit,
             **({"sample": sample, "seed": seed} if sample is not None else {}),
@@ -254,6 +261,15 @@ class SelectorJob:
             selector.retrieve, selector.retriever_name = self.retrieve, self.retriever
         selector.undeclared_arguments = check_undeclared_arguments(self.undeclared_arguments)
         return selector, lm, model_name, gate_name
+
+
+def _check_retrieve(retrieve: int, tools: ToolRegistry | None, cases: Suite) -> None:
+    """Refuse a retrieval depth that keeps every tool of every case: the run would be one without retrieval."""
+    largest = len(tools) if tools is not None else max(len(registry_for(case)) for case in cases)
+    if retrieve >= largest:
+        raise ToolSelectionError(f"retrieve={retrieve} (--retrieve) keeps every tool of every case (the largest "
+                                 f"catalog has {largest}), which is a run without retrieval; give a K below "
+                                 f"{largest}, or leave --retrieve out.")
 
 
 def _connect_ray(address: str, *, program, model, workers: int) -> None:

@@ -215,6 +215,8 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, strategy: str = DE
                    secondary_lm: dspy.BaseLM | None = None, escalation: str = "delegate", threshold: float = 0.7,
                    run_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> LoopResult:
     """Run every task's loop (resumable: finished tasks in ``run_dir`` are kept) and score it."""
+    if math.isnan(threshold):
+        raise ToolSelectionError("threshold (--threshold) is NaN, which no stuck score reaches; give a number.")
     run_path = Path(run_dir) if run_dir else None
     done = load_rows(run_path / "results.jsonl", finished_only=True) if run_path else {}
     if run_path:

@@ -18,7 +18,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from evals.metrics import score_case, summarize, summarize_by_tag
 from evals.runner import RESULTS_FILE, TABLE_FILE, decision_fields, load_rows, rows_to_frame
-from evals.suite import load_suite, registry_for
+from evals.suite import Suite, SuiteError, load_suite, registry_for
 from evals.tracking import write_json
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
@@ -42,15 +42,28 @@ def _calls(row: dict) -> list[ToolCall]:
     return [ToolCall.model_validate(call) for call in json.loads(row.get("predicted") or "[]")]
 
 
+def _run_suite(run_dir: Path, params: dict, suite: str | Path | None) -> Suite:
+    """The suite a run was made on: ``suite`` if given, else where the run recorded it, else by its name (a BFCL
+    suite is named bfcl_<categories>, loaded as bfcl:<categories>)."""
+    name = params["suite"]
+    reference = suite or params.get("suite_ref") or ("bfcl:" + name[5:] if name.startswith("bfcl_") else name)
+    try:
+        return load_suite(reference)
+    except SuiteError as error:
+        raise SuiteError(f"Cannot load the suite {run_dir} was made on ({reference}): {error}\nA run made on a "
+                         "suite file before runs recorded its place needs it given: --suite PATH.") from None
+
+
 def _same(before: object, after: object) -> bool:
     both_nan = isinstance(before, float) and isinstance(after, float) and math.isnan(before) and math.isnan(after)
     return both_nan or before == after
 
 
-def rescore_run(run_dir: str | Path) -> int:
+def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
     """Re-read the run's parse failures and re-check and re-score its other rows; rewrite its results, table,
     summary and tag table. Returns how many rows hold a different value now (a column added to a row, such as
-    the count of dropped arguments, is written but not counted)."""
+    the count of dropped arguments, is written but not counted). ``suite``: where the run's suite is, for a run
+    that does not record it (one made on a suite file before runs recorded ``suite_ref``)."""
     run_dir = Path(run_dir)
     summary_path = run_dir / "summary.json"
     if not summary_path.exists():
@@ -62,8 +75,7 @@ def rescore_run(run_dir: str | Path) -> int:
                                  "the suite's own tools.")
     strategy = (params.get("strategy") or STRUCTURED_STRATEGY).removeprefix(GATE_PREFIX)  # a gate's rows: its strategy's
     selector = MultiToolSelector(strategy=strategy)
-    name = params["suite"]  # a BFCL suite is named bfcl_<categories>, loaded as bfcl:<categories>
-    cases = {case.id: case for case in load_suite("bfcl:" + name[5:] if name.startswith("bfcl_") else name)}
+    cases = {case.id: case for case in _run_suite(run_dir, params, suite)}
     rows = load_rows(run_dir / RESULTS_FILE)
     changed = 0  # rows whose stored values differ now
     rewritten = False  # rows changed, or given a column they lacked
@@ -107,7 +119,7 @@ def rescore_run(run_dir: str | Path) -> int:
     return changed
 
 
-def rescore_dropping(run_dir: str | Path, into: str | Path) -> int:
+def rescore_dropping(run_dir: str | Path, into: str | Path, suite: str | Path | None = None) -> int:
     """A copy of a finished run in ``into``, scored as if it had run with ``undeclared_arguments="drop"``: the
     option only changes how the same answers are read, so the copy's rows are those such a run gives. Returns how
     many rows changed."""
@@ -122,10 +134,10 @@ def rescore_dropping(run_dir: str | Path, into: str | Path) -> int:
     meta = json.loads((target / "summary.json").read_text(encoding="utf-8"))
     meta["params"] = {**meta["params"], "undeclared_arguments": "drop", "derived_from": str(source)}
     write_json(target / "summary.json", meta)
-    return rescore_run(target)
+    return rescore_run(target, suite)
 
 
-def main(run_dirs: list[str]) -> int:
+def main(run_dirs: list[str], suite: str | None = None) -> int:
     for run_dir in run_dirs:
-        print(f"{run_dir}: {rescore_run(run_dir)} row(s) scored differently today")
+        print(f"{run_dir}: {rescore_run(run_dir, suite)} row(s) scored differently today")
     return 0

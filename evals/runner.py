@@ -26,7 +26,7 @@ from evals.suite import Case, Suite, registry_for
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.failures import MODEL_FAILURES  # a malformed answer never gets there: it is a parse failure
-from tool_selection.parsing import safe_text
+from tool_selection.parsing import safe_value
 from tool_selection.registry import ToolRegistry
 
 __all__ = ["EvalAborted", "EvalResult", "Evaluator", "load_results"]
@@ -210,8 +210,9 @@ def decision_fields(decision: MultiToolDecision) -> dict[str, Any]:
 
 
 def _encodable(row: dict[str, Any]) -> dict[str, Any]:
-    """The row with every string encodable as UTF-8 (a model can answer a lone surrogate, which no file takes)."""
-    return {key: safe_text(value, limit=MAX_FIELD_CHARS) if isinstance(value, str) else value
+    """The row with every string, in lists too (tags), encodable as UTF-8 (a model can answer a lone surrogate,
+    which no file takes)."""
+    return {key: safe_value(value, limit=MAX_FIELD_CHARS) if isinstance(value, str | list) else value
             for key, value in row.items()}
 
 

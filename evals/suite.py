@@ -10,17 +10,23 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import referencing.exceptions
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import from_bfcl, from_openai
 from tool_selection.registry import ToolRegistry
+from tool_selection.strict_json import MAX_DEPTH, loads_strict
+from tool_selection.tool import BaseTool
 from tool_selection.toolset import load_tool_set
 
-__all__ = ["Case", "ExpectedCall", "Suite", "SuiteError", "available_suites", "load_suite"]
+__all__ = ["Case", "ExpectedCall", "Suite", "SuiteError", "available_suites", "load_suite", "suite_reference"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
 Split = Literal["train", "dev", "test"]
+MAX_REQUEST_CHARS = 100_000  # about 25,000 tokens, more than the context of the models the toolkit runs
+MAX_LINE_BYTES = 1 << 20  # one case, its inline tools included
+MAX_LISTED_PROBLEMS = 50
 
 
 class SuiteError(ToolSelectionError, ValueError):
@@ -30,7 +36,7 @@ class SuiteError(ToolSelectionError, ValueError):
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: Literal["system", "user", "assistant", "tool"]
-    content: str
+    content: str = Field(max_length=MAX_REQUEST_CHARS)
 
 
 class ExpectedCall(BaseModel):
@@ -53,13 +59,44 @@ class ExpectedCall(BaseModel):
         return out
 
 
+def inline_tool_problems(tools: list[Any]) -> list[str]:
+    """What is wrong with a case's inline tool definitions (OpenAI functions, bare or wrapped, or BFCL function
+    docs): each must be an object with a name, a text description and an object of parameters, and no two may
+    share a name."""
+    problems = []
+    first_with: dict[str, int] = {}
+    for index, entry in enumerate(tools):
+        where = f"tools[{index}]"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: must be an object, got {type(entry).__name__}")
+            continue
+        if "function" in entry:
+            where, entry = f"{where}.function", entry["function"]
+            if not isinstance(entry, dict):
+                problems.append(f"{where}: must be an object, got {type(entry).__name__}")
+                continue
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{where}.name: must be a non-empty string, got {name!r}"[:200])
+        elif name in first_with:
+            problems.append(f"{where}.name: {name!r} is already the name of tools[{first_with[name]}]; give each "
+                            "tool its own name")
+        else:
+            first_with[name] = index
+        for key, kind, article in (("description", str, "a string"), ("parameters", dict, "an object")):
+            value = entry.get(key)
+            if value is not None and not isinstance(value, kind):
+                problems.append(f"{where}.{key}: must be {article}, got {type(value).__name__}")
+    return problems
+
+
 class Case(BaseModel):
     """One evaluation case."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
-    request: str | None = None
+    request: str | None = Field(default=None, max_length=MAX_REQUEST_CHARS)
     messages: list[Message] | None = None
     tool_set: str | None = None
     tools: list[dict[str, Any]] | None = None
@@ -71,6 +108,14 @@ class Case(BaseModel):
         description="BFCL semantics: an argument the model passes that the expected call does not list is wrong. "
                     "When false, such an argument is ignored if the tool accepts the call.",
     )
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_definitions(cls, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        problems = inline_tool_problems(tools or [])
+        if problems:
+            raise ValueError("; ".join(problems))
+        return tools
 
     @model_validator(mode="after")
     def _one_source_each(self) -> Case:
@@ -193,7 +238,8 @@ def available_suites() -> list[str]:
 
 def load_suite(name_or_path: str | Path) -> Suite:
     """A suite by built-in name (``finance``), BFCL category (``bfcl:multiple``, ``bfcl:multiple+irrelevance``)
-    or path to a JSON Lines file. Every line is validated; the first bad line raises ``SuiteError``."""
+    or path to a JSON Lines file. Every line is validated, and every expected call checked against its tool; all
+    problems found are raised at once, as one ``SuiteError`` naming each line."""
     text = str(name_or_path)
     if text.startswith("bfcl:"):
         from evals.bfcl import load_bfcl
@@ -209,91 +255,171 @@ def load_suite(name_or_path: str | Path) -> Suite:
         raise SuiteError(f"Suite file {path} does not exist.")
     if not path.is_file():
         raise SuiteError(f"Suite {path} is a directory, not a JSON Lines file.")
-    suite = Suite(path.stem, _read_cases(path), source=str(path))
-    check_calls(suite)
-    return suite
+    by_line, problems = _read_cases(path)
+    for number, case in by_line.items():
+        problems += [f"line {number}: case {case.id!r}: {problem}" for problem in expected_call_problems(case)]
+    if not by_line and not problems:
+        problems.append("no cases found")
+    if problems:
+        problems.sort(key=_line_number)
+        listed = "\n".join(f"  - {path}, {p}" if p.startswith("line ") else f"  - {path}: {p}"
+                           for p in problems[:MAX_LISTED_PROBLEMS])
+        more = f"\n  ... and {len(problems) - MAX_LISTED_PROBLEMS} more" if len(problems) > MAX_LISTED_PROBLEMS else ""
+        raise SuiteError(f"Suite file {path} has {len(problems)} problem(s) (format: evals/suites/FORMAT.md):\n"
+                         f"{listed}{more}")
+    return Suite(path.stem, list(by_line.values()), source=str(path))
 
 
-MAX_LINE_DEPTH = 64  # a case nests a few levels; deeper is not a case (and would exhaust the JSON parser)
+def suite_reference(name_or_path: str | Path) -> str:
+    """What ``load_suite`` loads ``name_or_path`` from in any working directory: the name, with a file's path made
+    absolute (a run records it, so that ``toolsel eval rescore`` finds a suite given as a file)."""
+    text = str(name_or_path)
+    if text.startswith("bfcl:"):
+        parts = text.removeprefix("bfcl:").split("+")
+        return "bfcl:" + "+".join(str(Path(p).resolve()) if Path(p).suffix == ".json" and Path(p).exists() else p
+                                  for p in parts)
+    path = Path(text).resolve()
+    if not Path(text).exists():
+        return text
+    return path.stem if path == (SUITES_DIR / f"{path.stem}.jsonl").resolve() else str(path)  # a built-in: its name
 
 
-def _read_cases(path: Path) -> list[Case]:
-    cases: list[Case] = []
-    seen: dict[str, int] = {}
+def _line_number(problem: str) -> int:
+    return int(problem.split(":", 1)[0].removeprefix("line ")) if problem.startswith("line ") else 0
+
+
+def _read_cases(path: Path) -> tuple[dict[int, Case], list[str]]:
+    """The valid cases of a suite file by line number, and a problem for each line that is not one."""
+    cases: dict[int, Case] = {}
+    problems: list[str] = []
+    first_line: dict[str, int] = {}
+    with path.open("rb") as handle:
+        for number, raw in _lines(handle, MAX_LINE_BYTES):
+            try:
+                case = _parse_case(raw)
+            except ValueError as error:
+                problems.append(f"line {number}: {error}")
+                continue
+            if case is None:
+                continue
+            if case.id in first_line:
+                problems.append(f"line {number}: duplicate id {case.id!r} (first on line {first_line[case.id]})")
+                continue
+            first_line[case.id] = number
+            cases[number] = case
+    return cases, problems
+
+
+def _lines(handle, limit: int):
+    """(line number, bytes) per line, reading at most ``limit`` bytes of each; a longer line comes as None."""
+    number = 0
+    while raw := handle.readline(limit + 1):
+        number += 1
+        if len(raw) > limit:
+            while not raw.endswith(b"\n") and (raw := handle.readline(limit)):
+                pass
+            raw = None
+        yield number, raw
+
+
+def _parse_case(raw: bytes | None) -> Case | None:
+    """The case on one line (None for a blank line); a ``ValueError`` says what is wrong with it."""
+    if raw is None:
+        raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes, the limit for one case (a request may hold "
+                         f"{MAX_REQUEST_CHARS:,} characters)")
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start}); suite files are UTF-8 JSON "
+                         "Lines") from None
+    if not line.strip():
+        return None
+    try:
+        data = loads_strict(line, max_depth=MAX_DEPTH)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object per line, got {type(data).__name__}")
+    try:
+        return Case.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"field '{'.'.join(str(p) for p in e['loc']) or '(case)'}': {e['msg']}"
+            for e in error.errors(include_url=False)
+        )
+        raise ValueError(f"case {str(data.get('id', '?'))[:80]!r}: {problems}") from None
+
+
+def read_json_lines(path: Path) -> list[Any]:
+    """The JSON values of a JSON Lines file (BFCL's data), blank lines skipped; a line that is not UTF-8 JSON is a
+    ``SuiteError``."""
+    rows = []
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise SuiteError(f"{path}, line {number}: not UTF-8 ({error.reason} at byte {error.start}); suite "
-                                 "files are UTF-8 JSON Lines.") from None
-            if not line.strip():
-                continue
-            problem = too_large_json(line)
-            if problem:
-                raise SuiteError(f"{path}, line {number}: {problem}.")
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise SuiteError(f"{path}, line {number}: not valid JSON ({error.msg} at column {error.colno}).") from None
-            if not isinstance(data, dict):
-                raise SuiteError(f"{path}, line {number}: expected a JSON object per line, got {type(data).__name__}.")
-            try:
-                case = Case.model_validate(data)
-            except ValidationError as error:
-                problems = "; ".join(
-                    f"field '{'.'.join(str(p) for p in e['loc']) or '(case)'}': {e['msg']}"
-                    for e in error.errors(include_url=False)
-                )
-                raise SuiteError(f"{path}, line {number}: case {data.get('id', '?')!r}: {problems}") from None
-            if case.id in seen:
-                raise SuiteError(f"{path}, line {number}: duplicate id {case.id!r} (first on line {seen[case.id]}).")
-            seen[case.id] = number
-            cases.append(case)
-    if not cases:
-        raise SuiteError(f"{path}: no cases found.")
-    return cases
-
-
-def read_json_lines(path: Path) -> list[Any]:
-    """The JSON values of a JSON Lines file, blank lines skipped; a line that is not JSON is a ``SuiteError``."""
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
+                if line.strip():
                     rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise SuiteError(f"{path}, line {number}: not valid JSON ({error.msg}).") from None
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+                reason = "nested too deep" if isinstance(error, RecursionError) else f"{type(error).__name__}: {error}"
+                raise SuiteError(f"{path}, line {number}: not valid UTF-8 JSON ({reason}).") from None
     return rows
 
 
-def too_large_json(line: str) -> str | None:
-    from tool_selection.parsing import nesting_depth
-
-    return f"nested deeper than {MAX_LINE_DEPTH} levels" if nesting_depth(line) > MAX_LINE_DEPTH else None
-
-
-def check_calls(suite: Suite) -> None:
-    """Refuse a suite whose expected calls name a tool its case does not have, or an argument the tool does not
-    take (such a case could only score 0), or a tool set that does not exist; each problem with its case id."""
+def expected_call_problems(case: Case) -> list[str]:
+    """What makes ``case`` unwinnable: a tool set that does not exist, or an expected call that no call its tool
+    accepts would match (``call_refusals``). BFCL's imports are not checked: their answers follow BFCL's
+    conventions, not the schemas."""
+    try:
+        registry = registry_for(case)
+    except ToolSelectionError as error:
+        return [str(error)]
     problems = []
-    for case in suite.cases:
-        try:
-            registry = registry_for(case)
-        except ToolSelectionError as error:
-            problems.append(f"case {case.id!r}: {error}")
+    for call in case.expected_calls:
+        if call.tool_name not in registry:
+            problems.append(f"expected tool {call.tool_name!r} is not among its tools")
             continue
-        for call in case.expected_calls:
-            if call.tool_name not in registry:
-                problems.append(f"case {case.id!r}: expected tool {call.tool_name!r} is not among its tools")
-                continue
-            properties = registry.get(call.tool_name).input_schema().get("properties")
-            unknown = sorted(set(call.arguments) - set(properties)) if properties else []
-            if unknown and registry.get(call.tool_name).input_schema().get("additionalProperties") is False:
-                problems.append(f"case {case.id!r}: {call.tool_name} takes no argument(s) {unknown}")
-        if len(problems) >= 20:
-            break
-    if problems:
-        listing = "\n".join(f"  - {p}" for p in problems[:20])
-        raise SuiteError(f"Suite {suite.name!r} has expected calls its tools cannot satisfy:\n{listing}")
+        try:
+            problems += call_refusals(registry.get(call.tool_name), call, strict=case.strict_arguments)
+        except referencing.exceptions.Unresolvable as error:
+            problems.append(f"{call.tool_name}'s parameters hold a $ref that cannot be resolved ({error})")
+    return problems
+
+
+def call_refusals(tool: type[BaseTool], call: ExpectedCall, *, strict: bool) -> list[str]:
+    """How ``tool`` refuses every call that would match ``call``: an argument it does not take, an acceptable value
+    it rejects (each is checked on its own; ``""``, "may be omitted", only counts where the tool takes it), an
+    argument it requires that the call lists with no value it takes, or, with ``strict`` (unlisted arguments are
+    wrong), one that the call does not list. Without ``strict`` an unlisted argument is any value, so an expected
+    call may leave out what a step cannot know yet (``{}`` checks no argument)."""
+    acceptable = call.acceptable()
+    undeclared = tool.undeclared_arguments(dict.fromkeys(acceptable))
+    problems = [f"{tool.NAME} takes no argument(s) {sorted(undeclared)}"] if undeclared else []
+    witness: dict[str, Any] = {}  # a call the expected one matches: each argument's first value the tool takes
+    for name, values in acceptable.items():
+        if name in undeclared:
+            continue
+        for value in values:
+            refused = [p for p in tool.check_arguments({name: value}) if _concerns(p.field, name)]
+            if not refused:
+                witness.setdefault(name, value)
+            elif value != "":
+                problems.append(f"{tool.NAME} refuses the expected value {_short(value)} of {name!r}: "
+                                f"{refused[0].message}")
+    for problem in tool.check_arguments(witness):
+        if problem.field in acceptable and problem.field not in witness:
+            problems.append(f"{tool.NAME} needs {problem.field!r}, which the expected call lists with no value "
+                            f"the tool takes ({problem.message})")
+        elif strict and problem.field not in acceptable and problem.field != "(arguments)":
+            problems.append(f"{tool.NAME} needs {problem.field!r}, which the expected call leaves out, and "
+                            f"strict_arguments refuses any argument it does not list ({problem.message})")
+    return problems
+
+
+def _concerns(field: str, *names: str) -> bool:
+    return any(field == name or field.startswith((f"{name}.", f"{name}[")) for name in names)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."

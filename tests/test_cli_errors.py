@@ -56,6 +56,8 @@ def _bad_inputs(tmp_path):
         "expected tool not in set": (eval_ + [unknown_tool], "expected tool 'get_weather' is not among its tools"),
         "expected argument not taken": (eval_ + [unknown_arg], "takes no argument(s) ['zone']"),
         "unknown tool set": (eval_ + [unknown_set], "Unknown tool set 'weather'"),
+        "retrieve past every catalog": (eval_ + ["treasure_hunt", "--retrieve", "100000"],
+                                        "retrieve=100000 (--retrieve) keeps every tool of every case"),
         "thresholds too fine": (["bench", "stuck", "--suite", "treasure_hunt", "--no-mlflow", "--thresholds",
                                  "0:1:1e-9", "--pair", "local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b"],
                                 "over 1000 thresholds"),
@@ -70,6 +72,7 @@ def _bad_inputs(tmp_path):
     "threads 0", "threads -3", "serve 0", "max tokens -5", "empty split", "program missing", "program not JSON",
     "program pickle", "run dir a file", "bogus tracking", "suite nested deep", "suite not UTF-8",
     "suite a directory", "expected tool not in set", "expected argument not taken", "unknown tool set",
+    "retrieve past every catalog",
     "thresholds too fine", "train limit -1", "no API key"])
 def test_bad_input_is_one_clear_line(name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -93,3 +96,24 @@ def test_a_bad_collaboration_config_is_a_clear_error(tmp_path, content):
     with pytest.raises(ToolSelectionError) as raised:
         load_collaboration_config(path)
     assert str(path) in str(raised.value)
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "--no-mlflow", "--suite", "treasure_hunt", "--strategy", "gate+native", "--gate-threshold", "nan"],
+    ["eval", "loop", "--threshold", "NaN"],
+])
+def test_a_nan_threshold_is_refused_naming_its_flag(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    flag = argv[argv.index("nan" if "nan" in argv else "NaN") - 1]
+    assert exited.value.code == 2 and f"argument {flag}: " in err and "is not a number" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_infinite_thresholds_stay_allowed():
+    """-inf opens the gate (every case scored and selected), as 'toolsel bench gate' needs."""
+    from evals.cli import threshold
+
+    assert threshold("-inf") == float("-inf") and threshold("inf") == float("inf") and threshold("0.5") == 0.5

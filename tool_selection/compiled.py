@@ -17,6 +17,7 @@ unless the caller passes ``allow_tool_changes=True``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import logging
@@ -25,11 +26,12 @@ from typing import Any
 
 import dspy
 from dspy.utils.saving import get_dependency_versions
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import demo_without
+from tool_selection.strict_json import loads_strict
 
 __all__ = [
     "Manifest",
@@ -52,6 +54,7 @@ MANIFEST_FILE = "manifest.json"
 PREDICTOR_KEYS = ("traces", "train", "demos", "signature", "lm", "fields")
 DEMO_FLAGS = ("augmented",)  # set by DSPy on bootstrapped demonstrations
 DEPENDENCY_KEYS = tuple(get_dependency_versions())  # what DSPy records under metadata.dependency_versions
+MAX_FILE_BYTES = 16 << 20  # a program with a hundred demonstrations is a few hundred kilobytes
 
 
 class ToolsChangedError(ToolSelectionError):
@@ -138,7 +141,8 @@ def _predictor_problems(predictor: dspy.Predict, state: Any) -> list[str]:
             problems.append(f"{key}: must be an empty list")
     if state.get("fields", {}) != {}:
         problems.append("fields: must be empty (a selector has no decision-output settings)")
-    field_names = list(predictor.signature.fields)
+    fields = predictor.signature.fields
+    field_names = list(fields)
     problems += _signature_problems(state.get("signature"), len(field_names))
     demos = state.get("demos", [])
     if not isinstance(demos, list):
@@ -153,7 +157,30 @@ def _predictor_problems(predictor: dspy.Predict, state: Any) -> list[str]:
                     problems.append(f"demos[{index}].{key}: must be true or false")
             elif key not in field_names:
                 problems.append(f"demos[{index}].{key}: not a field of the signature ({', '.join(field_names)})")
+            else:
+                problem = _value_problem(fields[key].annotation, value)
+                if problem:
+                    problems.append(f"demos[{index}].{key}: {problem}")
     return problems
+
+
+@functools.lru_cache(maxsize=64)
+def _adapter(annotation: Any) -> TypeAdapter:
+    return TypeAdapter(annotation)
+
+
+def _value_problem(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` cannot be a demonstration's value of a field typed ``annotation`` (the prompt is built from
+    it), or None. A field a demonstration leaves empty (``null``, as bootstrapping can) is fine."""
+    if value is None:
+        return None
+    try:
+        _adapter(annotation).validate_python(value)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where + ': ' if where else ''}{first['msg']}"
+    return None
 
 
 def _signature_problems(signature: Any, field_count: int) -> list[str]:
@@ -179,16 +206,25 @@ def check_program_state(program: dspy.Module, state: Any, source: str | Path) ->
                                 f"{listing}\nRefusing to load it: only load compiled selectors from people you trust.")
 
 
-def _not_json(constant: str) -> None:
-    raise ValueError(f"{constant} is not a JSON value")
-
-
 def _read_json(path: Path) -> Any:
+    """The JSON of a program or manifest file, read strictly (``strict_json``); anything else is a clear error."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_not_json)
+        text = path.read_bytes()
     except FileNotFoundError:
         raise ToolSelectionError(f"{path} is missing.") from None
-    except ValueError as error:  # undecodable bytes, malformed JSON, NaN or Infinity
+    except IsADirectoryError:
+        raise ToolSelectionError(f"{path} is a directory, not a JSON file.") from None
+    except OSError as error:
+        raise ToolSelectionError(f"{path} cannot be read: {error.strerror}.") from None
+    if len(text) > MAX_FILE_BYTES:
+        raise ToolSelectionError(f"{path} is {len(text):,} bytes, over the {MAX_FILE_BYTES:,} bytes a compiled "
+                                 "selector's file may hold.")
+    try:
+        return loads_strict(text.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ToolSelectionError(f"{path} is not valid JSON: not UTF-8 ({error.reason} at byte "
+                                 f"{error.start}).") from None
+    except ValueError as error:  # malformed JSON, NaN, a number out of range, duplicate keys, lone surrogates
         raise ToolSelectionError(f"{path} is not valid JSON: {error}") from None
 
 
@@ -243,7 +279,7 @@ def read_manifest(directory: str | Path) -> Manifest:
     if not path.exists():
         raise ToolSelectionError(f"{directory} is not a compiled selector: {MANIFEST_FILE} is missing.")
     try:
-        return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+        return Manifest.model_validate(_read_json(path))
     except ValidationError as error:
         raise ToolSelectionError(f"{path} is not a valid manifest: {error}") from None
 

@@ -20,6 +20,7 @@ from referencing.exceptions import Unresolvable
 
 from tool_selection.errors import ArgumentProblem, ToolDefinitionError, ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.schema_patterns import ArgumentValidator
 from tool_selection.schema_refs import LOCAL_ONLY
 from tool_selection.tool import BaseTool
 
@@ -228,7 +229,7 @@ class SchemaOnlyTool(BaseTool, abstract=True):
     def check_arguments(cls, arguments: dict[str, Any]) -> list[ArgumentProblem]:
         if not isinstance(arguments, dict):
             return [ArgumentProblem("(arguments)", f"expected an object, got {type(arguments).__name__}")]
-        validator = jsonschema.Draft202012Validator(cls.input_schema(), registry=LOCAL_ONLY)
+        validator = ArgumentValidator(cls.input_schema(), registry=LOCAL_ONLY)  # patterns match under a time limit
         try:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
         except Unresolvable as error:  # refused when the tool was defined, unless input_schema changed since

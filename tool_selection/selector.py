@@ -208,14 +208,17 @@ class MultiToolSelector(dspy.Module):
     def from_directory(cls, directory: str | Path, tools: Tools | None = None, *,
                        allow_tool_changes: bool = False) -> MultiToolSelector:
         """A compiled selector saved by ``toolsel optimize``; refuses if its tools changed (see ``compiled``)."""
-        from tool_selection.compiled import load_compiled, read_manifest
+        from tool_selection.compiled import MANIFEST_FILE, load_compiled, read_manifest
         from tool_selection.toolset import load_tool_set
 
         directory = Path(directory)
         manifest = read_manifest(directory)
-        if tools is None and manifest.tool_set:
-            tools = load_tool_set(manifest.tool_set)
-        selector = cls(tools, strategy=getattr(manifest, "strategy", None) or STRUCTURED_STRATEGY)
+        try:  # the tool set and strategy the manifest names
+            if tools is None and manifest.tool_set:
+                tools = load_tool_set(manifest.tool_set)
+            selector = cls(tools, strategy=getattr(manifest, "strategy", None) or STRUCTURED_STRATEGY)
+        except ToolSelectionError as error:
+            raise ToolSelectionError(f"{directory / MANIFEST_FILE}: {error}") from None
         selector.manifest = load_compiled(selector, directory, selector.tools, allow_tool_changes=allow_tool_changes)
         return selector
 

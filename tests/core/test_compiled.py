@@ -101,6 +101,12 @@ def test_a_predictor_lm_is_refused(saved):
     (lambda s: s["select.predict"]["signature"]["fields"].pop(), "signature.fields: must list the signature's 4"),
     (lambda s: s["select.predict"]["signature"]["fields"][0].update(prefix=1), "signature.fields[0]: must hold"),
     (lambda s: s["metadata"].update(extra=1), "metadata must hold only dependency_versions"),
+    (lambda s: s["select.predict"]["demos"][0].update(tool_calls="echo"),
+     "demos[0].tool_calls: Input should be a valid list"),
+    (lambda s: s["select.predict"]["demos"][0].update(tool_calls=[{"name": "echo"}]),
+     "demos[0].tool_calls: 0.tool_name: Field required"),
+    (lambda s: s["select.predict"]["demos"][0].update(request=["say", "hi"]),
+     "demos[0].request: Input should be a valid string"),
 ])
 def test_every_departure_from_a_selector_state_is_named(saved, change, problem):
     _tamper(saved, change)
@@ -183,3 +189,68 @@ def test_a_bare_state_file_is_checked_too(saved):
         load_program_state(MultiToolSelector(strategy="json-cot"), saved / "program.json")
     _tamper(saved, lambda s: s["select.predict"].pop("config"))
     assert load_program_state(MultiToolSelector(strategy="json-cot"), saved / "program.json").select.predict.demos
+
+
+def _rewrite(directory, name, text):
+    """Replace a file's text; program.json gets a manifest hash of its new value where one can be computed, so that
+    what is refused is the content, not the hash."""
+    (directory / name).write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    if name == "program.json":
+        manifest = json.loads((directory / "manifest.json").read_text())
+        try:
+            manifest["program_sha256"] = program_sha256(json.loads(text))
+        except (ValueError, RecursionError):
+            pass
+        (directory / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _program_text(saved, old, new):
+    return (saved / "program.json").read_text().replace(old, new, 1)
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    pytest.param("program.json", lambda s: '{"select.predict": ' * 5000 + "{}" + "}" * 5000,
+                 "program.json is not valid JSON: nested deeper than 64 levels", id="deep program"),
+    pytest.param("program.json", lambda s: _program_text(s, '"instructions": "', '"instructions": "\\ud800'),
+                 "select.predict.signature.instructions holds a lone surrogate", id="surrogate in program"),
+    pytest.param("program.json", lambda s: _program_text(s, '"train": []', '"train": [], "train": []'),
+                 "duplicate key 'train'", id="duplicate key in program"),
+    pytest.param("program.json", lambda s: _program_text(s, '"traces": []', '"traces": [1e999]'),
+                 "1e999 is beyond the range of a JSON number", id="huge number in program"),
+    pytest.param("program.json", lambda s: None, "program.json is a directory, not a JSON file",
+                 id="program a folder"),
+    pytest.param("manifest.json", lambda s: b'{"model": "caf\xe9"}', "manifest.json is not valid JSON: not UTF-8",
+                 id="manifest not UTF-8"),
+    pytest.param("manifest.json", lambda s: None, "manifest.json is a directory, not a JSON file",
+                 id="manifest a folder"),
+    pytest.param("manifest.json", lambda s: '{"model": ' * 3000 + "1" + "}" * 3000,
+                 "manifest.json is not valid JSON: nested deeper than 64 levels", id="deep manifest"),
+    pytest.param("manifest.json", lambda s: '{"tool_set": null, "model": "m", "scores": {"a": NaN}}',
+                 "manifest.json is not valid JSON: NaN is not a JSON value", id="NaN in manifest"),
+])
+def test_a_malformed_compiled_file_is_a_clear_error(saved, name, content, message):
+    text = content(saved)
+    if text is None:
+        (saved / name).unlink()
+        (saved / name).mkdir()
+    else:
+        _rewrite(saved, name, text)
+    with pytest.raises(ToolSelectionError) as raised:
+        _load(saved)
+    assert message in str(raised.value) and str(saved) in str(raised.value)
+
+
+def test_a_file_past_the_size_limit_is_refused_unread(saved, monkeypatch):
+    monkeypatch.setattr("tool_selection.compiled.MAX_FILE_BYTES", 100)
+    with pytest.raises(ToolSelectionError, match=r"manifest\.json is [\d,]+ bytes, over the 100 bytes"):
+        _load(saved)
+
+
+def test_what_the_manifest_names_is_refused_naming_the_manifest(saved):
+    manifest = json.loads((saved / "manifest.json").read_text())
+    (saved / "manifest.json").write_text(json.dumps({**manifest, "strategy": "telepathy"}))
+    with pytest.raises(ToolSelectionError, match=r"manifest\.json: Unknown selection strategy 'telepathy'"):
+        _load(saved)
+    (saved / "manifest.json").write_text(json.dumps({**manifest, "tool_set": "weather"}))
+    with pytest.raises(ToolSelectionError, match=r"manifest\.json: Unknown tool set 'weather'"):
+        MultiToolSelector.load(saved)

@@ -47,3 +47,14 @@ def test_a_run_resumes_without_redoing_finished_tasks(tmp_path):
     result = run_loop_suite(tasks, second_lm, strategy="native", run_dir=tmp_path / "run")
     assert len(result.results) == 2 and len(second.calls) == len(tasks[1].oracle) + 1
     assert (tmp_path / "run" / "results.parquet").exists()
+
+
+def test_a_nan_threshold_is_refused_before_any_task_runs(tmp_path):
+    import pytest
+
+    from tool_selection.errors import ToolSelectionError
+
+    with pytest.raises(ToolSelectionError, match=r"threshold \(--threshold\) is NaN"):
+        run_loop_suite(load_loop_suite("multistep")[:1], dspy.LM("openai/unused"), threshold=float("nan"),
+                       run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()

@@ -89,3 +89,30 @@ def test_a_dropping_copy_counts_nothing_dropped_on_an_unreadable_answer(tmp_path
     assert main(["eval", "rescore", str(run), "--undeclared-arguments", "drop", "--into", str(tmp_path / "d")]) == 0
     row = pd.read_parquet(tmp_path / "d" / "results.parquet").iloc[0]
     assert row["parse_failure"] == 1.0 and row["undeclared_dropped"] == 0.0  # what a live dropping run records
+
+
+def test_a_run_on_a_suite_file_is_rescored_from_anywhere(suite_path, tmp_path, monkeypatch):
+    from evals.evaluate import evaluate
+    from tests.evals.test_runner import ANSWERS, CountingLM
+    from tool_selection.selector import ToolSelectionAdapter
+
+    monkeypatch.chdir(suite_path.parent)
+    lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
+    run = evaluate(suite_path.name, lm, split=None, mlflow=False, progress=False, strategy="json-cot",
+                   run_dir=tmp_path / "run").run_dir
+    assert json.loads((run / "summary.json").read_text())["params"]["suite_ref"] == str(suite_path.resolve())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["eval", "rescore", str(run)]) == 0
+
+
+def test_a_run_that_does_not_record_its_suite_file_names_the_fix(suite_path, tmp_path, capsys):
+    run = _run(tmp_path, [])
+    summary = json.loads((run / "summary.json").read_text())
+    summary["params"]["suite"] = "mini"  # made on mini.jsonl before runs recorded suite_ref
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert main(["eval", "rescore", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown suite 'mini'" in err and "--suite PATH" in err, err
+    assert main(["eval", "rescore", str(run), "--suite", str(suite_path)]) == 0

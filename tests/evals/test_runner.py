@@ -129,3 +129,26 @@ def test_cached_answers_are_counted_for_the_cache_note():
 
     results = pd.DataFrame({"input_tokens": [1200, 0, 0], "output_tokens": [60, 0, 0], "error": [0.0, 0.0, 1.0]})
     assert _cached_cases(results) == 1  # the failed call is an error, not a cache hit
+
+
+def test_a_row_whose_case_holds_a_lone_surrogate_is_written(tmp_path):
+    """Files refuse such a case at load; one built in Python still gets its row written, the surrogate replaced."""
+    from evals.suite import Case, Suite
+    from tests.evals.conftest import make_cases
+
+    case = Case.model_validate({**make_cases()[0], "tags": ["single", "\ud800"]})
+    result = Evaluator(suite=Suite("s", [case]), progress=False)(JSON_COT(), lm=CountingLM(ANSWERS),
+                                                                 run_dir=tmp_path / "run")
+    assert result.results.loc[0, "full_match"] == 1.0
+    assert json.loads((tmp_path / "run" / RESULTS_FILE).read_text())["tags"] == ["single", "?"]
+
+
+def test_evaluate_refuses_a_nan_gate_threshold_and_a_retrieval_that_keeps_every_tool(suite_path):
+    from tool_selection.errors import ToolSelectionError
+
+    with pytest.raises(ToolSelectionError, match=r"gate_threshold \(--gate-threshold\) is NaN"):
+        evaluate(str(suite_path), CountingLM(ANSWERS), strategy="gate+json-cot", gate_threshold=float("nan"),
+                 mlflow=False, progress=False)
+    with pytest.raises(ToolSelectionError, match=r"retrieve=2 \(--retrieve\) keeps every tool of every case \(the "
+                                                 r"largest catalog has 2\)"):
+        evaluate(str(suite_path), CountingLM(ANSWERS), retrieve=2, mlflow=False, progress=False)
