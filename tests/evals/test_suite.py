@@ -135,7 +135,7 @@ def _refusal(path):
                  "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\" of 'city': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' "
                  "does not match '^(a+)+$'", id="catastrophic pattern"),
     pytest.param({**GOOD, "tools": [{**WEATHER, "parameters": {"type": "object", "properties": {
-        "city": {"$ref": "#/$defs/none"}}}}]}, "get_weather's parameters hold a $ref that cannot be resolved",
+        "city": {"$ref": "#/$defs/none"}}}}]}, "$ref '#/$defs/none' points to nothing in the schema",
                  id="unresolvable $ref"),
 ])
 def test_an_attack_on_the_suite_loader_is_named_with_its_line(tmp_path, line, message):
