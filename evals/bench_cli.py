@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Benchmarks that compare strategies across models. 'toolsel bench stuck --help' for details.",
     )
     bench.set_defaults(handler=lambda args: _help(bench))
-    sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate|scale")
+    sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate|relevance|scale")
 
     stuck = sub.add_parser(
         "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
@@ -76,7 +76,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     gate.set_defaults(handler=_gate)
 
-    from evals.benchmarks import scale
+    from evals.benchmarks import relevance, scale
+
+    relevance_parser = sub.add_parser("relevance", help="Fit a relevance model on recorded signals and report it.",
+                                      description=relevance.__doc__.split("\n\n")[0])
+    relevance.add_arguments(relevance_parser)
+    relevance_parser.set_defaults(handler=relevance.run_from_args)
 
     scale_parser = sub.add_parser("scale", help="Selection over registries of 10 to 2,000+ tools, with retrieval.",
                                   description=scale.__doc__.split("\n\n")[0])

@@ -92,6 +92,6 @@ def test_retrieval_signals_rank_the_request_against_the_tools():
 
 
 def test_unknown_signals_are_refused_with_the_known_ones():
-    with pytest.raises(UnknownSignalError, match="'dense_bets'.*dense_best"):
+    with pytest.raises(UnknownSignalError, match="'dense_bets' \\(did you mean dense_best"):
         check_signals(["dense_bets"])
     assert set(check_signals(list(SIGNALS))) == set(SIGNALS)

@@ -276,7 +276,8 @@ def check_signals(names: Sequence[str]) -> tuple[str, ...]:
     if unknown:
         from tool_selection.errors import close_matches
 
-        hints = "; ".join(f"{name!r}{close_matches(name, SIGNALS)}" for name in unknown)
+        hints = "; ".join(f"{name!r}" + (f" (did you mean {', '.join(close_matches(name, SIGNALS))}?)"
+                                          if close_matches(name, SIGNALS) else "") for name in unknown)
         raise UnknownSignalError(f"Unknown relevance signal(s): {hints}. Known: {', '.join(SIGNALS)}.")
     if not names:
         raise UnknownSignalError(f"A relevance stage needs at least one signal. Known: {', '.join(SIGNALS)}.")

@@ -1,0 +1,149 @@
+"""``toolsel bench relevance``: a relevance model from runs that recorded the relevance signals, and what it does.
+
+Each RUN_DIR is one suite evaluated with ``--relevance-signals`` over every split (``measure_relevance.sh``). The
+model is fitted on the train rows (of ``--fit-suites``, default all), its threshold chosen on the dev rows with
+a balanced objective, and it is reported on every suite's test rows against the selection alone: each signal's
+AUROC alone and the combination's, and the paired change in accuracy, abstention and false abstention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+
+from evals.benchmarks.report import markdown
+from evals.relevance import RelevanceReport, relevance_report, signal_names
+from evals.runner import load_results
+from evals.tracking import git_commit
+from tool_selection.errors import ToolSelectionError
+
+__all__ = ["add_arguments", "format_report", "load_runs", "markdown_report", "run_from_args"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                        help="Run directories of 'toolsel eval --split all --relevance-signals ...', one per suite.")
+    parser.add_argument("--signals", help="Comma-separated signals the model combines (default: every recorded one).")
+    parser.add_argument("--fit-suites", help="Comma-separated suites whose train and dev rows fit the model and choose "
+                                             "its threshold (default: all); every suite's test rows are reported.")
+    parser.add_argument("--C", type=float, default=1.0, help="Inverse regularisation strength (default: 1).")
+    parser.add_argument("--save", metavar="MODEL_JSON", help="Write the fitted model (for toolsel eval --relevance).")
+    parser.add_argument("--markdown", metavar="FILE", help="Also write the report as a markdown page.")
+
+
+def load_runs(run_dirs: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
+    """suite -> rows, and suite -> the run's params, from run directories."""
+    runs, params = {}, {}
+    for run_dir in run_dirs:
+        path = Path(run_dir) / "summary.json"
+        summary = json.loads(path.read_text()) if path.is_file() else {}
+        suite = (summary.get("params") or {}).get("suite") or Path(run_dir).name
+        if suite in runs:
+            raise ToolSelectionError(f"Two runs of suite {suite!r}: give one run directory per suite.")
+        runs[suite], params[suite] = load_results(run_dir), {**(summary.get("params") or {}), "run_dir": run_dir}
+    return runs, params
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    runs, params = load_runs(args.runs)
+    recorded = sorted(set.intersection(*(set(signal_names(rows)) for rows in runs.values())))
+    signals = [s.strip() for s in args.signals.split(",")] if args.signals else recorded
+    if not signals:
+        raise ToolSelectionError("These runs recorded no relevance signal: evaluate with --relevance-signals cheap.")
+    fit = [s.strip() for s in args.fit_suites.split(",")] if args.fit_suites else None
+    report = relevance_report(runs, signals, C=args.C, fit_suites=fit)
+    print(format_report(report))
+    if args.save:
+        print(f"\nrelevance model: {report.model.save(args.save)}")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_report(report, params, command=_command(args)))
+        print(f"report: {args.markdown}")
+    return 0
+
+
+def _command(args: argparse.Namespace) -> str:
+    parts = ["toolsel bench relevance", *args.runs]
+    parts += [f"--signals {args.signals}"] if args.signals else []
+    parts += [f"--fit-suites {args.fit_suites}"] if args.fit_suites else []
+    return " ".join(parts)
+
+
+def _points(value: float) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}"
+
+
+def _change(row: pd.Series, metric: str) -> str:
+    low, high = row[f"{metric}_ci"]
+    p = row[f"{metric}_p"]
+    return (f"{_points(row[f'{metric}_before'])} -> {_points(row[f'{metric}_after'])} "
+            f"({100 * row[f'{metric}_diff']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+            + (f", p {p:.3g})" if p is not None and not (isinstance(p, float) and math.isnan(p)) else ")"))
+
+
+def test_table(report: RelevanceReport) -> pd.DataFrame:
+    return pd.DataFrame({
+        "suite": report.test["suite"], "cases": report.test["cases"],
+        "overruled %": [_points(v) for v in report.test["overruled"]],
+        "accuracy": [_change(r, "accuracy") for _, r in report.test.iterrows()],
+        "abstention": [_change(r, "abstention_accuracy") if not _missing(r, "abstention_accuracy") else "-"
+                       for _, r in report.test.iterrows()],
+        "false abstention": [_change(r, "false_abstention_rate") if not _missing(r, "false_abstention_rate")
+                             else "-" for _, r in report.test.iterrows()],
+        "balanced": [f"{_points(r['balanced_accuracy_before'])} -> {_points(r['balanced_accuracy_after'])}"
+                     for _, r in report.test.iterrows()],
+    })
+
+
+def _missing(row: pd.Series, metric: str) -> bool:
+    value = row.get(f"{metric}_before")
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def format_report(report: RelevanceReport) -> str:
+    model = report.model
+    lines = [f"relevance model {model.fingerprint}: {', '.join(model.signals)}; fitted on "
+             f"{model.trained_on.get('rows')} train rows with a call ({model.trained_on.get('relevant')} needing one) "
+             f"of {', '.join(model.trained_on.get('suites', []))}",
+             "weights (standardised): " + ", ".join(f"{s} {w:+.2f}" for s, w in zip(model.signals, model.coefficients)),
+             f"threshold P < {model.threshold:.3f}, chosen on {model.dev.get('rows')} dev rows: balanced accuracy "
+             f"{_points(model.dev.get('balanced_accuracy'))}, accuracy {_points(model.dev.get('accuracy'))}, "
+             f"abstention {_points(model.dev.get('abstention_accuracy'))}, false abstention "
+             f"{_points(model.dev.get('false_abstention_rate'))}",
+             "", "AUROC on the test rows where the selector called (0.5: no signal):",
+             report.aurocs.to_string(float_format=lambda v: f"{v:.3f}"),
+             "", "test: the selection alone -> with the relevance model (points, paired 95% CI, McNemar's p):",
+             test_table(report).to_string(index=False)]
+    return "\n".join(lines)
+
+
+def _table(frame: pd.DataFrame, *, index: str | None = None, digits: int = 3) -> str:
+    frame = frame.reset_index(names=index) if index else frame
+    return markdown([{column: (f"{value:.{digits}f}" if isinstance(value, float) else value)
+                      for column, value in row.items()} for row in frame.to_dict("records")])
+
+
+def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str) -> str:
+    """The report as a page: tables first, then where the rows come from."""
+    model = report.model
+    provenance = pd.DataFrame([{"suite": suite, "run": p.get("run_dir"), "model": p.get("model"),
+                                "strategy": p.get("strategy"), "rows": p.get("cases"),
+                                "commit": p.get("git_commit")} for suite, p in params.items()])
+    return "\n".join([
+        f"# Relevance: {', '.join(sorted({str(p.get('model')) for p in params.values()}))}", "",
+        f"Generated by `{command}` on {date.today().isoformat()} at commit {git_commit()}.", "",
+        "## What the relevance model does on test", "",
+        _table(test_table(report)), "",
+        f"Threshold P < {model.threshold:.3f}, chosen on dev (balanced accuracy "
+        f"{_points(model.dev.get('balanced_accuracy'))}); fitted on {model.trained_on.get('rows')} train rows of "
+        f"{', '.join(model.trained_on.get('suites', []))}.", "",
+        "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",
+        _table(report.aurocs, index="signal"), "",
+        "## The model", "",
+        _table(pd.DataFrame({"signal": model.signals, "weight (standardised)": model.coefficients,
+                             "mean": model.means, "scale": model.scales})), "",
+        "## Provenance", "", _table(provenance), ""])

@@ -1,0 +1,132 @@
+"""A relevance model from recorded rows, offline: fitted on train only, its threshold chosen on dev with a
+balanced objective, reported on test against the selection alone."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evals.gate import choose_threshold as choose_gate_threshold
+from evals.relevance import (
+    apply_relevance,
+    called,
+    choose_threshold,
+    fit_on_rows,
+    relevance_report,
+    signal_aurocs,
+)
+from tool_selection import ToolSelectionError
+
+
+def row(case_id, split, needs_call, called_right, signal, *, abstained=False):
+    """One scored row: a case that needs a call (or none), answered with a call (right or wrong) or none."""
+    call = "[]" if abstained else json.dumps([{"tool_name": "t", "arguments": {}}])
+    right = (not needs_call) if abstained else (needs_call and called_right)
+    return {"id": case_id, "split": split, "tags": ["single" if needs_call else "no_tool"], "predicted": call,
+            "parse_error": None, "full_match": float(right), "tool_exact": float(right),
+            "precision": float(right), "recall": float(right), "f1": float(right),
+            "args_correct": 1.0 if needs_call and not abstained else math.nan,
+            "abstention_correct": math.nan if needs_call else float(abstained),
+            "false_abstention": float(abstained) if needs_call else math.nan,
+            "unknown_tool": 0.0, "invalid_arguments": 0.0, "parse_failure": 0.0, "error": 0.0,
+            "latency_s": 1.0, "input_tokens": 10.0, "output_tokens": 2.0, "rel_dense_best": signal,
+            "rel_bm25_best": (hash(case_id) % 100) / 100, "gate_score": signal}
+
+
+def rows(split, n=40, seed=0):
+    """Half the cases need a call; the selector calls on all of them; dense_best separates them, with overlap."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        needs = i % 2 == 0
+        out.append(row(f"{split}-{i}", split, needs, True, float(rng.normal(0.6 if needs else 0.2, 0.15))))
+    out.append(row(f"{split}-abstained", split, True, False, 0.9, abstained=True))
+    return pd.DataFrame(out)
+
+
+def test_the_model_is_fitted_on_train_rows_only():
+    with pytest.raises(ToolSelectionError, match="train rows only"):
+        fit_on_rows(pd.concat([rows("train"), rows("dev")]), ["dense_best"])
+    with pytest.raises(ToolSelectionError, match="--relevance-signals verify"):
+        fit_on_rows(rows("train"), ["verify"])
+
+
+def test_applying_a_model_turns_low_probability_calls_into_abstentions():
+    model = fit_on_rows(rows("train"), ["dense_best"]).with_threshold(0.5)
+    test = rows("test", seed=2)
+    after = apply_relevance(test, model).set_index("id")
+    overruled = after[after["relevance_overruled"] == 1]
+    assert len(overruled) and (overruled["predicted"] == "[]").all()
+    assert not called(after.reset_index())[after.index.get_loc("test-abstained")]
+    assert after.loc["test-abstained", "relevance_overruled"] == 0.0  # nothing to overrule
+    no_tool = after[after["abstention_correct"].notna()]
+    assert no_tool["abstention_correct"].mean() > 0.7  # most no-tool cases now abstain, rightly
+
+
+def test_the_threshold_is_balanced_so_refusing_everything_cannot_win():
+    # 9 no-tool cases for each tool case: plain accuracy would refuse everything
+    dev = pd.DataFrame([row(f"d{i}", "dev", i % 10 == 0, True, 0.8 if i % 10 == 0 else 0.1 + 0.08 * (i % 10))
+                        for i in range(40)])
+    model = fit_on_rows(rows("train"), ["dense_best"])
+    choice = choose_threshold(model, dev)
+    after = apply_relevance(dev, choice.model)
+    tool_cases = after[after["abstention_correct"].isna()]
+    assert tool_cases["full_match"].mean() == 1.0  # every case that needs a call still gets it
+    assert choice.model.dev["balanced_accuracy"] > 0.9
+    sweep = choice.sweep
+    refuse_all = sweep.loc[sweep["overruled"].idxmax()]
+    assert refuse_all["accuracy"] >= choice.model.dev["accuracy"]  # what plain accuracy would have picked
+
+
+def test_the_gate_threshold_is_balanced_too():
+    dev = pd.DataFrame([row(f"d{i}", "dev", i % 10 == 0, True, 0.8 if i % 10 == 0 else 0.1 + 0.08 * (i % 10))
+                        for i in range(40)])
+    choice = choose_gate_threshold(dev)
+    gated = dev[dev["gate_score"] >= choice.threshold]
+    assert (gated["abstention_correct"].isna()).sum() == 4  # all four tool cases pass the gate
+
+
+def test_aurocs_per_signal():
+    aurocs = signal_aurocs(rows("test"), ["dense_best", "bm25_best"])
+    assert aurocs["dense_best"] > 0.9 and 0.2 < aurocs["bm25_best"] < 0.8
+
+
+def test_the_report_fits_on_train_chooses_on_dev_and_compares_on_test():
+    runs = {"a": pd.concat([rows("train"), rows("dev", seed=1), rows("test", seed=2)]),
+            "b": pd.concat([rows("train", seed=3), rows("dev", seed=4), rows("test", seed=5)])}
+    for name, frame in runs.items():
+        frame["id"] = name + frame["id"]
+    report = relevance_report(runs, ["dense_best", "bm25_best"])
+    assert report.model.trained_on["suites"] == ["a", "b"] and report.model.trained_on["split"] == "train"
+    test = report.test.set_index("suite")
+    assert list(test.index) == ["a", "b", "pooled"] and test.loc["pooled", "cases"] == 82
+    assert test.loc["pooled", "abstention_accuracy_after"] > test.loc["pooled", "abstention_accuracy_before"] == 0
+    assert report.aurocs.loc["combined", "pooled"] > 0.9
+
+
+def test_the_bench_command_reports_saves_the_model_and_writes_a_page(tmp_path, capsys):
+    from tool_selection.cli import main
+    from tool_selection.relevance import RelevanceModel
+
+    run_dirs = []
+    for suite, seed in (("alpha", 0), ("beta", 10)):
+        frame = pd.concat([rows("train", seed=seed), rows("dev", seed=seed + 1), rows("test", seed=seed + 2)])
+        frame["id"] = suite + frame["id"]
+        run_dir = tmp_path / suite
+        run_dir.mkdir()
+        frame.to_parquet(run_dir / "results.parquet", index=False)
+        (run_dir / "summary.json").write_text(json.dumps({"params": {"suite": suite, "model": "local:fake",
+                                                                     "strategy": "native-strict", "cases": 123}}))
+        run_dirs.append(str(run_dir))
+    model_path, page = tmp_path / "relevance.json", tmp_path / "relevance.md"
+    assert main(["bench", "relevance", *run_dirs, "--signals", "dense_best", "--save", str(model_path),
+                 "--markdown", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "AUROC" in out and "pooled" in out and "dense_best" in out
+    assert RelevanceModel.load(model_path).signals == ("dense_best",)
+    text = page.read_text()
+    assert "## Provenance" in text and "| alpha |" in text and "local:fake" in text
+    assert main(["bench", "relevance", run_dirs[0], "--signals", "verify"]) == 2  # not recorded: a clear error
+    assert "--relevance-signals verify" in capsys.readouterr().err
