@@ -301,7 +301,8 @@ class _LMCallCapture(BaseCallback):
         self._pending: dict[str, dict[str, Any]] = {}
 
     def on_lm_start(self, call_id, instance, inputs):
-        self._pending[call_id] = dict(inputs)
+        inputs = dict(inputs)  # the LM call's arguments: prompt, messages, and its keyword arguments as "kwargs"
+        self._pending[call_id] = {**(inputs.pop("kwargs", None) or {}), **inputs}
 
     def on_lm_end(self, call_id, outputs, exception=None):
         inputs = self._pending.pop(call_id, None)
