@@ -36,6 +36,7 @@ from tool_selection.strategies.gate import TOP_LOGPROBS, gate_score
 
 __all__ = [
     "CHEAP_SIGNALS",
+    "DECISION_SIGNALS",
     "SIGNALS",
     "Evidence",
     "SignalSpec",
@@ -101,6 +102,7 @@ class SignalSpec:
     compute: Callable[[Evidence], float]
     summary: str
     costs_a_call: bool = False
+    reads_the_answer: bool = False  # needs the answer's text or log-probabilities, not only the decision
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -283,18 +285,23 @@ def _gate(evidence: Evidence) -> float:
 
 
 SIGNALS: dict[str, SignalSpec] = {spec.name: spec for spec in (
-    SignalSpec("call_open", _call_open, "log-odds that the answer's first token opens a call"),
-    SignalSpec("name_logprob", _name_logprob, "mean log-probability of the chosen names' tokens"),
-    SignalSpec("name_logprob_min", _name_logprob_min, "least log-probability of a chosen name's token"),
+    SignalSpec("call_open", _call_open, "log-odds that the answer's first token opens a call",
+               reads_the_answer=True),
+    SignalSpec("name_logprob", _name_logprob, "mean log-probability of the chosen names' tokens",
+               reads_the_answer=True),
+    SignalSpec("name_logprob_min", _name_logprob_min, "least log-probability of a chosen name's token",
+               reads_the_answer=True),
     SignalSpec("unlisted", _unlisted, "1 when every call names an unlisted function"),
     SignalSpec("grounded_args", _grounded_args, "share of the calls' argument values that the request spells out"),
     SignalSpec("dense_best", _dense_best, "cosine of the request to the closest tool (MiniLM)"),
     SignalSpec("dense_chosen", _dense_chosen, "cosine of the request to the least similar called tool"),
     SignalSpec("bm25_best", _bm25_best, "BM25 score of the best tool"),
     SignalSpec("verify", _verify, "Yes/No score of 'does that call do exactly what I asked?' after the answer",
-               costs_a_call=True),
+               costs_a_call=True, reads_the_answer=True),
     SignalSpec("gate", _gate, "the relevance gate's Yes/No score, with the gate's model", costs_a_call=True),
 )}
+DECISION_SIGNALS = tuple(name for name, spec in SIGNALS.items() if not spec.costs_a_call and not spec.reads_the_answer)
+"""The signals computed from the request, the tools and the decision alone (so also from a finished run's rows)."""
 CHEAP_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "grounded_args", "dense_best",
                  "dense_chosen", "bm25_best", "verify")
 """The signals a relevance stage computes unless told otherwise (all but the gate, which needs its own model)."""
