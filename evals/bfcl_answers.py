@@ -104,7 +104,9 @@ def _answers(truth: list[dict], described: list[dict]) -> Iterator[tuple[str, li
     yield "first acceptable values", base
     properties = {f["name"]: f.get("parameters", {}).get("properties", {}) for f in described}
     for index, (name, possible) in enumerate(expected):
-        variants = _acceptable_variants if index else _argument_variants  # perturbing one call is enough
+        # perturbing each function's first call is enough: the others vary in their acceptable values
+        first_of_its_function = all(other != name for other, _ in expected[:index])
+        variants = _argument_variants if first_of_its_function else _acceptable_variants
         for label, arguments in variants(base[index]["arguments"], possible, properties.get(name, {})):
             yield f"call {index}: {label}", base[:index] + [_call(name, arguments)] + base[index + 1:]
     yield "no call", []

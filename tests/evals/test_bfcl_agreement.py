@@ -19,7 +19,7 @@ GENERATED = {
     "simple_python": ((11948, 11757, 2095, 2286), {NULL: 187, DICT_LIST: 4}),
     "multiple": ((6132, 6039, 1111, 1204), {NULL: 93}),
     "parallel": ((6424, 6351, 1423, 1496), {NULL: 72, GREEDY: 1}),
-    "parallel_multiple": ((6625, 6570, 1622, 1677), {NULL: 55}),
+    "parallel_multiple": ((12981, 12839, 2508, 2650), {NULL: 139, DICT_LIST: 3}),
     "irrelevance": ((1200, 960, 480, 240), {UNPARSEABLE: 240}),
 }
 
