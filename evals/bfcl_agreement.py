@@ -40,6 +40,8 @@ _CHECKER_MODEL = "toolsel-names-as-written"
 
 @dataclass(frozen=True)
 class Disagreement:
+    """An answer the two checkers judge differently, with BFCL's error where BFCL refuses it."""
+
     answer: Answer
     bfcl_valid: bool
     bfcl_error: str
@@ -126,6 +128,12 @@ def our_verdict(category: str, answer: Answer) -> bool:
 
 def compare(category: str, answers: Iterable[Answer], *, source: str) -> Agreement:
     """Both verdicts on each answer; the disagreements with the known difference that explains each."""
+    answers = list(answers)
+    functions, _ = bfcl_records(category)
+    unknown = [a.case_id for a in answers if a.case_id not in functions]
+    if unknown:
+        raise ToolSelectionError(f"{source}: {len(unknown)} case(s) are not in BFCL's {category!r} category "
+                                 f"(e.g. {unknown[:3]}); the agreement reads BFCL's own records of each case.")
     report = Agreement(category, source)
     for answer in answers:
         bfcl_valid, error = bfcl_verdict(category, answer)
@@ -152,6 +160,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
+_MOST_CALLS_REORDERED = 6  # every order of up to this many calls is tried (720)
+
+
 def explain(category: str, answer: Answer, bfcl_valid: bool, error: str) -> str | None:
     """The ``KNOWN_DIFFERENCES`` key of a disagreement (BFCL says ``bfcl_valid``, we say the opposite), or None
     for one nobody has explained. Each is recognised by what makes BFCL agree, not by how the answer was built."""
@@ -171,15 +182,13 @@ def explain(category: str, answer: Answer, bfcl_valid: bool, error: str) -> str 
 
 
 def _string_list_in_dict(value: Any, in_dict: bool = False) -> bool:
+    """Whether ``value`` holds, inside a dictionary, a list with a string in it."""
     if isinstance(value, dict):
         return any(_string_list_in_dict(v, True) for v in value.values())
     if isinstance(value, list):
         return (in_dict and any(isinstance(v, str) for v in value)) or any(_string_list_in_dict(v, in_dict)
                                                                            for v in value)
     return False
-
-
-_MOST_CALLS_REORDERED = 6
 
 
 def format_report(reports: list[Agreement], *, every: bool = False) -> str:

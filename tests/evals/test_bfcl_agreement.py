@@ -10,6 +10,7 @@ from evals.bfcl import BFCL_CATEGORIES
 from evals.bfcl_agreement import KNOWN_DIFFERENCES, bfcl_verdict, compare, explain, main, our_verdict
 from evals.bfcl_answers import Answer, generated_answers, run_answers
 from tool_selection.cli import main as toolsel
+from tool_selection.errors import ToolSelectionError
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 UNPARSEABLE, NULL, GREEDY, DICT_LIST = KNOWN_DIFFERENCES  # in the order the page lists them
@@ -121,6 +122,13 @@ def test_a_difference_of_another_kind_is_left_unexplained():
     assert not valid and "value_error" in error
     assert explain("simple_python", wrong_value, valid, error) is None  # were ours to call it right
     assert explain("multiple", Answer("multiple_0", (), parse_failure=True), True, "") is None
+
+
+def test_a_case_bfcl_does_not_hold_is_refused_with_its_id():
+    with pytest.raises(ToolSelectionError) as raised:
+        compare("multiple", [Answer("multiple_9999", ())], source="RUN")
+    assert str(raised.value) == ("RUN: 1 case(s) are not in BFCL's 'multiple' category (e.g. ['multiple_9999']); "
+                                 "the agreement reads BFCL's own records of each case.")
 
 
 def test_the_checker_is_imported_without_bfcls_model_table():
