@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,11 +51,13 @@ def run_answers(run_dir: str | Path) -> dict[str, list[Answer]]:
     return by_category
 
 
-def generated_answers(category: str) -> list[Answer]:
-    """Every answer built for every case of ``category`` (one BFCL category), duplicates left out."""
+def generated_answers(category: str, case_ids: Iterable[str] | None = None) -> list[Answer]:
+    """Every answer built for every case of ``category`` (one BFCL category), or for the cases ``case_ids``,
+    duplicates left out."""
     functions, truth = bfcl_records(category)
     answers: list[Answer] = []
-    for case_id, described in functions.items():
+    for case_id in functions if case_ids is None else case_ids:
+        described = functions[case_id]
         built = _irrelevance_answers(described) if category == "irrelevance" else _answers(truth[case_id], described)
         seen = set()
         for label, calls in built:
