@@ -43,6 +43,7 @@ __all__ = [
     "relevance_report",
     "signal_aurocs",
     "signal_names",
+    "suite_groups",
 ]
 
 PAIRED_METRICS = {"accuracy": "full_match", "abstention_accuracy": "abstention_correct",
@@ -200,12 +201,26 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
     choice = choose_threshold(model, part["dev"])
     tests = {name: _split(rows, "test") for name, rows in runs.items()}
-    tests["pooled"] = pd.concat(list(tests.values()), ignore_index=True)
-    aurocs = pd.DataFrame({name: signal_aurocs(rows, signals)
-                           for name, rows in tests.items()})
+    for group, members in suite_groups(list(runs)).items():
+        tests[group] = pd.concat([tests[name] for name in members], ignore_index=True)
+    aurocs = pd.DataFrame({name: signal_aurocs(rows, signals) for name, rows in tests.items()})
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
     return RelevanceReport(choice.model, aurocs, choice.sweep, test)
+
+
+def suite_groups(names: Sequence[str]) -> dict[str, list[str]]:
+    """The pooled rows a report adds after the suites: BFCL's categories together (``multiple`` and
+    ``irrelevance`` hold one kind of case each, so only together do they tell the kinds apart), the other suites
+    together, and everything; a group of one suite, or the same as another group, is left out."""
+    bfcl = [name for name in names if name.startswith("bfcl")]
+    others = [name for name in names if name not in bfcl]
+    groups = {"pooled": list(names), "bfcl": bfcl, "domains": others}  # the first of two equal groups is kept
+    kept: dict[str, list[str]] = {}
+    for group, members in groups.items():
+        if len(members) > 1 and members not in kept.values():
+            kept[group] = members
+    return {group: kept[group] for group in ("bfcl", "domains", "pooled") if group in kept}
 
 
 def _split(rows: pd.DataFrame, split: str) -> pd.DataFrame:

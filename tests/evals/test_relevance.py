@@ -144,3 +144,13 @@ def test_decision_signals_are_filled_from_the_rows_cases():
     assert filled.loc[0, "rel_grounded_args"] == 0.0 and filled.loc[0, "rel_unlisted"] == 0.0
     with pytest.raises(ToolSelectionError, match="no case"):
         fill_decision_signals(frame, {})
+
+
+def test_suites_are_pooled_into_bfcl_domains_and_all():
+    from evals.relevance import suite_groups
+
+    assert suite_groups(["bfcl_multiple", "bfcl_irrelevance", "events", "finance"]) == {
+        "bfcl": ["bfcl_multiple", "bfcl_irrelevance"], "domains": ["events", "finance"],
+        "pooled": ["bfcl_multiple", "bfcl_irrelevance", "events", "finance"]}
+    assert suite_groups(["bfcl_multiple", "bfcl_irrelevance"]) == {"pooled": ["bfcl_multiple", "bfcl_irrelevance"]}
+    assert suite_groups(["events"]) == {}
