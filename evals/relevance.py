@@ -14,6 +14,7 @@ scored without another model call:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,8 +25,11 @@ import pandas as pd
 from evals.gate import abstain_where
 from evals.metrics import balanced_accuracy, summarize
 from evals.stats import compare_paired
+from evals.suite import Case, registry_for
+from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
-from tool_selection.relevance import SIGNAL_PREFIX, RelevanceModel, fit_relevance_model
+from tool_selection.relevance import SIGNAL_PREFIX, Evidence, RelevanceModel, compute_signals, fit_relevance_model
+from tool_selection.relevance.signals import DECISION_SIGNALS
 
 __all__ = [
     "RelevanceChoice",
@@ -33,6 +37,7 @@ __all__ = [
     "apply_relevance",
     "choose_threshold",
     "called",
+    "fill_decision_signals",
     "fit_on_rows",
     "needs_call",
     "relevance_report",
@@ -71,6 +76,28 @@ def signals_of(rows: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
     _require_signals(rows, names)
     return pd.DataFrame({name: pd.to_numeric(rows[f"{SIGNAL_PREFIX}{name}"], errors="coerce").to_numpy()
                          for name in names})
+
+
+def fill_decision_signals(rows: pd.DataFrame, cases: Mapping[str, Case]) -> pd.DataFrame:
+    """``rows`` with every signal that reads only the request, the tools and the decision (``DECISION_SIGNALS``)
+    computed where its column is missing, from each row's case (by id) and recorded calls: no model call."""
+    missing = [name for name in DECISION_SIGNALS if f"{SIGNAL_PREFIX}{name}" not in rows]
+    if not missing:
+        return rows
+    values = []
+    for record in rows.to_dict("records"):
+        case = cases.get(record["id"])
+        if case is None:
+            raise ToolSelectionError(f"Row {record['id']!r} has no case in the suite given; fill its signals from "
+                                     "the suite it was evaluated on.")
+        calls = [ToolCall.model_validate(call) for call in json.loads(record.get("predicted") or "[]")]
+        evidence = Evidence(request=case.prompt, registry=registry_for(case),
+                            decision=MultiToolDecision(tool_calls=calls))
+        values.append(compute_signals(evidence, missing))
+    out = rows.copy()
+    for name in missing:
+        out[f"{SIGNAL_PREFIX}{name}"] = [v[name] for v in values]
+    return out
 
 
 def fit_on_rows(train: pd.DataFrame, names: Sequence[str], *, C: float = 1.0,

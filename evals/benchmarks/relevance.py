@@ -17,8 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from evals.benchmarks.report import markdown
-from evals.relevance import RelevanceReport, relevance_report, signal_names
+from evals.relevance import RelevanceReport, fill_decision_signals, relevance_report, signal_names
 from evals.runner import load_results
+from evals.suite import load_suite
 from evals.tracking import git_commit
 from tool_selection.errors import ToolSelectionError
 
@@ -45,8 +46,19 @@ def load_runs(run_dirs: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, d
         suite = (summary.get("params") or {}).get("suite") or Path(run_dir).name
         if suite in runs:
             raise ToolSelectionError(f"Two runs of suite {suite!r}: give one run directory per suite.")
-        runs[suite], params[suite] = load_results(run_dir), {**(summary.get("params") or {}), "run_dir": run_dir}
+        rows = load_results(run_dir)
+        cases = _cases((summary.get("params") or {}).get("suite_ref") or suite)
+        if cases is not None:  # signals recorded before they existed, computed from the rows' decisions
+            rows = fill_decision_signals(rows, cases)
+        runs[suite], params[suite] = rows, {**(summary.get("params") or {}), "run_dir": run_dir}
     return runs, params
+
+
+def _cases(suite_ref: str) -> dict | None:
+    try:
+        return {case.id: case for case in load_suite(suite_ref)}
+    except ToolSelectionError:
+        return None
 
 
 def run_from_args(args: argparse.Namespace) -> int:

@@ -130,3 +130,17 @@ def test_the_bench_command_reports_saves_the_model_and_writes_a_page(tmp_path, c
     assert "## Provenance" in text and "| alpha |" in text and "local:fake" in text
     assert main(["bench", "relevance", run_dirs[0], "--signals", "verify"]) == 2  # not recorded: a clear error
     assert "--relevance-signals verify" in capsys.readouterr().err
+
+
+def test_decision_signals_are_filled_from_the_rows_cases():
+    from evals.relevance import fill_decision_signals
+    from evals.suite import Case
+
+    case = Case.model_validate({"id": "c1", "request": "Weather in Oslo please", "tool_set": "treasure_hunt",
+                                "expected_calls": [], "tags": ["no_tool"], "split": "test"})
+    frame = pd.DataFrame([{"id": "c1", "predicted": json.dumps([{"tool_name": "move", "arguments": {"direction":
+                                                                                                       "north"}}])}])
+    filled = fill_decision_signals(frame, {"c1": case})
+    assert filled.loc[0, "rel_grounded_args"] == 0.0 and filled.loc[0, "rel_unlisted"] == 0.0
+    with pytest.raises(ToolSelectionError, match="no case"):
+        fill_decision_signals(frame, {})

@@ -17,6 +17,7 @@ from tool_selection.retrieval._documents import content_hash, name_words, tool_d
 from tool_selection.retrieval._factory import RETRIEVERS, get_retriever
 from tool_selection.retrieval._hybrid import HybridRetriever, reciprocal_rank_fusion
 from tool_selection.retrieval._minilm import MiniLMEncoder
+from tool_selection.retrieval._rerank import LLMReranker
 from tool_selection.retrieval._scoring import mean_score, recall_at_k, reciprocal_rank
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "DenseRetriever",
     "HybridRetriever",
     "IndexedRetriever",
+    "LLMReranker",
     "MiniLMEncoder",
     "RetrievedTool",
     "TextEncoder",
