@@ -130,9 +130,14 @@ class RelevanceChoice:
     sweep: pd.DataFrame  # dev figures per threshold
 
 
-def choose_threshold(model: RelevanceModel, dev: pd.DataFrame,
-                     thresholds: Iterable[float] | None = None) -> RelevanceChoice:
-    """The threshold with the best balanced accuracy on ``dev`` (ties: the lowest, which overrules least)."""
+MAX_ADDED_FALSE_ABSTENTION = 0.05
+
+
+def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Iterable[float] | None = None, *,
+                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceChoice:
+    """The threshold with the best balanced accuracy on ``dev`` among those that add at most
+    ``max_added_false_abstention`` to the selection's own false abstention there (a relevance stage that gains by
+    refusing requests that need a call is not wanted); ties: the lowest, which overrules least."""
     probabilities = model.probabilities(signals_of(dev, model.signals))
     if thresholds is None:
         candidates = np.unique(probabilities[called(dev)])
@@ -147,10 +152,16 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame,
                      "false_abstention_rate": summary.get("false_abstention_rate", math.nan),
                      "overruled": float(table["relevance_overruled"].mean())})
     sweep = pd.DataFrame(rows)
-    best = sweep["balanced_accuracy"].max()
-    threshold = float(sweep.loc[np.isclose(sweep["balanced_accuracy"], best), "threshold"].min())
+    baseline = summarize(dev, with_ci=False).get("false_abstention_rate", math.nan)
+    allowed = sweep["false_abstention_rate"].fillna(0.0) <= (0.0 if math.isnan(baseline) else baseline) \
+        + max_added_false_abstention + 1e-9
+    sweep["allowed"] = allowed
+    candidates = sweep[allowed] if allowed.any() else sweep.iloc[:1]
+    best = candidates["balanced_accuracy"].max()
+    threshold = float(candidates.loc[np.isclose(candidates["balanced_accuracy"], best), "threshold"].min())
     chosen = sweep[sweep["threshold"] == threshold].iloc[0]
-    dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key != "threshold"}
+    dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key not in ("threshold", "allowed")}
+    dev_figures["max_added_false_abstention"] = max_added_false_abstention
     return RelevanceChoice(model.with_threshold(min(1.0, threshold), {"rows": len(dev), **dev_figures}), sweep)
 
 
@@ -188,10 +199,11 @@ class RelevanceReport:
 
 
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
-                     fit_suites: Sequence[str] | None = None) -> RelevanceReport:
+                     fit_suites: Sequence[str] | None = None,
+                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceReport:
     """``runs``: suite name -> its rows (every split, with the signals recorded). The model is fitted on the train
     rows of ``fit_suites`` (default: all), its threshold chosen on their dev rows, and it is reported on every
-    suite's test rows."""
+    suite's test rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev)."""
     fit_suites = list(fit_suites or runs)
     unknown = [name for name in fit_suites if name not in runs]
     if unknown:
@@ -199,7 +211,7 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     part = {split: pd.concat([_split(runs[name], split) for name in fit_suites], ignore_index=True)
             for split in ("train", "dev")}
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
-    choice = choose_threshold(model, part["dev"])
+    choice = choose_threshold(model, part["dev"], max_added_false_abstention=max_added_false_abstention)
     tests = {name: _split(rows, "test") for name, rows in runs.items()}
     for group, members in suite_groups(list(runs)).items():
         tests[group] = pd.concat([tests[name] for name in members], ignore_index=True)

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--signals", help="Comma-separated signals the model combines (default: every recorded one).")
     parser.add_argument("--fit-suites", help="Comma-separated suites whose train and dev rows fit the model and choose "
                                              "its threshold (default: all); every suite's test rows are reported.")
+    parser.add_argument("--max-added-false-abstention", type=float, default=5.0, metavar="POINTS",
+                        help="The most false abstention (points) the threshold may add on dev (default: 5).")
     parser.add_argument("--C", type=float, default=1.0, help="Inverse regularisation strength (default: 1).")
     parser.add_argument("--save", metavar="MODEL_JSON", help="Write the fitted model (for toolsel eval --relevance).")
     parser.add_argument("--markdown", metavar="FILE", help="Also write the report as a markdown page.")
@@ -68,7 +70,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     if not signals:
         raise ToolSelectionError("These runs recorded no relevance signal: evaluate with --relevance-signals cheap.")
     fit = [s.strip() for s in args.fit_suites.split(",")] if args.fit_suites else None
-    report = relevance_report(runs, signals, C=args.C, fit_suites=fit)
+    report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
+                              max_added_false_abstention=args.max_added_false_abstention / 100)
     print(format_report(report))
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")

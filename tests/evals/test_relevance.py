@@ -154,3 +154,14 @@ def test_suites_are_pooled_into_bfcl_domains_and_all():
         "pooled": ["bfcl_multiple", "bfcl_irrelevance", "events", "finance"]}
     assert suite_groups(["bfcl_multiple", "bfcl_irrelevance"]) == {"pooled": ["bfcl_multiple", "bfcl_irrelevance"]}
     assert suite_groups(["events"]) == {}
+
+
+def test_the_threshold_adds_little_false_abstention_on_dev():
+    # the only threshold that catches the no-tool cases also refuses half the cases that need a call
+    dev = pd.DataFrame([row(f"d{i}", "dev", i % 2 == 0, True, 0.2 if i % 2 else (0.1 if i % 4 == 0 else 0.9))
+                        for i in range(40)])
+    model = fit_on_rows(rows("train"), ["dense_best"])
+    strict = choose_threshold(model, dev, max_added_false_abstention=0.05)
+    assert strict.model.dev["false_abstention_rate"] <= 0.05
+    loose = choose_threshold(model, dev, max_added_false_abstention=1.0)
+    assert loose.model.dev["false_abstention_rate"] == 0.5 and loose.model.dev["abstention_accuracy"] == 1.0

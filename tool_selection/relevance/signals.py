@@ -11,6 +11,7 @@ model (``relevance.model``) combines them into a probability.
 | ``name_logprob`` / ``name_logprob_min`` | mean / least log-probability of the chosen names' tokens, under the model's own (unconstrained) distribution: low when a grammar forced a name the model did not want | none |
 | ``unlisted`` | 1 when every call names a function that is not listed (free formats) | none |
 | ``grounded_args`` | the share of the calls' argument values the request spells out | none |
+| ``tools_listed`` | log of the number of tools listed: the context the other scores are read in | none |
 | ``dense_best`` / ``dense_chosen`` | cosine of the request to the closest tool / to the called tool (MiniLM) | one small embedding |
 | ``bm25_best`` | BM25 score of the best tool | negligible |
 | ``verify`` | log P(Yes) - log P(No) of "does that call do exactly what I asked?" asked after the answer | one token; the prompt is the answer's own, so the KV cache holds all but the question |
@@ -232,6 +233,10 @@ def _bm25_best(evidence: Evidence) -> float:
     return hits[0][1] if hits else math.nan
 
 
+def _tools_listed(evidence: Evidence) -> float:
+    return math.log(max(len(evidence.registry), 1))
+
+
 def describe_calls(decision: MultiToolDecision) -> str:
     """The calls as a reader writes them: ``get_weather(city="Oslo") and get_time(city="Oslo")``."""
     return " and ".join(f"{call.tool_name}({', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in call.arguments.items())})"
@@ -292,6 +297,7 @@ SIGNALS: dict[str, SignalSpec] = {spec.name: spec for spec in (
     SignalSpec("name_logprob_min", _name_logprob_min, "least log-probability of a chosen name's token",
                reads_the_answer=True),
     SignalSpec("unlisted", _unlisted, "1 when every call names an unlisted function"),
+    SignalSpec("tools_listed", _tools_listed, "log of the number of tools listed (the other signals' context)"),
     SignalSpec("grounded_args", _grounded_args, "share of the calls' argument values that the request spells out"),
     SignalSpec("dense_best", _dense_best, "cosine of the request to the closest tool (MiniLM)"),
     SignalSpec("dense_chosen", _dense_chosen, "cosine of the request to the least similar called tool"),
@@ -302,8 +308,8 @@ SIGNALS: dict[str, SignalSpec] = {spec.name: spec for spec in (
 )}
 DECISION_SIGNALS = tuple(name for name, spec in SIGNALS.items() if not spec.costs_a_call and not spec.reads_the_answer)
 """The signals computed from the request, the tools and the decision alone (so also from a finished run's rows)."""
-CHEAP_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "grounded_args", "dense_best",
-                 "dense_chosen", "bm25_best", "verify")
+CHEAP_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "grounded_args", "tools_listed",
+                 "dense_best", "dense_chosen", "bm25_best", "verify")
 """The signals a relevance stage computes unless told otherwise (all but the gate, which needs its own model)."""
 
 
