@@ -244,6 +244,8 @@ class SelectorJob:
         from tool_selection.relevance import RelevanceStage, resolve_relevance
 
         relevance = resolve_relevance(self.relevance, model_name)
+        if str(self.relevance) == "none":  # also a compiled selector's own
+            selector.relevance = None
         if relevance is not None or self.relevance_signals:
             selector.relevance = RelevanceStage(relevance, signals=self.relevance_signals,
                                                 gate_lm=gate_lm if selector.gate is None else None)
