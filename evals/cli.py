@@ -60,10 +60,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
                           "tool would refuse it) or drop it and check the call again (counted per case as "
                           "undeclared_dropped).")
-    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON", default="auto",
                      help="A relevance model: a decision it judges irrelevant (no listed tool does what is asked) "
-                          "keeps no call. 'auto': the one shipped for the model, if any; 'none'; or a file from "
-                          "'toolsel bench relevance --save'.")
+                          "keeps no call. 'auto' (default): a compiled selector's own, else the one shipped "
+                          "for the model, if any (the embedded 0.5B model has one); 'none'; or a file from 'toolsel "
+                          "bench relevance --save'.")
     run.add_argument("--relevance-signals", metavar="NAMES",
                      help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the gate): "
                           "without --relevance they are only recorded, to fit a relevance model on train and dev runs.")
