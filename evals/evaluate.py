@@ -21,6 +21,7 @@ import dspy
 from evals.metrics import per_correct
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
+from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.compiled import load_program_state
@@ -72,11 +73,15 @@ def program_fingerprint(selector: MultiToolSelector) -> str:
 
 
 def default_run_dir(params: dict[str, Any]) -> Path:
-    """A directory named for what determines the results, so that the same evaluation resumes."""
+    """A directory named for what the run is (suite, split, model, strategy, program: ``evals.runs.run_label``)
+    and a hash of what determines its results, so that the same evaluation resumes."""
     key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "ray", "git_commit", "suite_ref")},
                      sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-    return RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
+    before = RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
+    if before.is_dir():  # named before the strategy and program were part of the name: resume it where it is
+        return before
+    return RUNS_DIR / f"{run_label(params)}-{digest}"
 
 
 def evaluate(
@@ -208,9 +213,15 @@ def evaluate(
             result.mlflow_run_id = log_run(
                 params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
                 artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
-                run_name=run_path.name,
+                run_name=_mlflow_run_name(params, run_path),
             )
         return result
+
+
+def _mlflow_run_name(params: dict[str, Any], run_path: Path) -> str:
+    """The run directory's name where it says what the run is; else what it is, then the directory's name."""
+    label = run_label(params)
+    return run_path.name if run_path.name.startswith(label) else f"{label} ({run_path.name})"
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,19 @@ from tool_selection.tracking import DEFAULT_TRACKING_URI, EXPERIMENT, tracking_u
 __all__ = ["DEFAULT_TRACKING_URI", "check_tracking_uri", "git_commit", "log_run", "results_from_mlflow",
            "tracking_uri"]
 
-def check_tracking_uri(uri: str | None) -> str:
-    """The tracking URI, once MLflow accepts it (checked before any work, so a typo does not cost a run)."""
+SERVER_CHECK_TIMEOUT_S = 5.0
+
+
+def check_tracking_uri(uri: str | None, *, timeout_s: float = SERVER_CHECK_TIMEOUT_S) -> str:
+    """The tracking URI, once MLflow accepts it and, for a tracking server (``http(s)://``), once the server
+    answers within ``timeout_s``: checked before any work, so a typo or a server that is down does not cost a run
+    (MLflow itself retries for minutes before it gives up)."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
     resolved = tracking_uri(uri)
+    if resolved.startswith(("http://", "https://")):
+        _check_server(resolved, timeout_s)
     try:
         mlflow.MlflowClient(resolved)
     except (MlflowException, OSError, ValueError) as error:
@@ -31,6 +38,24 @@ def check_tracking_uri(uri: str | None) -> str:
                                  "Give --tracking-uri (or MLFLOW_TRACKING_URI) a store such as sqlite:///mlflow.db, "
                                  "or run with --no-mlflow.") from None
     return resolved
+
+
+def _check_server(uri: str, timeout_s: float) -> None:
+    """Any HTTP answer from the server's health endpoint will do; no answer within ``timeout_s`` is an error."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s):
+            return
+    except urllib.error.HTTPError:
+        return  # it answered: a server is there
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        raise ToolSelectionError(f"The MLflow tracking server at {uri} does not answer ({reason}; waited at most "
+                                 f"{timeout_s:g} s). Start it (mlflow server --host 127.0.0.1 --port PORT), give "
+                                 "--tracking-uri (or MLFLOW_TRACKING_URI) a local store such as sqlite:///mlflow.db, "
+                                 "or run with --no-mlflow.") from None
 
 
 def git_commit() -> str:
