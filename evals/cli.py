@@ -156,6 +156,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                        "its tools, sources and how the cases were written.")
     suites.set_defaults(handler=_suites)
 
+    from evals.reports.cli import register as register_reports
+
+    register_reports(subparsers)
+
 
 def threshold(text: str) -> float:
     """A threshold flag's value: a number, -inf or inf. NaN is refused: every comparison with it is false, so it
