@@ -29,10 +29,12 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_undeclared_arguments
 from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
 __all__ = ["build_adapter", "default_run_dir", "evaluate", "load_program"]
 
 RUNS_DIR = Path("runs")
+MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
 
 
 def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
@@ -199,7 +201,7 @@ def evaluate(
         except OSError as error:
             raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
         if fresh and run_path.exists():
-            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
+            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv", MLFLOW_FILE):
                 (run_path / name).unlink(missing_ok=True)
         result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools,
                            health_check=server.check_alive if server else None, submit=submit)(selector, lm=lm, run_dir=run_path)
@@ -213,8 +215,10 @@ def evaluate(
             result.mlflow_run_id = log_run(
                 params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
                 artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
-                run_name=_mlflow_run_name(params, run_path),
+                run_name=_mlflow_run_name(params, run_path), cases=result.results,
             )
+            write_json(run_path / MLFLOW_FILE, {"run_id": result.mlflow_run_id,
+                                                "tracking_uri": resolve_tracking_uri(tracking_uri)})
         return result
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 from tool_selection.errors import ToolSelectionError
 from tool_selection.tracking import DEFAULT_TRACKING_URI, EXPERIMENT, tracking_uri
 
-__all__ = ["DEFAULT_TRACKING_URI", "check_tracking_uri", "git_commit", "log_run", "results_from_mlflow",
+__all__ = ["CASES_TABLE", "DEFAULT_TRACKING_URI", "case_table", "check_tracking_uri", "git_commit", "log_run", "results_from_mlflow",
            "tracking_uri"]
 
 SERVER_CHECK_TIMEOUT_S = 5.0
@@ -82,8 +82,10 @@ def log_run(
     uri: str | None = None,
     experiment: str = EXPERIMENT,
     extra_metrics: dict[str, float] | None = None,
+    cases: pd.DataFrame | None = None,
 ) -> str:
-    """Log one run; returns its MLflow run id."""
+    """Log one run; returns its MLflow run id. ``cases``: per-case rows, logged as an MLflow table
+    (``cases.json``), which the UI shows a case at a time (``case_table`` chooses the columns)."""
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri(uri))
@@ -101,8 +103,29 @@ def log_run(
         for path in artifacts:
             if Path(path).exists():
                 mlflow.log_artifact(str(path))
+        if cases is not None and len(cases):
+            mlflow.log_table(data=case_table(cases), artifact_file=CASES_TABLE)
         mlflow.set_tags({"kind": params.get("kind", "eval")})
         return run.info.run_id
+
+
+CASES_TABLE = "cases.json"
+CASE_COLUMNS = ("id", "split", "tags", "outcome", "request", "expected", "predicted", "full_match", "tool_exact",
+                "args_correct", "parse_error", "reasoning", "raw_response", "error_message", "latency_s",
+                "input_tokens", "output_tokens")
+
+
+def case_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The per-case columns a reader looks at, one case a row: tags joined, the outcome spelled out
+    (``evals.reports.html.outcome``), long texts kept whole."""
+    from evals.reports.html import outcome
+
+    table = rows.copy()
+    table["outcome"] = [outcome(row) for row in rows.to_dict("records")]
+    if "tags" in table:
+        table["tags"] = [", ".join(map(str, tags)) if not isinstance(tags, str | float) else str(tags)
+                         for tags in table["tags"]]
+    return table[[c for c in CASE_COLUMNS if c in table]].astype(object).where(table.notna(), None)
 
 
 def results_from_mlflow(run_id: str, uri: str | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
