@@ -45,3 +45,28 @@ def test_uncached_runs_compare_their_cost(tmp_path, capsys):
     assert main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--plot", str(tmp_path / "d.png")]) == 0
     out = capsys.readouterr().out
     assert "latency_s" in out and "note:" not in out and (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_logged_run_carries_its_cases_as_a_table_and_view_finds_it(tmp_path):
+    import mlflow
+    import pytest
+
+    from evals.reports.view import resolve_run, run_address
+    from evals.tracking import CASES_TABLE, log_run
+    from tool_selection.errors import ToolSelectionError
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    rows = _rows([1.0, 0.0], 10).assign(tags=[["single"], ["multi", "x"]], request=["a?", "b?"])
+    run_id = log_run(params=PARAMS, summary={"accuracy": 0.5}, uri=uri, cases=rows)
+    table = mlflow.load_table(CASES_TABLE, run_ids=[run_id])
+    assert list(table["outcome"]) == ["right", "wrong"] and list(table["tags"]) == ["single", "multi, x"]
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with pytest.raises(ToolSelectionError, match="has no mlflow.json: it was run with --no-mlflow"):
+        resolve_run(str(run_dir), None)
+    (run_dir / "mlflow.json").write_text(f'{{"run_id": "{run_id}", "tracking_uri": "{uri}"}}')
+    assert resolve_run(str(run_dir), None) == (run_id, uri)
+    assert run_address("http://127.0.0.1:5000", uri, run_id).endswith(f"/runs/{run_id}")
+    with pytest.raises(ToolSelectionError, match="No MLflow run 'nope'"):
+        run_address("http://127.0.0.1:5000", uri, "nope")
