@@ -127,9 +127,9 @@ def _stuck(args: argparse.Namespace) -> int:
 
 def _gate(args: argparse.Namespace) -> int:
     from evals.cli import _load, format_summary
-    from evals.stats import compare_runs
     from evals.gate import choose_threshold, gated_results
     from evals.metrics import summarize
+    from evals.stats import compare_runs
 
     dev = _rows_of_split(_load(args.dev, args.tracking_uri), args.dev_split)
     test = _rows_of_split(_load(args.test, args.tracking_uri), args.test_split)

@@ -20,6 +20,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evals.evaluate import evaluate
+    from evals.optimize import OptimizeResult, optimize
+    from evals.runner import EvalResult
+    from evals.stats import compare_runs
+    from evals.stuck_bench import BenchResult, run_stuck_bench
+    from evals.suite import Suite, load_suite
     from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
     from tool_selection.errors import (
         ArgumentProblem,
@@ -29,18 +35,12 @@ if TYPE_CHECKING:
         ToolSelectionError,
         UnknownToolError,
     )
-    from tool_selection.registry import ToolRegistry, default_registry, register_tool
-    from tool_selection.tool import BaseTool, NoArguments, StrictArguments, ToolArgument
-    from tool_selection.toolset import ToolSet, ToolSetConfig, available_tool_sets, load_tool_set
-    from evals.evaluate import evaluate
-    from evals.optimize import OptimizeResult, optimize
-    from evals.runner import EvalResult
-    from evals.stats import compare_runs
-    from evals.stuck_bench import BenchResult, run_stuck_bench
-    from evals.suite import Suite, load_suite
     from tool_selection.lm import get_lm
+    from tool_selection.registry import ToolRegistry, default_registry, register_tool
     from tool_selection.selector import MultiToolSelector
     from tool_selection.strategies import strategy_names
+    from tool_selection.tool import BaseTool, NoArguments, StrictArguments, ToolArgument
+    from tool_selection.toolset import ToolSet, ToolSetConfig, available_tool_sets, load_tool_set
 
 __version__ = "0.1.0"
 

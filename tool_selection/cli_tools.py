@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 from typing import TYPE_CHECKING
 
 from tool_selection.cli_output import print_json

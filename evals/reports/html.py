@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,7 @@ def render_html(collected: Collected, *, title: str = "tool-selection report",
     environment = jinja2.Environment(loader=jinja2.PackageLoader("evals.reports", "templates"),
                                      autoescape=True, undefined=jinja2.StrictUndefined)
     return environment.get_template("report.html.j2").render(
-        title=title, generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), runs=runs,
+        title=title, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), runs=runs,
         run_labels=[run["label"] for run in runs], loops=collected.loops, cases=cases, tags=sorted(tags),
         outcomes=OUTCOMES,
         figures=[{"title": name, "png": base64.b64encode(png).decode("ascii")} for name, png in figures],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -81,7 +82,7 @@ def start_ui(uri: str, port: int, wait_s: float) -> subprocess.Popen:
             raise ToolSelectionError(f"The MLflow UI stopped as it started (exit {process.returncode}): "
                                      f"{(process.stderr.read() or '').strip()[-500:]}")
         if time.monotonic() > deadline:
-            process.terminate()
+            _stop(process)
             raise ToolSelectionError(f"The MLflow UI did not answer within {wait_s:g} s; give --wait more seconds.")
         time.sleep(0.5)
     return process
@@ -98,11 +99,24 @@ def serve_ui(ref: str | None, *, tracking_uri: str | None = None, port: int = 50
     process = start_ui(uri, port, wait_s)
     print(f"MLflow UI: {address}\n(the per-case table: the run's Artifacts, cases.json; Ctrl-C stops it)",
           flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)  # a TERM stops the UI too, as Ctrl-C does
     try:
         return process.wait()
     except KeyboardInterrupt:
         return 0
     finally:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=30)
+        _stop(process)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_model_dir, ensure_model
     from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog
     from tool_selection.lm.costs import model_cost
-    from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine, LocalEngineError, local_engine, unload_models
+    from tool_selection.lm.engine import (  # noqa: F401 - lazy names outside __all__ too
+        AsyncLocalEngine,
+        LocalEngine,
+        LocalEngineError,
+        local_engine,
+        unload_models,
+    )
     from tool_selection.lm.server import ModelServer, ServedLM, ServerError
 
 # name -> module, loaded on first use (PEP 562): DSPy and llama.cpp load when a model is asked for, not with the

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-
 from typing import TYPE_CHECKING
 
 from tool_selection.lm.environment import CATALOG_ENV, MODEL_DIR_ENV
