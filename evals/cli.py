@@ -59,10 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
                           "tool would refuse it) or drop it and check the call again (counted per case as "
                           "undeclared_dropped).")
-    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON", default="auto",
                      help="A relevance model: a decision it judges irrelevant (no listed tool does what is asked) "
-                          "keeps no call. 'auto': the one shipped for the model, if any; 'none'; or a file from "
-                          "'toolsel bench relevance --save'.")
+                          "keeps no call. 'auto' (default): a compiled selector's own, else the one shipped "
+                          "for the model, if any (the embedded 0.5B model has one); 'none'; or a file from 'toolsel "
+                          "bench relevance --save'.")
     run.add_argument("--relevance-signals", metavar="NAMES",
                      help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the gate): "
                           "without --relevance they are only recorded, to fit a relevance model on train and dev runs.")
@@ -145,6 +146,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--allow-false-abstention-rise", action="store_true",
                      help="Save the program even if its dev false abstention is more than 10 points above the "
                           "unoptimized selector's (refused by default: such a program gains by refusing).")
+    opt.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+                     help="A relevance model to save with the program and apply after its selections ('auto': the "
+                          "one shipped for the model); the optimization scores the selection alone.")
     opt.set_defaults(handler=_optimize)
 
     strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
@@ -214,6 +218,8 @@ def _report(result) -> int:
     print()
     print(f"suite {result.params['suite']} ({result.params['split']}, {len(result.results)} cases), "
           f"model {result.params['model']}, strategy {result.params['strategy']}, program {result.params['program']}")
+    if "relevance" in result.params:
+        print(_relevance_line(result))
     print(format_summary(result.summary))
     print()
     print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -227,6 +233,18 @@ def _report(result) -> int:
     return 0
 
 
+def _relevance_line(result) -> str:
+    """What the relevance stage did: its model, how many decisions it overruled, and its seconds per case."""
+    rows = result.results
+    line = result.params["relevance"]
+    if "relevance_overruled" in rows:
+        overruled = int(rows["relevance_overruled"].fillna(0).sum())
+        line += f"; dropped the calls of {overruled} of {len(rows)} decisions"
+    if "relevance_seconds" in rows:
+        line += f", {rows['relevance_seconds'].mean():.2f} s per case ('--relevance none' to run without it)"
+    return line
+
+
 def _optimize(args: argparse.Namespace) -> int:
     from evals.optimize import optimize
 
@@ -235,7 +253,7 @@ def _optimize(args: argparse.Namespace) -> int:
         threads=args.threads, adapter=args.adapter, train_limit=args.train_limit, dev_limit=args.dev_limit,
         evaluate_test=not args.no_test, test_limit=args.test_limit, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, strategy=args.strategy,
-        allow_false_abstention_rise=args.allow_false_abstention_rise,
+        allow_false_abstention_rise=args.allow_false_abstention_rise, relevance=args.relevance,
     )
     print(f"\ncompiled selector: {result.out_dir}")
     print(f"optimizer {args.optimizer} ({args.budget}): {result.wall_time_s:.0f} s, {result.model_calls} model calls")
