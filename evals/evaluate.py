@@ -21,6 +21,7 @@ import dspy
 from evals.metrics import per_correct
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
+from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.compiled import load_program_state
@@ -29,10 +30,12 @@ from tool_selection.registry import ToolRegistry
 from tool_selection.relevance.model import DEFAULT_RELEVANCE
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_undeclared_arguments
 from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
 __all__ = ["build_adapter", "default_run_dir", "evaluate", "load_program"]
 
 RUNS_DIR = Path("runs")
+MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
 
 
 def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
@@ -73,11 +76,15 @@ def program_fingerprint(selector: MultiToolSelector) -> str:
 
 
 def default_run_dir(params: dict[str, Any]) -> Path:
-    """A directory named for what determines the results, so that the same evaluation resumes."""
+    """A directory named for what the run is (suite, split, model, strategy, program: ``evals.runs.run_label``)
+    and a hash of what determines its results, so that the same evaluation resumes."""
     key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "ray", "git_commit", "suite_ref")},
                      sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-    return RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
+    before = RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
+    if before.is_dir():  # named before the strategy and program were part of the name: resume it where it is
+        return before
+    return RUNS_DIR / f"{run_label(params)}-{digest}"
 
 
 def evaluate(
@@ -196,7 +203,7 @@ def evaluate(
         except OSError as error:
             raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
         if fresh and run_path.exists():
-            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
+            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv", MLFLOW_FILE):
                 (run_path / name).unlink(missing_ok=True)
         result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools,
                            health_check=server.check_alive if server else None, submit=submit)(selector, lm=lm, run_dir=run_path)
@@ -210,9 +217,17 @@ def evaluate(
             result.mlflow_run_id = log_run(
                 params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
                 artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
-                run_name=run_path.name,
+                run_name=_mlflow_run_name(params, run_path), cases=result.results,
             )
+            write_json(run_path / MLFLOW_FILE, {"run_id": result.mlflow_run_id,
+                                                "tracking_uri": resolve_tracking_uri(tracking_uri)})
         return result
+
+
+def _mlflow_run_name(params: dict[str, Any], run_path: Path) -> str:
+    """The run directory's name where it says what the run is; else what it is, then the directory's name."""
+    label = run_label(params)
+    return run_path.name if run_path.name.startswith(label) else f"{label} ({run_path.name})"
 
 
 @dataclass(frozen=True)
