@@ -36,17 +36,18 @@ class BoxProblem:
 def box_problems(box: NormalizedBox) -> list[BoxProblem]:
     """Every problem with ``box``: a coordinate that is not a finite number in [0, 1], or an edge not before its
     opposite (empty when the box is valid)."""
-    problems = []
+    problems, valid = [], set()
     for name in ("x_min", "y_min", "x_max", "y_max"):
         value = getattr(box, name)
-        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        if math.isfinite(value) and 0.0 <= value <= 1.0:
+            valid.add(name)
+        else:
             problems.append(BoxProblem(name, f"{value!r} is outside [0, 1] (coordinates are fractions of the "
                                              "image's width and height)"))
-    if not problems:
-        for low, high in (("x_min", "x_max"), ("y_min", "y_max")):
-            if getattr(box, low) >= getattr(box, high):
-                problems.append(BoxProblem(high, f"{getattr(box, high)!r} is not greater than {low} "
-                                                 f"{getattr(box, low)!r}"))
+    for low, high in (("x_min", "x_max"), ("y_min", "y_max")):
+        if {low, high} <= valid and getattr(box, low) >= getattr(box, high):
+            problems.append(BoxProblem(high, f"{getattr(box, high)!r} is not greater than {low} "
+                                             f"{getattr(box, low)!r}"))
     return problems
 
 

@@ -10,6 +10,7 @@ unreadable answer, a provider error) is a structured result the calling model ca
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import re
@@ -80,7 +81,7 @@ class DetectBoundingBox(BaseTool):
     def execute(self, image_path: str, object: str) -> dict[str, Any]:
         try:
             path = resolve_inside(self.root.resolve(), image_path)
-            image, data = self._read(path, image_path)
+            image, url = self._read(path, image_path)
         except PathRefused as refused:
             return tool_failure(refused.code, refused.message, path=image_path)
         except _Refused as refused:
@@ -90,7 +91,7 @@ class DetectBoundingBox(BaseTool):
             return lm
         try:
             with dspy.context(lm=lm):
-                answer = dspy.Predict(LocateObject)(image=dspy.Image(data), object=object)
+                answer = dspy.Predict(LocateObject)(image=dspy.Image(url), object=object)
         except AdapterParseError as error:
             return tool_failure("unreadable_answer", f"The vision model's answer could not be read as {{found, box}}: "
                                                      f"{str(error)[:300]}", raw=(error.lm_response or "")[:500])
@@ -110,8 +111,8 @@ class DetectBoundingBox(BaseTool):
                 "image_size": {"width": image.width, "height": image.height},
                 "output_path": output.relative_to(self.root.resolve()).as_posix()}
 
-    def _read(self, path: Path, given: str) -> tuple[Image.Image, bytes]:
-        """The image, decoded, and its bytes."""
+    def _read(self, path: Path, given: str) -> tuple[Image.Image, str]:
+        """The image, decoded, and its bytes as a base64 data URL (sent as they are, not re-encoded)."""
         if not path.exists():
             raise _Refused(tool_failure("not_found", f"{given!r} does not exist.", path=given))
         descriptor = open_regular(path, os.O_RDONLY, given)
@@ -136,7 +137,7 @@ class DetectBoundingBox(BaseTool):
         if kind not in IMAGE_FORMATS:
             raise _Refused(tool_failure("unsupported_format", f"{given!r} is a {kind} image; give one of "
                                                               f"{', '.join(IMAGE_FORMATS)}.", path=given))
-        return image, data
+        return image, f"data:{IMAGE_FORMATS[kind]};base64,{base64.b64encode(data).decode('ascii')}"
 
     def _lm(self) -> dspy.BaseLM | dict[str, Any]:
         """The LM to ask, or the failure that says why there is none."""
