@@ -151,3 +151,11 @@ def test_entry_points_are_declared_and_resolve():
         module, _, attribute = target.partition(":")
         assert getattr(import_module(module), attribute)
     assert any(dependency.startswith("pillow") for dependency in project["dependencies"])
+
+
+def test_python_dash_m_runs_the_same_commands(tmp_path, capsys):
+    from tool_selection.conversations.__main__ import main
+
+    assert main(["debate", "show", str(tmp_path / "missing.json")]) == 2
+    assert "toolsel: error: DebateState file" in capsys.readouterr().err
+    assert main([]) == 0 and "discuss" in capsys.readouterr().out
