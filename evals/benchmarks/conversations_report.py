@@ -20,7 +20,7 @@ from tool_selection.conversations.summary import debate_rows, discussion_rows, f
 __all__ = ["debate_tables", "discussion_tables", "main"]
 
 FIGURES = ("tool_calls", "failed_calls", "limit_hits", "iterations", "escalations", "tokens_in", "tokens_out",
-           "seconds", "tools")
+           "seconds", "cpu_seconds", "tools")
 
 
 def discussion_tables(transcript: DiscussionTranscript) -> str:

@@ -128,13 +128,13 @@ def test_grouped_rows_and_totals():
     for who, calls, limit in (("architect", ["context_search", "context_search"], True), ("critic", [], False)):
         meta = TurnMetadata(model=SMALL, tool_calls=[ToolUse(id="c", name=n, arguments={}, ok=False) for n in calls],
                             iterations=len(calls) + 1, tool_call_limit=2, limit_hit=limit, stop_reason="answered",
-                            tokens={SMALL: {"input": 10, "output": 2}}, seconds=1.26)
+                            tokens={SMALL: {"input": 10, "output": 2}}, seconds=1.26, cpu_seconds=0.5)
         state.round(1).contributions.append(Contribution(agent_id=who, agent_name=who, agent_role=who,
                                                          type="proposal", content="x", metadata=meta))
     rows = debate_rows(state)
     assert grouped(rows, ("phase",)) == [{"phase": "proposal", "contributions": 2, "answered": 2, "tool_calls": 2,
                                           "failed_calls": 2, "limit_hits": 1, "iterations": 4, "escalations": 0,
-                                          "tokens_in": 20, "tokens_out": 4, "seconds": 2.6,
+                                          "tokens_in": 20, "tokens_out": 4, "seconds": 2.6, "cpu_seconds": 1.0,
                                           "tools": {"context_search": 2}}]
     assert totals(rows)["limit_hits"] == 1
     assert format_table(rows[:1], ("agent", "tools")).splitlines()[-1] == "| architect | context_search x2 |"

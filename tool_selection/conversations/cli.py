@@ -18,9 +18,9 @@ from tool_selection.conversations.summary import debate_rows, discussion_rows, f
 __all__ = ["register_debate", "register_discuss"]
 
 TURN_COLUMNS = ("turn", "agent", "role", "tool_calls", "failed_calls", "limit_hits", "escalations", "tokens_in",
-                "tokens_out", "seconds", "tools")
+                "tokens_out", "seconds", "cpu_seconds", "tools")
 GROUP_COLUMNS = ("contributions", "answered", "tool_calls", "failed_calls", "limit_hits", "iterations",
-                 "escalations", "tokens_in", "tokens_out", "seconds", "tools")
+                 "escalations", "tokens_in", "tokens_out", "seconds", "cpu_seconds", "tools")
 PREVIEW_CHARS = 300
 
 
@@ -185,7 +185,8 @@ def _log(kind: str, params: dict[str, Any], rows: list[dict[str, Any]], artifact
     metrics = totals(rows)
     for group in grouped(rows, ("agent",)):
         metrics.update({f"{group['agent']}.{name}": group[name] for name in ("tool_calls", "failed_calls",
-                                                                             "limit_hits", "escalations", "seconds")})
+                                                                             "limit_hits", "escalations", "seconds",
+                                                                             "cpu_seconds")})
     return log_conversation(kind=kind, params=params, metrics=metrics, artifact=artifact, run_name=run_name,
                             uri=args.tracking_uri)
 

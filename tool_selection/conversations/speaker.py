@@ -127,6 +127,8 @@ class TurnMetadata(_Record):
     stuck_scores: list[float | None] = Field(default_factory=list)
     tokens: dict[str, dict[str, int]] = Field(default_factory=dict, description="{model: {input, output}}.")
     seconds: float = 0.0
+    cpu_seconds: float = Field(0.0, description="CPU time of this process during the turn, every thread together "
+                                                "(the cost when the CPU is shared; 0 in older records).")
 
     @property
     def failed_calls(self) -> int:
@@ -196,7 +198,7 @@ class Speaker:
 
     def speak(self, request: str, history: Sequence[Message] = ()) -> Utterance:
         """The agent's answer to ``request`` after ``history`` (earlier turns, from this agent's point of view)."""
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with track_usage() as tracker:
             transcript = self.loop.run(request, history=history)
             closing = None
@@ -208,6 +210,7 @@ class Speaker:
                                              "output": int(u.get("completion_tokens") or 0)}
                                      for model, u in tracker.get_total_tokens().items()}
         utterance.metadata.seconds = round(time.perf_counter() - start, 3)
+        utterance.metadata.cpu_seconds = round(time.process_time() - cpu, 3)
         return utterance
 
     def _utterance(self, transcript: Transcript, closing: Transcript | None) -> Utterance:

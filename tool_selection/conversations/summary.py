@@ -12,7 +12,7 @@ from tool_selection.conversations.state import Contribution, DebateState, Discus
 __all__ = ["COUNTS", "contribution_row", "debate_rows", "discussion_rows", "format_table", "grouped", "totals"]
 
 COUNTS = ("contributions", "answered", "tool_calls", "failed_calls", "limit_hits", "iterations", "escalations",
-          "tokens_in", "tokens_out", "seconds")
+          "tokens_in", "tokens_out", "seconds", "cpu_seconds")
 """The figures summed when rows are grouped."""
 
 
@@ -27,7 +27,8 @@ def contribution_row(contribution: Contribution) -> dict[str, Any]:
         "iterations": meta.iterations, "escalations": len(meta.escalations),
         "tokens_in": sum(t["input"] for t in meta.tokens.values()),
         "tokens_out": sum(t["output"] for t in meta.tokens.values()),
-        "seconds": round(meta.seconds, 1), "tools": dict(sorted(names.items())),
+        "seconds": round(meta.seconds, 1), "cpu_seconds": round(meta.cpu_seconds, 1),
+        "tools": dict(sorted(names.items())),
         "stop": meta.stop_reason, "error": meta.error or "",
     }
 
@@ -52,7 +53,7 @@ def grouped(rows: Iterable[dict[str, Any]], keys: Sequence[str]) -> list[dict[st
             group[name] += row[name]
         group["tools"].update(row["tools"])
     for group in groups.values():
-        group["seconds"] = round(group["seconds"], 1)
+        group["seconds"], group["cpu_seconds"] = round(group["seconds"], 1), round(group["cpu_seconds"], 1)
         group["tools"] = dict(sorted(group["tools"].items()))
     return list(groups.values())
 
@@ -63,7 +64,7 @@ def totals(rows: Iterable[dict[str, Any]]) -> dict[str, float]:
     for row in rows:
         for name in COUNTS:
             result[name] += row[name]
-    result["seconds"] = round(result["seconds"], 1)
+    result["seconds"], result["cpu_seconds"] = round(result["seconds"], 1), round(result["cpu_seconds"], 1)
     return result
 
 
