@@ -24,6 +24,7 @@ from pydantic.alias_generators import to_camel
 from tool_selection.agent import AgentLoop, CallRecord, LoopStuckDetector, Message, ToolSession, Transcript
 from tool_selection.collaboration import CollaborationConfig, PairConfig
 from tool_selection.conversations.errors import ConversationConfigError
+from tool_selection.decision import ToolCall
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import parse_strategy
@@ -150,7 +151,7 @@ class _ObservedSession(ToolSession):
         super().__init__(tools, **config)
         self._observer = observer
 
-    def execute(self, call, call_id: str) -> CallRecord:
+    def execute(self, call: ToolCall, call_id: str) -> CallRecord:
         record = super().execute(call, call_id)
         self._observer(record)
         return record
