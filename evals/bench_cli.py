@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Benchmarks that compare strategies across models. 'toolsel bench stuck --help' for details.",
     )
     bench.set_defaults(handler=lambda args: _help(bench))
-    sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate|relevance|scale")
+    sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate|relevance|scale|bfcl-agreement")
 
     stuck = sub.add_parser(
         "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
@@ -87,6 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                   description=scale.__doc__.split("\n\n")[0])
     scale.add_arguments(scale_parser)
     scale_parser.set_defaults(handler=scale.run_from_args)
+
+    from evals import bfcl_agreement
+
+    agreement = sub.add_parser("bfcl-agreement", help="Agreement of our BFCL scoring with BFCL's own AST checker.",
+                               description=bfcl_agreement.__doc__.split("\n\n")[0])
+    bfcl_agreement.add_arguments(agreement)
+    agreement.set_defaults(handler=bfcl_agreement.run_from_args)
 
 
 def _help(parser: argparse.ArgumentParser) -> int:

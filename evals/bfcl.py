@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from functools import cache
 from importlib import metadata
 from itertools import zip_longest
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from evals.suite import Case, Suite, SuiteError, read_json_lines
 
-__all__ = ["BFCL_CATEGORIES", "bfcl_data_dir", "load_bfcl", "load_bfcl_file"]
+__all__ = ["BFCL_CATEGORIES", "bfcl_data_dir", "bfcl_records", "load_bfcl", "load_bfcl_file"]
 
 BFCL_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 BFCL_VERSION = "v4"
@@ -34,6 +35,20 @@ def bfcl_data_dir() -> Path:
     if not path.is_dir():
         raise SuiteError(f"bfcl-eval is installed but has no data directory at {path}. {_INSTALL_HINT}")
     return path
+
+
+@cache
+def bfcl_records(category: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+    """BFCL's own records of one category as its files hold them: each case's function descriptions, and each
+    case's ground truth (none for ``irrelevance``), by case id."""
+    if category not in BFCL_CATEGORIES:
+        raise SuiteError(f"Unknown BFCL category {category!r}. Supported: {', '.join(BFCL_CATEGORIES)}.")
+    data = bfcl_data_dir()
+    file_name = f"BFCL_{BFCL_VERSION}_{category}.json"
+    functions = {row["id"]: row["function"] for row in read_json_lines(data / file_name)}
+    answers = data / "possible_answer" / file_name
+    truth = {row["id"]: row["ground_truth"] for row in read_json_lines(answers)} if category != "irrelevance" else {}
+    return functions, truth
 
 
 def split_for(case_id: str) -> str:

@@ -1,9 +1,12 @@
 """Scoring a decision against a case, and aggregating per-case scores with bootstrap confidence intervals.
 
 Argument matching follows BFCL's AST checker: each expected argument lists acceptable values (``""`` marks an
-optional argument that may be omitted or given as an empty string); strings compare case-insensitively without
-spaces and punctuation; an integer matches the equal float; lists compare element-wise and dicts key-wise. Tool
-names compare as multisets, so call order never matters.
+optional argument that may be omitted, or given as an empty string or an empty list); strings compare
+case-insensitively without spaces and punctuation; numbers compare exactly, an integer matching the equal float;
+lists compare element-wise and dicts key-wise. On BFCL cases (``strict_arguments``) the tool's declaration counts
+as in BFCL's checker: every argument it requires given, none it does not declare, and each of its declared type
+(so a float is no integer). Tool names compare as multisets, so call order never matters. Where we still read an
+answer otherwise than BFCL, ``docs/bfcl-agreement.md`` says why (``evals.bfcl_agreement`` measures it).
 """
 
 from __future__ import annotations
@@ -11,13 +14,15 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from evals.suite import Case
+from evals.suite import Case, registry_for
 from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.tool import BaseTool
 
 __all__ = [
     "HEADLINE_METRICS",
@@ -59,14 +64,14 @@ _STRIP = re.compile(r"[ \,\.\/\-\_\*\^]")
 
 
 def _norm(text: str) -> str:
-    return _STRIP.sub("", text).lower()
+    return _STRIP.sub("", text).lower().replace("'", '"')
 
 
 def _equal(predicted: Any, expected: Any) -> bool:
     if isinstance(expected, bool) or isinstance(predicted, bool):
         return isinstance(expected, bool) and isinstance(predicted, bool) and predicted == expected
     if isinstance(expected, int | float) and isinstance(predicted, int | float):
-        return math.isclose(float(predicted), float(expected), rel_tol=1e-9, abs_tol=1e-9)
+        return predicted == expected
     if isinstance(expected, str) and isinstance(predicted, str):
         return _norm(predicted) == _norm(expected)
     if isinstance(expected, list | tuple) and isinstance(predicted, list | tuple):
@@ -87,31 +92,95 @@ def _nested_match(predicted: Any, expected: Any) -> bool:
     # Inside BFCL dicts a value is usually itself a list of acceptable values.
     if _equal(predicted, expected):
         return True
-    return isinstance(expected, list) and value_matches(predicted, expected)
+    return isinstance(expected, list) and _one_of(predicted, expected)
 
 
-def value_matches(predicted: Any, acceptable: list[Any]) -> bool:
-    """Whether ``predicted`` equals one of the ``acceptable`` values (BFCL normalisation). An empty string given
-    for an argument that may be omitted matches, as BFCL's string checker reads it."""
+def _one_of(predicted: Any, acceptable: list[Any]) -> bool:
     if isinstance(predicted, str) and "" in acceptable and not _norm(predicted):
         return True
     return any(_equal(predicted, value) for value in acceptable if not (isinstance(value, str) and value == ""))
 
 
-def arguments_match(predicted: dict[str, Any], acceptable: dict[str, list[Any]], *, strict: bool) -> bool:
+# JSON Schema types BFCL's checker tells apart, as Python types (a bool is no integer)
+_TYPES: dict[str, tuple[type, ...]] = {"integer": (int,), "number": (int, float), "string": (str,),
+                                       "boolean": (bool,), "array": (list, tuple), "object": (dict,)}
+
+
+def _has_type(value: Any, kind: str, *, item: bool = False) -> bool:
+    if kind == "number" and item:
+        return type(value) is float  # BFCL turns an integer into a float only for the argument itself
+    return isinstance(value, _TYPES[kind]) and (kind == "boolean" or not isinstance(value, bool))
+
+
+def _first_answer(acceptable: list[Any]) -> Any:
+    return next((value for value in acceptable if value != ""), None)
+
+
+def _items_fit(value: list, kind: str, acceptable: list[Any]) -> bool:
+    """BFCL's check of an array's items: all of the declared item type, or of the type of the items of one
+    acceptable list; an acceptable value that is no list (``""``) waives the check."""
+    for answer in acceptable:
+        if not isinstance(answer, list):
+            return True
+        first = _first_answer(answer)
+        if all(_has_type(item, kind, item=True) or (first is not None and type(item) is type(first))
+               for item in value):
+            return True
+    return False
+
+
+def _type_fit(value: Any, declared: dict[str, Any], acceptable: list[Any]) -> str | None:
+    """BFCL's type rule for one argument: ``"declared"`` when the value has the type its tool declares (array
+    items included), ``"variable"`` when it has instead the type of the acceptable values (BFCL lists a variable's
+    name where the type differs, and compares such a value exactly), None when neither."""
+    kind = declared.get("type")
+    if kind not in _TYPES:
+        return "declared"  # no single declared type (BFCL's "any"): nothing to check
+    if _has_type(value, kind):
+        items = declared.get("items")
+        item_kind = items.get("type") if kind == "array" and isinstance(items, dict) else None
+        return "declared" if item_kind not in _TYPES or _items_fit(value, item_kind, acceptable) else None
+    first = _first_answer(acceptable)
+    return "variable" if first is not None and type(value) is type(first) else None
+
+
+def value_matches(predicted: Any, acceptable: list[Any], declared: dict[str, Any] | None = None) -> bool:
+    """Whether ``predicted`` equals one of the ``acceptable`` values (BFCL normalisation). An empty string, or an
+    empty list, given for an argument that may be omitted matches, as BFCL's string and list checkers read them.
+    ``declared``: the argument's JSON Schema, to apply BFCL's type rule first (``_type_fit``)."""
+    if declared is not None:
+        fit = _type_fit(predicted, declared, acceptable)
+        if fit is None:
+            return False
+        if fit == "variable":
+            return predicted in acceptable
+    if isinstance(predicted, list) and not predicted and "" in acceptable:
+        return True
+    return _one_of(predicted, acceptable)
+
+
+def arguments_match(predicted: dict[str, Any], acceptable: dict[str, list[Any]], *, strict: bool,
+                    schema: dict[str, Any] | None = None) -> bool:
+    """Whether a call's arguments match the expected ones. ``schema`` (the tool's JSON Schema, given for BFCL's
+    rules) adds them: every argument the tool requires given, none it does not declare, each of its declared type."""
+    declared = (schema or {}).get("properties", {})
+    if schema is not None and (any(name not in predicted for name in schema.get("required", []))
+                               or any(name not in declared for name in predicted)):
+        return False
     for name, values in acceptable.items():
         if name not in predicted:
             if "" not in values:
                 return False
-        elif not value_matches(predicted[name], values):
+        elif not value_matches(predicted[name], values, declared.get(name, {}) if schema is not None else None):
             return False
     return not strict or set(predicted) <= set(acceptable)
 
 
 def _best_pairing(expected: list[tuple[str, dict]], predicted: list[ToolCall], strict: bool,
-                  rejected: frozenset[int] = frozenset()) -> tuple[int, int]:
+                  rejected: frozenset[int] = frozenset(), schemas: dict[str, dict] | None = None) -> tuple[int, int]:
     """(pairs with the same tool, of which arguments match), maximising name pairs, then argument matches; a
     predicted call whose index is in ``rejected`` (its tool refused the arguments) matches no arguments.
+    ``schemas``: each tool's JSON Schema, for BFCL's rules (``arguments_match``).
 
     Within one tool name any expected call may pair with any predicted one, so the most pairs is the smaller
     count, and every set of argument-matching pairs extends to that many: the most matches is a maximum
@@ -122,7 +191,8 @@ def _best_pairing(expected: list[tuple[str, dict]], predicted: list[ToolCall], s
         calls = [(index, call) for index, call in enumerate(predicted) if call.tool_name == name]
         named += min(len(wanted), len(calls))
         fitting = [[j for j, (index, call) in enumerate(calls)
-                    if index not in rejected and arguments_match(call.arguments, acceptable, strict=strict)]
+                    if index not in rejected and arguments_match(call.arguments, acceptable, strict=strict,
+                                                                 schema=(schemas or {}).get(name))]
                    for acceptable in wanted]
         matched += _maximum_matching(fitting, len(calls))
     return named, matched
@@ -145,6 +215,17 @@ def _maximum_matching(edges: list[list[int]], right: int) -> int:
     return sum(augment(i, [False] * right) for i in range(len(edges)))
 
 
+def _schemas(case: Case, names: set[str]) -> dict[str, dict]:
+    """The JSON Schema of each named tool the case offers."""
+    registry = registry_for(case)
+    return {name: _input_schema(registry.get(name)) for name in names if name in registry}
+
+
+@cache
+def _input_schema(tool: type[BaseTool]) -> dict[str, Any]:
+    return tool.input_schema()  # read, never changed: one copy per tool class
+
+
 def score_case(case: Case, decision: MultiToolDecision) -> dict[str, Any]:
     """Per-case scores. Conditional metrics are NaN where they do not apply."""
     expected = [(c.tool_name, c.acceptable()) for c in case.expected_calls]
@@ -163,7 +244,8 @@ def score_case(case: Case, decision: MultiToolDecision) -> dict[str, Any]:
     # its tool would refuse (an echoed schema key, say) is not right. BFCL cases keep BFCL's own rules.
     rejected = frozenset() if case.strict_arguments else frozenset(
         p.call_index for p in decision.problems if p.kind == "invalid_arguments")
-    named, matched = _best_pairing(expected, predicted, case.strict_arguments, rejected)
+    schemas = _schemas(case, {n for n, _ in expected}) if case.strict_arguments else None
+    named, matched = _best_pairing(expected, predicted, case.strict_arguments, rejected, schemas)
     full_match = tool_exact and matched == len(expected)
     return {
         "tool_exact": float(tool_exact),

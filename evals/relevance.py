@@ -14,6 +14,7 @@ scored without another model call:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,8 +25,11 @@ import pandas as pd
 from evals.gate import abstain_where
 from evals.metrics import balanced_accuracy, summarize
 from evals.stats import compare_paired
+from evals.suite import Case, registry_for
+from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
-from tool_selection.relevance import SIGNAL_PREFIX, RelevanceModel, fit_relevance_model
+from tool_selection.relevance import SIGNAL_PREFIX, Evidence, RelevanceModel, compute_signals, fit_relevance_model
+from tool_selection.relevance.signals import DECISION_SIGNALS
 
 __all__ = [
     "RelevanceChoice",
@@ -33,11 +37,13 @@ __all__ = [
     "apply_relevance",
     "choose_threshold",
     "called",
+    "fill_decision_signals",
     "fit_on_rows",
     "needs_call",
     "relevance_report",
     "signal_aurocs",
     "signal_names",
+    "suite_groups",
 ]
 
 PAIRED_METRICS = {"accuracy": "full_match", "abstention_accuracy": "abstention_correct",
@@ -73,6 +79,28 @@ def signals_of(rows: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
                          for name in names})
 
 
+def fill_decision_signals(rows: pd.DataFrame, cases: Mapping[str, Case]) -> pd.DataFrame:
+    """``rows`` with every signal that reads only the request, the tools and the decision (``DECISION_SIGNALS``)
+    computed where its column is missing, from each row's case (by id) and recorded calls: no model call."""
+    missing = [name for name in DECISION_SIGNALS if f"{SIGNAL_PREFIX}{name}" not in rows]
+    if not missing:
+        return rows
+    values = []
+    for record in rows.to_dict("records"):
+        case = cases.get(record["id"])
+        if case is None:
+            raise ToolSelectionError(f"Row {record['id']!r} has no case in the suite given; fill its signals from "
+                                     "the suite it was evaluated on.")
+        calls = [ToolCall.model_validate(call) for call in json.loads(record.get("predicted") or "[]")]
+        evidence = Evidence(request=case.prompt, registry=registry_for(case),
+                            decision=MultiToolDecision(tool_calls=calls))
+        values.append(compute_signals(evidence, missing))
+    out = rows.copy()
+    for name in missing:
+        out[f"{SIGNAL_PREFIX}{name}"] = [v[name] for v in values]
+    return out
+
+
 def fit_on_rows(train: pd.DataFrame, names: Sequence[str], *, C: float = 1.0,
                 trained_on: Mapping[str, object] | None = None) -> RelevanceModel:
     """A relevance model fitted on the train rows where the selector called a tool."""
@@ -102,9 +130,14 @@ class RelevanceChoice:
     sweep: pd.DataFrame  # dev figures per threshold
 
 
-def choose_threshold(model: RelevanceModel, dev: pd.DataFrame,
-                     thresholds: Iterable[float] | None = None) -> RelevanceChoice:
-    """The threshold with the best balanced accuracy on ``dev`` (ties: the lowest, which overrules least)."""
+MAX_ADDED_FALSE_ABSTENTION = 0.05
+
+
+def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Iterable[float] | None = None, *,
+                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceChoice:
+    """The threshold with the best balanced accuracy on ``dev`` among those that add at most
+    ``max_added_false_abstention`` to the selection's own false abstention there (a relevance stage that gains by
+    refusing requests that need a call is not wanted); ties: the lowest, which overrules least."""
     probabilities = model.probabilities(signals_of(dev, model.signals))
     if thresholds is None:
         candidates = np.unique(probabilities[called(dev)])
@@ -119,10 +152,16 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame,
                      "false_abstention_rate": summary.get("false_abstention_rate", math.nan),
                      "overruled": float(table["relevance_overruled"].mean())})
     sweep = pd.DataFrame(rows)
-    best = sweep["balanced_accuracy"].max()
-    threshold = float(sweep.loc[np.isclose(sweep["balanced_accuracy"], best), "threshold"].min())
+    baseline = summarize(dev, with_ci=False).get("false_abstention_rate", math.nan)
+    allowed = sweep["false_abstention_rate"].fillna(0.0) <= (0.0 if math.isnan(baseline) else baseline) \
+        + max_added_false_abstention + 1e-9
+    sweep["allowed"] = allowed
+    candidates = sweep[allowed] if allowed.any() else sweep.iloc[:1]
+    best = candidates["balanced_accuracy"].max()
+    threshold = float(candidates.loc[np.isclose(candidates["balanced_accuracy"], best), "threshold"].min())
     chosen = sweep[sweep["threshold"] == threshold].iloc[0]
-    dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key != "threshold"}
+    dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key not in ("threshold", "allowed")}
+    dev_figures["max_added_false_abstention"] = max_added_false_abstention
     return RelevanceChoice(model.with_threshold(min(1.0, threshold), {"rows": len(dev), **dev_figures}), sweep)
 
 
@@ -160,10 +199,11 @@ class RelevanceReport:
 
 
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
-                     fit_suites: Sequence[str] | None = None) -> RelevanceReport:
+                     fit_suites: Sequence[str] | None = None,
+                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceReport:
     """``runs``: suite name -> its rows (every split, with the signals recorded). The model is fitted on the train
     rows of ``fit_suites`` (default: all), its threshold chosen on their dev rows, and it is reported on every
-    suite's test rows."""
+    suite's test rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev)."""
     fit_suites = list(fit_suites or runs)
     unknown = [name for name in fit_suites if name not in runs]
     if unknown:
@@ -171,14 +211,28 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     part = {split: pd.concat([_split(runs[name], split) for name in fit_suites], ignore_index=True)
             for split in ("train", "dev")}
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
-    choice = choose_threshold(model, part["dev"])
+    choice = choose_threshold(model, part["dev"], max_added_false_abstention=max_added_false_abstention)
     tests = {name: _split(rows, "test") for name, rows in runs.items()}
-    tests["pooled"] = pd.concat(list(tests.values()), ignore_index=True)
-    aurocs = pd.DataFrame({name: signal_aurocs(rows, signals)
-                           for name, rows in tests.items()})
+    for group, members in suite_groups(list(runs)).items():
+        tests[group] = pd.concat([tests[name] for name in members], ignore_index=True)
+    aurocs = pd.DataFrame({name: signal_aurocs(rows, signals) for name, rows in tests.items()})
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
     return RelevanceReport(choice.model, aurocs, choice.sweep, test)
+
+
+def suite_groups(names: Sequence[str]) -> dict[str, list[str]]:
+    """The pooled rows a report adds after the suites: BFCL's categories together (``multiple`` and
+    ``irrelevance`` hold one kind of case each, so only together do they tell the kinds apart), the other suites
+    together, and everything; a group of one suite, or the same as another group, is left out."""
+    bfcl = [name for name in names if name.startswith("bfcl")]
+    others = [name for name in names if name not in bfcl]
+    groups = {"pooled": list(names), "bfcl": bfcl, "domains": others}  # the first of two equal groups is kept
+    kept: dict[str, list[str]] = {}
+    for group, members in groups.items():
+        if len(members) > 1 and members not in kept.values():
+            kept[group] = members
+    return {group: kept[group] for group in ("bfcl", "domains", "pooled") if group in kept}
 
 
 def _split(rows: pd.DataFrame, split: str) -> pd.DataFrame:

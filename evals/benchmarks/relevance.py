@@ -17,8 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from evals.benchmarks.report import markdown
-from evals.relevance import RelevanceReport, relevance_report, signal_names
+from evals.relevance import RelevanceReport, fill_decision_signals, relevance_report, signal_names
 from evals.runner import load_results
+from evals.suite import load_suite
 from evals.tracking import git_commit
 from tool_selection.errors import ToolSelectionError
 
@@ -31,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--signals", help="Comma-separated signals the model combines (default: every recorded one).")
     parser.add_argument("--fit-suites", help="Comma-separated suites whose train and dev rows fit the model and choose "
                                              "its threshold (default: all); every suite's test rows are reported.")
+    parser.add_argument("--max-added-false-abstention", type=float, default=5.0, metavar="POINTS",
+                        help="The most false abstention (points) the threshold may add on dev (default: 5).")
     parser.add_argument("--C", type=float, default=1.0, help="Inverse regularisation strength (default: 1).")
     parser.add_argument("--save", metavar="MODEL_JSON", help="Write the fitted model (for toolsel eval --relevance).")
     parser.add_argument("--markdown", metavar="FILE", help="Also write the report as a markdown page.")
@@ -45,8 +48,19 @@ def load_runs(run_dirs: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, d
         suite = (summary.get("params") or {}).get("suite") or Path(run_dir).name
         if suite in runs:
             raise ToolSelectionError(f"Two runs of suite {suite!r}: give one run directory per suite.")
-        runs[suite], params[suite] = load_results(run_dir), {**(summary.get("params") or {}), "run_dir": run_dir}
+        rows = load_results(run_dir)
+        cases = _cases((summary.get("params") or {}).get("suite_ref") or suite)
+        if cases is not None:  # signals recorded before they existed, computed from the rows' decisions
+            rows = fill_decision_signals(rows, cases)
+        runs[suite], params[suite] = rows, {**(summary.get("params") or {}), "run_dir": run_dir}
     return runs, params
+
+
+def _cases(suite_ref: str) -> dict | None:
+    try:
+        return {case.id: case for case in load_suite(suite_ref)}
+    except ToolSelectionError:
+        return None
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -56,7 +70,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     if not signals:
         raise ToolSelectionError("These runs recorded no relevance signal: evaluate with --relevance-signals cheap.")
     fit = [s.strip() for s in args.fit_suites.split(",")] if args.fit_suites else None
-    report = relevance_report(runs, signals, C=args.C, fit_suites=fit)
+    report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
+                              max_added_false_abstention=args.max_added_false_abstention / 100)
     print(format_report(report))
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")

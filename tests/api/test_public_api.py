@@ -1,5 +1,5 @@
-"""The Python side: a light import, a documented top-level API, the same decisions as the CLI, the README's
-Python blocks and the quickstart notebook executed for real, and rich display in Jupyter."""
+"""The Python side: a light import, a documented top-level API, the same decisions as the CLI, the Python blocks
+of the docs' "From Python" page and the quickstart notebook executed for real, and rich display in Jupyter."""
 
 import json
 import re
@@ -84,23 +84,22 @@ def test_python_and_the_cli_give_identical_decisions(tmp_path, monkeypatch):
 
 
 def _python_blocks() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Python\n", 1)[1].split("\n### ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    page = (ROOT / "docs" / "guide" / "python.md").read_text()
+    return re.findall(r"```python\n(.*?)```", page, re.DOTALL)
 
 
-def test_the_readme_has_python_blocks_to_run():
+def test_the_python_page_has_blocks_to_run():
     blocks = _python_blocks()
     assert len(blocks) >= 3 and any("MultiToolSelector" in b for b in blocks) and any("evaluate(" in b for b in blocks)
 
 
 @pytest.mark.local_model
-def test_the_readme_python_blocks_run(tmp_path, monkeypatch):
+def test_the_python_page_blocks_run(tmp_path, monkeypatch):
     _local_model_or_skip()
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for block in _python_blocks():
-        exec(compile(block, "README.md (Python section)", "exec"), namespace)
+        exec(compile(block, "docs/guide/python.md", "exec"), namespace)
     assert namespace["json_cot"].results.shape[0] == 4
     assert namespace["compiled"].strategy_name == "native-strict"  # the default, auto, as a local model runs it
 

@@ -73,11 +73,69 @@ def test_argument_accuracy_and_full_match():
     assert missing["full_match"] == 0.0
 
 
+def bfcl_case(arguments, properties, required=()):
+    """A BFCL-style (strict) case expecting one call of ``f``, declared with ``properties`` as BFCL writes them."""
+    tool = {"name": "f", "description": "F.",
+            "parameters": {"type": "dict", "properties": properties, "required": list(required)}}
+    return Case(id="b", request="r", tools=[tool], strict_arguments=True,
+                expected_calls=[{"tool_name": "f", "arguments": {k: {"one_of": v} for k, v in arguments.items()}}])
+
+
 def test_strict_cases_reject_unlisted_arguments_and_allow_optional_omission():
-    c = case([{"tool_name": "f", "arguments": {"x": {"one_of": [1]}, "y": {"one_of": ["", 0]}}}], strict=True)
+    c = bfcl_case({"x": [1], "y": ["", 0]}, {"x": {"type": "integer"}, "y": {"type": "integer"},
+                                             "z": {"type": "integer"}}, required=["x"])
     assert score_case(c, decision(("f", {"x": 1})))["full_match"] == 1.0
     assert score_case(c, decision(("f", {"x": 1, "y": 0})))["full_match"] == 1.0
     assert score_case(c, decision(("f", {"x": 1, "z": 2})))["full_match"] == 0.0
+
+
+INTEGER, FLOAT, TEXT = {"type": "integer"}, {"type": "float"}, {"type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("given", "acceptable", "declared", "ok"),
+    [
+        pytest.param(3.0, [3], INTEGER, False, id="a float for an integer"),
+        pytest.param(3, [3.0], FLOAT, True, id="an integer for a float"),
+        pytest.param(True, [1], INTEGER, False, id="a bool for an integer"),
+        pytest.param("", ["", 3], INTEGER, False, id="an empty string for an optional integer"),
+        pytest.param("", ["", "PC"], TEXT, True, id="an empty string for an optional string"),
+        pytest.param([], ["", ["a"]], {"type": "array", "items": TEXT}, True, id="an empty list for an optional list"),
+        pytest.param([], [["a"]], {"type": "array", "items": TEXT}, False, id="an empty list for a needed list"),
+        pytest.param([1, 2], [[1.0, 2.0]], {"type": "array", "items": FLOAT}, False, id="integers in a float list"),
+        pytest.param([1.0, 2.0], [[1, 2]], {"type": "array", "items": INTEGER}, False, id="floats in an integer list"),
+        pytest.param([1, 2], [[1, 2]], {"type": "array", "items": FLOAT}, True,
+                     id="integers in a float list whose answer has integers"),
+        pytest.param([1, 2], ["", [1.0, 2.0]], {"type": "array", "items": FLOAT}, True,
+                     id="an optional list's items are not type-checked"),
+        pytest.param("data['x']", ["data['x']"], {"type": "array", "items": TEXT}, True, id="a variable, exactly"),
+        pytest.param("DATA['x']", ["data['x']"], {"type": "array", "items": TEXT}, False,
+                     id="a variable is compared exactly"),
+        pytest.param(None, ["", 3], INTEGER, False, id="null is a value of no declared type"),
+    ],
+)
+def test_bfcl_cases_check_the_declared_type_first(given, acceptable, declared, ok):
+    c = bfcl_case({"x": acceptable}, {"x": declared})
+    assert score_case(c, decision(("f", {"x": given})))["full_match"] == float(ok)
+
+
+def test_bfcl_cases_need_every_argument_the_tool_requires_and_none_it_does_not_declare():
+    c = bfcl_case({"x": ["", 1], "y": [2]}, {"x": INTEGER}, required=["x"])
+    assert score_case(c, decision(("f", {"x": 1, "y": 2})))["full_match"] == 0.0  # y is expected but not declared
+    assert score_case(c, decision(("f", {})))["full_match"] == 0.0  # x may be omitted by the answer, not the tool
+
+
+@pytest.mark.parametrize(
+    ("predicted", "acceptable", "ok"),
+    [
+        (8990000000.5, [8990000000.0], False),  # numbers compare exactly: no tolerance that grows with the value
+        (1e-300, [0.0], False),
+        ("it's", ['it"s'], True),  # BFCL's normalisation also reads ' as "
+        ([], ["", ["a"]], True),
+    ],
+)
+def test_value_matching_without_declared_types(predicted, acceptable, ok):
+    assert value_matches(predicted, acceptable) is ok
 
 
 def test_a_call_its_tool_refuses_is_never_a_full_match_outside_bfcl_rules():

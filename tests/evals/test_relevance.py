@@ -130,3 +130,38 @@ def test_the_bench_command_reports_saves_the_model_and_writes_a_page(tmp_path, c
     assert "## Provenance" in text and "| alpha |" in text and "local:fake" in text
     assert main(["bench", "relevance", run_dirs[0], "--signals", "verify"]) == 2  # not recorded: a clear error
     assert "--relevance-signals verify" in capsys.readouterr().err
+
+
+def test_decision_signals_are_filled_from_the_rows_cases():
+    from evals.relevance import fill_decision_signals
+    from evals.suite import Case
+
+    case = Case.model_validate({"id": "c1", "request": "Weather in Oslo please", "tool_set": "treasure_hunt",
+                                "expected_calls": [], "tags": ["no_tool"], "split": "test"})
+    frame = pd.DataFrame([{"id": "c1", "predicted": json.dumps([{"tool_name": "move", "arguments": {"direction":
+                                                                                                       "north"}}])}])
+    filled = fill_decision_signals(frame, {"c1": case})
+    assert filled.loc[0, "rel_grounded_args"] == 0.0 and filled.loc[0, "rel_unlisted"] == 0.0
+    with pytest.raises(ToolSelectionError, match="no case"):
+        fill_decision_signals(frame, {})
+
+
+def test_suites_are_pooled_into_bfcl_domains_and_all():
+    from evals.relevance import suite_groups
+
+    assert suite_groups(["bfcl_multiple", "bfcl_irrelevance", "events", "finance"]) == {
+        "bfcl": ["bfcl_multiple", "bfcl_irrelevance"], "domains": ["events", "finance"],
+        "pooled": ["bfcl_multiple", "bfcl_irrelevance", "events", "finance"]}
+    assert suite_groups(["bfcl_multiple", "bfcl_irrelevance"]) == {"pooled": ["bfcl_multiple", "bfcl_irrelevance"]}
+    assert suite_groups(["events"]) == {}
+
+
+def test_the_threshold_adds_little_false_abstention_on_dev():
+    # the only threshold that catches the no-tool cases also refuses half the cases that need a call
+    dev = pd.DataFrame([row(f"d{i}", "dev", i % 2 == 0, True, 0.2 if i % 2 else (0.1 if i % 4 == 0 else 0.9))
+                        for i in range(40)])
+    model = fit_on_rows(rows("train"), ["dense_best"])
+    strict = choose_threshold(model, dev, max_added_false_abstention=0.05)
+    assert strict.model.dev["false_abstention_rate"] <= 0.05
+    loose = choose_threshold(model, dev, max_added_false_abstention=1.0)
+    assert loose.model.dev["false_abstention_rate"] == 0.5 and loose.model.dev["abstention_accuracy"] == 1.0

@@ -95,3 +95,14 @@ def test_unknown_signals_are_refused_with_the_known_ones():
     with pytest.raises(UnknownSignalError, match="'dense_bets' \\(did you mean dense_best"):
         check_signals(["dense_bets"])
     assert set(check_signals(list(SIGNALS))) == set(SIGNALS)
+
+
+def test_grounded_args_is_the_share_of_argument_values_the_request_spells_out():
+    def grounded(request, **arguments):
+        evidence = Evidence(request=request, registry=TOOLS, decision=call("get_weather", **arguments))
+        return compute_signals(evidence, ["grounded_args"])["grounded_args"]
+
+    assert grounded("What's the weather in New York today?", city="new-york") == 1.0
+    assert grounded("Draw me a circle", city="London", days=5) == 0.0
+    assert grounded("Weather for 3 days in Oslo", city="Oslo", days=3, units="metric") == pytest.approx(2 / 3)
+    assert math.isnan(grounded("Weather please"))

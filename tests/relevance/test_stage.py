@@ -31,6 +31,9 @@ def test_signals_are_recorded_and_the_answer_asked_with_log_probabilities(make_l
     assert "relevance_p" not in extras  # no model: recorded only
     assert extras["rel_call_open"] == extras["rel_call_open"]  # not NaN: the selection was asked for logprobs
     assert len(llama.calls) == 2  # the selection, then the question
+    selection, question = llama.calls
+    assert question["tools"] == selection["tools"]  # the same system turn, so the KV cache holds the prompt
+    assert question["messages"][:len(selection["messages"])] == selection["messages"]
     assert extras["relevance_input_tokens"] > 0
 
 

@@ -18,6 +18,7 @@ from tests.tool_sets.processes import running_in
 from tool_selection import ToolArgumentError
 from tool_selection.failures import is_failure
 from tool_sets._sandbox import process
+from tool_sets._sandbox.pids_cgroup import PidsCgroup, _own_pids_cgroups
 from tool_sets._sandbox.process import Isolation, SandboxWarning
 from tool_sets.code import TOOL_SET, RunBash, RunJavaScript, RunPython
 
@@ -126,6 +127,19 @@ def test_background_processes_are_killed_when_the_program_ends():
     started, folder = result["stdout"].split()
     assert result["ok"] and started == "3" and result["duration_s"] < 5
     assert running_in(folder) == []
+
+
+def test_where_a_pids_cgroup_can_be_made_threads_past_the_limit_stop_the_run_and_it_is_removed():
+    probe = PidsCgroup.create(1)
+    if probe is None:
+        pytest.skip("no pids cgroup can be created here (not root and no delegated cgroup)")
+    probe.remove()
+    before = {path.name for parent in _own_pids_cgroups() for path in parent.glob("tool-selection-*")}
+    source = "import threading, time\nfor _ in range(40):\n    threading.Thread(target=time.sleep, args=(5,)).start()"
+    result = run("run_python", source, max_processes=8, timeout_s=4)
+    after = {path.name for parent in _own_pids_cgroups() for path in parent.glob("tool-selection-*")}
+    assert result["error"] == "process_limit" and result["duration_s"] < 2
+    assert after <= before
 
 
 @needs_proc

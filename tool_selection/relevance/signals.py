@@ -10,6 +10,8 @@ model (``relevance.model``) combines them into a probability.
 | ``call_open`` | log-odds that the answer's first token opens a call (``<tool_call>``, a fence, ``{``) | none |
 | ``name_logprob`` / ``name_logprob_min`` | mean / least log-probability of the chosen names' tokens, under the model's own (unconstrained) distribution: low when a grammar forced a name the model did not want | none |
 | ``unlisted`` | 1 when every call names a function that is not listed (free formats) | none |
+| ``grounded_args`` | the share of the calls' argument values the request spells out | none |
+| ``tools_listed`` | log of the number of tools listed: the context the other scores are read in | none |
 | ``dense_best`` / ``dense_chosen`` | cosine of the request to the closest tool / to the called tool (MiniLM) | one small embedding |
 | ``bm25_best`` | BM25 score of the best tool | negligible |
 | ``verify`` | log P(Yes) - log P(No) of "does that call do exactly what I asked?" asked after the answer | one token; the prompt is the answer's own, so the KV cache holds all but the question |
@@ -35,6 +37,7 @@ from tool_selection.strategies.gate import TOP_LOGPROBS, gate_score
 
 __all__ = [
     "CHEAP_SIGNALS",
+    "DECISION_SIGNALS",
     "SIGNALS",
     "Evidence",
     "SignalSpec",
@@ -100,6 +103,7 @@ class SignalSpec:
     compute: Callable[[Evidence], float]
     summary: str
     costs_a_call: bool = False
+    reads_the_answer: bool = False  # needs the answer's text or log-probabilities, not only the decision
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -173,6 +177,33 @@ def _unlisted(evidence: Evidence) -> float:
     return float(all(call.tool_name not in evidence.registry for call in calls))
 
 
+def _leaf_values(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaf_values(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _leaf_values(item)
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        yield value
+
+
+def _normalised(text: str) -> str:
+    return " ".join("".join(ch.lower() if ch.isalnum() else " " for ch in text).split())
+
+
+def _grounded_args(evidence: Evidence) -> float:
+    """The share of the calls' argument values (strings and numbers) that the request spells out: a call made for
+    a request no tool fits often fills its arguments with values of its own."""
+    values = [value for call in evidence.decision.tool_calls for value in _leaf_values(call.arguments)]
+    values = [_normalised(str(value)) for value in values]
+    values = [value for value in values if value]
+    if not values:
+        return math.nan
+    request = f" {_normalised(evidence.request)} "
+    return sum(f" {value} " in request or (len(value) > 3 and value in request) for value in values) / len(values)
+
+
 def _retrieved(name: str, evidence: Evidence) -> list[tuple[str, float]]:
     from tool_selection.retrieval import get_retriever
 
@@ -200,6 +231,10 @@ def _dense_chosen(evidence: Evidence) -> float:
 def _bm25_best(evidence: Evidence) -> float:
     hits = _retrieved("bm25", evidence)
     return hits[0][1] if hits else math.nan
+
+
+def _tools_listed(evidence: Evidence) -> float:
+    return math.log(max(len(evidence.registry), 1))
 
 
 def describe_calls(decision: MultiToolDecision) -> str:
@@ -255,19 +290,26 @@ def _gate(evidence: Evidence) -> float:
 
 
 SIGNALS: dict[str, SignalSpec] = {spec.name: spec for spec in (
-    SignalSpec("call_open", _call_open, "log-odds that the answer's first token opens a call"),
-    SignalSpec("name_logprob", _name_logprob, "mean log-probability of the chosen names' tokens"),
-    SignalSpec("name_logprob_min", _name_logprob_min, "least log-probability of a chosen name's token"),
+    SignalSpec("call_open", _call_open, "log-odds that the answer's first token opens a call",
+               reads_the_answer=True),
+    SignalSpec("name_logprob", _name_logprob, "mean log-probability of the chosen names' tokens",
+               reads_the_answer=True),
+    SignalSpec("name_logprob_min", _name_logprob_min, "least log-probability of a chosen name's token",
+               reads_the_answer=True),
     SignalSpec("unlisted", _unlisted, "1 when every call names an unlisted function"),
+    SignalSpec("tools_listed", _tools_listed, "log of the number of tools listed (the other signals' context)"),
+    SignalSpec("grounded_args", _grounded_args, "share of the calls' argument values that the request spells out"),
     SignalSpec("dense_best", _dense_best, "cosine of the request to the closest tool (MiniLM)"),
     SignalSpec("dense_chosen", _dense_chosen, "cosine of the request to the least similar called tool"),
     SignalSpec("bm25_best", _bm25_best, "BM25 score of the best tool"),
     SignalSpec("verify", _verify, "Yes/No score of 'does that call do exactly what I asked?' after the answer",
-               costs_a_call=True),
+               costs_a_call=True, reads_the_answer=True),
     SignalSpec("gate", _gate, "the relevance gate's Yes/No score, with the gate's model", costs_a_call=True),
 )}
-CHEAP_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "dense_best", "dense_chosen",
-                 "bm25_best", "verify")
+DECISION_SIGNALS = tuple(name for name, spec in SIGNALS.items() if not spec.costs_a_call and not spec.reads_the_answer)
+"""The signals computed from the request, the tools and the decision alone (so also from a finished run's rows)."""
+CHEAP_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "grounded_args", "tools_listed",
+                 "dense_best", "dense_chosen", "bm25_best", "verify")
 """The signals a relevance stage computes unless told otherwise (all but the gate, which needs its own model)."""
 
 
@@ -301,7 +343,8 @@ class _LMCallCapture(BaseCallback):
         self._pending: dict[str, dict[str, Any]] = {}
 
     def on_lm_start(self, call_id, instance, inputs):
-        self._pending[call_id] = dict(inputs)
+        inputs = dict(inputs)  # the LM call's arguments: prompt, messages, and its keyword arguments as "kwargs"
+        self._pending[call_id] = {**(inputs.pop("kwargs", None) or {}), **inputs}
 
     def on_lm_end(self, call_id, outputs, exception=None):
         inputs = self._pending.pop(call_id, None)

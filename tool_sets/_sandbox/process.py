@@ -3,8 +3,9 @@
 Always: a fresh working directory, a minimal environment (no inherited API keys), stdin closed, ``setrlimit``
 limits set before ``exec`` (``RLIMIT_CPU``, ``RLIMIT_AS``/``RLIMIT_DATA``, ``RLIMIT_NPROC``, ``RLIMIT_FSIZE``, no
 core files), output cut at a bound, and the whole process group killed when the program exits, times out, floods
-its output or starts too many processes. ``RLIMIT_NPROC`` is not enforced for root, so the process count of the
-group is also watched (from ``/proc``, where there is one).
+its output or starts too many processes. ``RLIMIT_NPROC`` is not enforced for root, so where a ``pids`` cgroup
+can be made (``pids_cgroup.py``) the program runs in one that refuses tasks past the limit, and the process count
+of the group is also watched (from ``/proc``, where there is one); either stops the run.
 
 Where Linux lets this process create a user namespace and others inside it (``isolation()`` tries it once;
 containers that forbid ``unshare(2)`` and kernels that restrict unprivileged user namespaces refuse), the
@@ -28,11 +29,12 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tool_sets._sandbox import namespaces
+from tool_sets._sandbox.pids_cgroup import PidsCgroup
 
 __all__ = ["Isolation", "Limits", "Outcome", "SandboxWarning", "isolation", "minimal_environment", "run_limited"]
 
@@ -121,12 +123,22 @@ def run_limited(argv: Sequence[str], *, cwd: Path, limits: Limits) -> Outcome:
     else:
         _warn_not_isolated(isolation().reason)
     most_processes = limits.max_processes + (_LAUNCHER_PROCESSES if isolated else 0)
+    cgroup = PidsCgroup.create(most_processes)
+    try:
+        return _run(argv, cwd, limits, isolated, most_processes, cgroup)
+    finally:
+        if cgroup is not None:
+            cgroup.remove()
+
+
+def _run(argv: Sequence[str], cwd: Path, limits: Limits, isolated: bool, most_processes: int,
+         cgroup: PidsCgroup | None) -> Outcome:
     started = time.monotonic()
     deadline = started + limits.timeout_s
     process = subprocess.Popen(
         list(argv), cwd=cwd, env=minimal_environment(cwd), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-        preexec_fn=_apply(_rlimits(limits)),
+        preexec_fn=_apply(_rlimits(limits), cgroup),
     )
     output = {process.stdout: bytearray(), process.stderr: bytearray()}
     stopped, next_census = None, started
@@ -161,7 +173,8 @@ def run_limited(argv: Sequence[str], *, cwd: Path, limits: Limits) -> Outcome:
                     break
             elif time.monotonic() >= next_census:  # reading /proc costs about 1 ms, so once a tick
                 next_census = time.monotonic() + _TICK_S
-                if _group_size(process.pid) > most_processes:
+                if (cgroup is not None and cgroup.refused_a_task()) or (
+                        _group_size(process.pid, above=most_processes) > most_processes):
                     stopped = "process_limit"
     _kill_group(process.pid, until_empty_s=1.0)
     exit_code = process.wait()
@@ -185,8 +198,8 @@ def _rlimits(limits: Limits) -> list[tuple[int, int]]:
     return wanted
 
 
-def _apply(wanted: list[tuple[int, int]]) -> Callable[[], None]:
-    """The ``preexec_fn``: values are computed here, so the child only calls ``setrlimit``."""
+def _apply(wanted: list[tuple[int, int]], cgroup: PidsCgroup | None) -> Callable[[], None]:
+    """The ``preexec_fn``: values are computed here, so the child only joins the cgroup and calls ``setrlimit``."""
     settings = []
     for limit, value in wanted:
         hard = resource.getrlimit(limit)[1]
@@ -196,6 +209,11 @@ def _apply(wanted: list[tuple[int, int]]) -> Callable[[], None]:
         settings.append((limit, (value, top if hard == resource.RLIM_INFINITY else min(top, hard))))
 
     def apply() -> None:
+        if cgroup is not None:
+            try:
+                cgroup.join()
+            except OSError:  # the process-group watch still bounds it
+                pass
         for limit, values in settings:
             resource.setrlimit(limit, values)
 
@@ -216,23 +234,22 @@ def _kill_group(pgid: int, until_empty_s: float = 0.0) -> None:
             os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             return
-        if time.monotonic() >= give_up or _group_size(pgid, running_only=True) == 0:
+        if time.monotonic() >= give_up or _group_size(pgid, running_only=True, above=0) == 0:
             return
         time.sleep(0.005)
 
 
-def _proc_stats() -> list[tuple[int, list[str]]]:
-    """``(owner uid, fields after the command name)`` of every process in ``/proc``."""
-    stats = []
-    for entry in os.scandir(_PROC):
-        if entry.name.isdigit():
+def _proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """``(owner uid, fields after the command name)`` of every process in ``/proc`` when it was listed: a list
+    taken first, since a scan that follows ``/proc`` live never ends while a fork loop keeps adding processes."""
+    for name in os.listdir(_PROC):
+        if name.isdigit():
             try:
-                owner = entry.stat().st_uid
-                with open(f"{entry.path}/stat", "rb") as file:
-                    stats.append((owner, file.read().rsplit(b")", 1)[1].decode().split()))
+                owner = os.stat(f"{_PROC}/{name}").st_uid
+                with open(f"{_PROC}/{name}/stat", "rb") as file:
+                    yield owner, file.read().rsplit(b")", 1)[1].decode().split()
             except (OSError, IndexError):  # it ended while being read
                 continue
-    return stats
 
 
 def _user_tasks() -> int:
@@ -241,9 +258,15 @@ def _user_tasks() -> int:
     return sum(int(fields[17]) for owner, fields in _proc_stats() if owner == uid)
 
 
-def _group_size(pgid: int, running_only: bool = False) -> int:
-    """Processes in process group ``pgid``, zombies left out with ``running_only`` (0 without ``/proc``)."""
+def _group_size(pgid: int, running_only: bool = False, above: int | None = None) -> int:
+    """Processes in process group ``pgid``, zombies left out with ``running_only`` (0 without ``/proc``); with
+    ``above``, counting stops at the first process past it."""
     if not _PROC.is_dir():
         return 0
     group, ended = str(pgid), ("Z", "X") if running_only else ()
-    return sum(fields[2] == group and fields[0] not in ended for _, fields in _proc_stats())
+    count = 0
+    for _, fields in _proc_stats():
+        count += fields[2] == group and fields[0] not in ended
+        if above is not None and count > above:
+            break
+    return count
