@@ -4,6 +4,13 @@ context_search over the debate so far, contribution metadata, the state file aft
 resuming after a kill without asking a finished contribution again."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -197,6 +204,63 @@ def test_a_killed_debate_resumes_from_its_state_file_without_repeating_work(mode
         ("refinement", "architect", "A refines."), ("refinement", "critic", "C refines.")]
     assert len(fresh.llama(LARGE).calls) == 1 and len(fresh.llama(SMALL).calls) == 2  # nothing asked twice
     assert "[Architect (architect)]: A proposes Redis." in fresh.messages(SMALL, 0)[-1]["content"]
+
+
+KILLED_RUN = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from tests.conversations.conftest import LARGE, SMALL, ScriptedLlama, ScriptedModels
+    from tests.conversations.test_debate import config, runner
+
+    class Hangs(ScriptedLlama):  # once its script is spoken, the model never answers: the process waits to be killed
+        def create_chat_completion(self, messages, grammar=None, **options):
+            if not self.answers:
+                time.sleep(600)
+            return super().create_chat_completion(messages, grammar=grammar, **options)
+
+    models = ScriptedModels(Path(sys.argv[2]))
+    models.llamas = {LARGE: Hangs(["A proposes Redis.", "A critiques C."]), SMALL: Hangs(["C proposes CDN."])}
+    runner(models, config(), state_path=sys.argv[1]).run()
+""")
+
+
+def test_a_debate_killed_with_sigkill_resumes_from_its_state_file(tmp_path):
+    """A real kill: a debate in another process is killed (SIGKILL) while a model is answering in the critique
+    phase; the state file it left is whole and the debate resumes from it."""
+    path = tmp_path / "state.json"
+    root = Path(__file__).parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    process = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(path), str(tmp_path)], cwd=root, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and process.poll() is None:
+            if path.is_file() and len(json.loads(path.read_text())["rounds"][0]["contributions"]) == 3:
+                break
+            time.sleep(0.2)
+        assert process.poll() is None, process.stderr.read().decode()
+        time.sleep(0.5)  # the critic is now waiting on its model
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+
+    saved = DebateState.load(path)
+    assert saved.status == "running" and saved.rounds[0].completed_phases == ["proposal"]
+    assert [c.content for c in saved.rounds[0].contributions] == ["A proposes Redis.", "C proposes CDN.",
+                                                                  "A critiques C."]
+    from tests.conversations.conftest import ScriptedModels
+
+    fresh = ScriptedModels(tmp_path / "again")
+    fresh.script(LARGE, "A refines.")
+    fresh.script(SMALL, "C critiques A.", "C refines.")
+    state = runner(fresh, state_path=path).run()
+    assert state.status == "complete" and [c.type for c in state.rounds[0].contributions] == [
+        "proposal", "proposal", "critique", "critique", "refinement", "refinement"]
+    assert len(fresh.llama(LARGE).calls) == 1 and len(fresh.llama(SMALL).calls) == 2
 
 
 def test_more_rounds_continue_a_finished_debate(models, tmp_path):
