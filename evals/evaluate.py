@@ -26,6 +26,7 @@ from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.relevance.model import DEFAULT_RELEVANCE
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_undeclared_arguments
 from tool_selection.strategies import DEFAULT_STRATEGY
 
@@ -108,7 +109,7 @@ def evaluate(
     serve: int | None = None,
     ray: str | None = None,
     undeclared_arguments: str = "refuse",
-    relevance: str | Path | None = None,
+    relevance: str | Path | None = DEFAULT_RELEVANCE,
     relevance_signals: Sequence[str] | None = None,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
@@ -123,7 +124,8 @@ def evaluate(
     out over Ray, ``threads`` at a time (``"local"``: a Ray instance on this machine; else a cluster's
     ``HOST:PORT``; see ``evals.fanout``). ``undeclared_arguments="drop"``: remove arguments a call's tool does not
     declare before checking it (``MultiToolSelector``), recorded in the params and per case. ``relevance``: a
-    relevance model file (``tool_selection.relevance``) that drops the calls of a decision it judges irrelevant;
+    relevance model file (``tool_selection.relevance``) that drops the calls of a decision it judges irrelevant,
+    ``auto`` (the default: the model shipped for ``model``, if any, or a compiled selector's own) or ``none``;
     ``relevance_signals``: signals to record per case (without a model: recorded only, for fitting one)."""
     with contextlib.ExitStack() as stack:
         if threads < 1 or max_tokens < 1:
@@ -241,10 +243,15 @@ class SelectorJob:
         gate_lm, gate_name = None, None
         if self.gate_model is not None:
             gate_lm, gate_name = _lm(self.gate_model, temperature=0.0, max_tokens=2, cache=self.cache)
-        if self.relevance is not None or self.relevance_signals:
-            from tool_selection.relevance import RelevanceStage
+        from tool_selection.relevance import RelevanceStage, resolve_relevance
 
-            selector.relevance = RelevanceStage(self.relevance, signals=self.relevance_signals,
+        relevance = resolve_relevance(self.relevance, model_name)
+        if str(self.relevance) == "none":  # also a compiled selector's own
+            selector.relevance = None
+        elif str(self.relevance) == "auto" and selector.relevance is not None:
+            relevance = selector.relevance.model  # a compiled selector's own comes first
+        if relevance is not None or self.relevance_signals:
+            selector.relevance = RelevanceStage(relevance, signals=self.relevance_signals,
                                                 gate_lm=gate_lm if selector.gate is None else None)
             if "gate" in selector.relevance.signals and gate_lm is None:
                 raise ToolSelectionError("The relevance signal 'gate' asks a gate model: give --gate-model.")

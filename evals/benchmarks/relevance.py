@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from evals.benchmarks.report import markdown
-from evals.relevance import RelevanceReport, fill_decision_signals, relevance_report, signal_names
+from evals.relevance import MODEL_SIGNALS, RelevanceReport, fill_decision_signals, relevance_report, signal_names
 from evals.runner import load_results
 from evals.suite import load_suite
 from evals.tracking import git_commit
@@ -29,7 +29,9 @@ __all__ = ["add_arguments", "format_report", "load_runs", "markdown_report", "ru
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
                         help="Run directories of 'toolsel eval --split all --relevance-signals ...', one per suite.")
-    parser.add_argument("--signals", help="Comma-separated signals the model combines (default: every recorded one).")
+    parser.add_argument("--signals", help="Comma-separated signals the model combines (default: those of "
+                                          f"{', '.join(MODEL_SIGNALS)} the runs recorded; every recorded signal's "
+                                          "AUROC is reported either way).")
     parser.add_argument("--fit-suites", help="Comma-separated suites whose train and dev rows fit the model and choose "
                                              "its threshold (default: all); every suite's test rows are reported.")
     parser.add_argument("--max-added-false-abstention", type=float, default=5.0, metavar="POINTS",
@@ -37,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--C", type=float, default=1.0, help="Inverse regularisation strength (default: 1).")
     parser.add_argument("--save", metavar="MODEL_JSON", help="Write the fitted model (for toolsel eval --relevance).")
     parser.add_argument("--markdown", metavar="FILE", help="Also write the report as a markdown page.")
+    parser.add_argument("--cost", metavar="CSV", help="relevance_cost.csv (python -m evals.benchmarks."
+                                                      "relevance_cost) for the page's cost table.")
 
 
 def load_runs(run_dirs: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
@@ -66,17 +70,21 @@ def _cases(suite_ref: str) -> dict | None:
 def run_from_args(args: argparse.Namespace) -> int:
     runs, params = load_runs(args.runs)
     recorded = sorted(set.intersection(*(set(signal_names(rows)) for rows in runs.values())))
-    signals = [s.strip() for s in args.signals.split(",")] if args.signals else recorded
+    everywhere_or_somewhere = sorted(set.union(*(set(signal_names(rows)) for rows in runs.values())))
+    signals = ([s.strip() for s in args.signals.split(",")] if args.signals
+               else [s for s in MODEL_SIGNALS if s in recorded])
     if not signals:
         raise ToolSelectionError("These runs recorded no relevance signal: evaluate with --relevance-signals cheap.")
     fit = [s.strip() for s in args.fit_suites.split(",")] if args.fit_suites else None
+    whole = [suite for suite, rows in runs.items() if suite.startswith("bfcl") and rows["split"].nunique() > 1]
     report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
-                              max_added_false_abstention=args.max_added_false_abstention / 100)
+                              max_added_false_abstention=args.max_added_false_abstention / 100,
+                              report_signals=everywhere_or_somewhere, whole=whole)
     print(format_report(report))
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")
     if args.markdown:
-        Path(args.markdown).write_text(markdown_report(report, params, command=_command(args)))
+        Path(args.markdown).write_text(markdown_report(report, params, command=_command(args), cost=args.cost))
         print(f"report: {args.markdown}")
     return 0
 
@@ -85,6 +93,9 @@ def _command(args: argparse.Namespace) -> str:
     parts = ["toolsel bench relevance", *args.runs]
     parts += [f"--signals {args.signals}"] if args.signals else []
     parts += [f"--fit-suites {args.fit_suites}"] if args.fit_suites else []
+    parts += [f"--max-added-false-abstention {args.max_added_false_abstention:g}"] \
+        if args.max_added_false_abstention != 5.0 else []
+    parts += [f"--cost {args.cost}"] if args.cost else []
     return " ".join(parts)
 
 
@@ -142,22 +153,50 @@ def _table(frame: pd.DataFrame, *, index: str | None = None, digits: int = 3) ->
                       for column, value in row.items()} for row in frame.to_dict("records")])
 
 
-def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str) -> str:
+def cost_table(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """The cost table from ``relevance_cost.csv`` (``evals.benchmarks.relevance_cost``), and its note."""
+    table = pd.read_csv(path)
+    summary = table.groupby("config", sort=False).agg(
+        cases=("case", "size"), seconds_per_case=("seconds", "mean"), stage_seconds=("stage_seconds", "mean"),
+        accuracy=("correct", "mean"), correct=("correct", "sum"), total=("seconds", "sum"))
+    summary["ratio"] = summary["seconds_per_case"] / summary.loc["alone", "seconds_per_case"]
+    summary["seconds_per_correct"] = summary["total"] / summary["correct"]
+    summary["accuracy"] = [_points(v) for v in summary["accuracy"]]
+    note = (f"From `{path}`: the same {int(summary['cases'].iloc[0])} cases answered alone and with the stage in "
+            "alternating order by `python -m evals.benchmarks.relevance_cost`; ratio is seconds per case against "
+            "the selection alone in the same run.")
+    return summary.drop(columns=["correct", "total"]).reset_index(), note
+
+
+def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str,
+                    cost: str | Path | None = None) -> str:
     """The report as a page: tables first, then where the rows come from."""
     model = report.model
     provenance = pd.DataFrame([{"suite": suite, "run": p.get("run_dir"), "model": p.get("model"),
-                                "strategy": p.get("strategy"), "rows": p.get("cases"),
+                                "strategy": p.get("strategy"), "split": p.get("split"), "rows": p.get("cases"),
                                 "commit": p.get("git_commit")} for suite, p in params.items()])
+    left_out = [name for name in report.aurocs.index if name != "combined" and name not in model.signals]
+    cost_part: list[str] = []
+    if cost is not None:
+        table, note = cost_table(cost)
+        cost_part = ["## What it costs", "", _table(table), "", note, ""]
     return "\n".join([
         f"# Relevance: {', '.join(sorted({str(p.get('model')) for p in params.values()}))}", "",
         f"Generated by `{command}` on {date.today().isoformat()} at commit {git_commit()}.", "",
         "## What the relevance model does on test", "",
         _table(test_table(report)), "",
         f"Threshold P < {model.threshold:.3f}, chosen on dev (balanced accuracy "
-        f"{_points(model.dev.get('balanced_accuracy'))}); fitted on {model.trained_on.get('rows')} train rows of "
-        f"{', '.join(model.trained_on.get('suites', []))}.", "",
+        f"{_points(model.dev.get('balanced_accuracy'))}, at most "
+        f"{_points(model.dev.get('max_added_false_abstention'))} points of false abstention added there); fitted "
+        f"on {model.trained_on.get('rows')} train rows of {', '.join(model.trained_on.get('suites', []))}. "
+        "Rows marked *(all splits)* score a whole BFCL category as its leaderboard does, train and dev rows "
+        "included: the model was fitted and its threshold chosen on those, so they read a little high. Figures "
+        "are points; in brackets the paired 95% interval of the change, then McNemar's p.", "",
+        *cost_part,
         "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",
         _table(report.aurocs, index="signal"), "",
+        (f"Recorded but left out of the model: {', '.join(left_out)} (see `evals.relevance.MODEL_SIGNALS` for "
+         "why)." if left_out else ""), "",
         "## The model", "",
         _table(pd.DataFrame({"signal": model.signals, "weight (standardised)": model.coefficients,
                              "mean": model.means, "scale": model.scales})), "",
