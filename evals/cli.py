@@ -216,6 +216,8 @@ def _report(result) -> int:
     print()
     print(f"suite {result.params['suite']} ({result.params['split']}, {len(result.results)} cases), "
           f"model {result.params['model']}, strategy {result.params['strategy']}, program {result.params['program']}")
+    if "relevance" in result.params:
+        print(_relevance_line(result))
     print(format_summary(result.summary))
     print()
     print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -227,6 +229,18 @@ def _report(result) -> int:
     if result.mlflow_run_id:
         print(f"MLflow run: {result.mlflow_run_id}")
     return 0
+
+
+def _relevance_line(result) -> str:
+    """What the relevance stage did: its model, how many decisions it overruled, and its seconds per case."""
+    rows = result.results
+    line = result.params["relevance"]
+    if "relevance_overruled" in rows:
+        overruled = int(rows["relevance_overruled"].fillna(0).sum())
+        line += f"; dropped the calls of {overruled} of {len(rows)} decisions"
+    if "relevance_seconds" in rows:
+        line += f", {rows['relevance_seconds'].mean():.2f} s per case ('--relevance none' to run without it)"
+    return line
 
 
 def _optimize(args: argparse.Namespace) -> int:

@@ -168,6 +168,29 @@ def cost_table(path: str | Path) -> tuple[pd.DataFrame, str]:
     return summary.drop(columns=["correct", "total"]).reset_index(), note
 
 
+TARGETS = (  # (row of the report, metric, at least / at most, target in points): issue 29's for the 0.5B model
+    ("bfcl_irrelevance (all splits)", "abstention_accuracy", ">=", 80.0),
+    ("bfcl_multiple (all splits)", "accuracy", ">=", 77.0),
+    ("domains", "abstention_accuracy", ">=", 60.0),
+    ("domains", "false_abstention_rate", "<=", 10.0),
+    ("domains", "accuracy", ">=", 35.0),
+)
+
+
+def target_table(report: RelevanceReport) -> pd.DataFrame:
+    """Each target the report's rows can answer: the figure with the stage, and whether it is met."""
+    rows = report.test.set_index("suite")
+    table = []
+    for suite, metric, sense, target in TARGETS:
+        if suite not in rows.index or f"{metric}_after" not in rows:
+            continue
+        value = 100 * float(rows.loc[suite, f"{metric}_after"])
+        met = value >= target if sense == ">=" else value <= target
+        table.append({"row": suite, "metric": metric, "target": f"{sense} {target:g}", "with the stage": f"{value:.1f}",
+                      "met": "yes" if met else f"no ({value - target:+.1f})"})
+    return pd.DataFrame(table)
+
+
 def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str,
                     cost: str | Path | None = None) -> str:
     """The report as a page: tables first, then where the rows come from."""
@@ -192,6 +215,9 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         "Rows marked *(all splits)* score a whole BFCL category as its leaderboard does, train and dev rows "
         "included: the model was fitted and its threshold chosen on those, so they read a little high. Figures "
         "are points; in brackets the paired 95% interval of the change, then McNemar's p.", "",
+        "## Against the targets", "",
+        _table(target_table(report)), "",
+        "The *domains* row pools the domain suites whose test rows the runs hold.", "",
         *cost_part,
         "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",
         _table(report.aurocs, index="signal"), "",
