@@ -134,6 +134,8 @@ def test_the_per_phase_limit_counts_failed_invocations(models):
     assert [c.ok for c in meta.tool_calls] == [False, False] and meta.failed_calls == 2
     assert [c.result["status"] for c in meta.tool_calls] == ["error", "error"]
     assert meta.closing_calls == ["context_search"]  # written in the closing step, not run
+    assert proposal.content == "" and meta.error == ("at the call limit the model wrote more calls "
+                                                     "(context_search; not run) and no message")
     assert meta.iterations == 3 and proposal.content == ""
     assert user_message(models, LARGE, 2) == LIMIT_NOTE.format(limit=2)
     critique = state.rounds[0].of("critique", "architect")[0]  # the limit is per phase: it starts again

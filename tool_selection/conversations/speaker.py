@@ -234,4 +234,7 @@ class Speaker:
             text = (closing.final_answer or (last.reasoning if last else "") or "").strip()
             if closing.stop_reason in ("parse_failure", "model_error"):
                 metadata.error = closing.error or f"the closing step ended with {closing.stop_reason}"
+            elif not text and metadata.closing_calls:
+                metadata.error = (f"at the call limit the model wrote more calls ({', '.join(metadata.closing_calls)}; "
+                                  "not run) and no message")
         return Utterance(text=text, metadata=metadata)
