@@ -21,8 +21,8 @@ from typing import Any, Literal
 import dspy
 
 from evals.metrics import balanced_accuracy, score_case
-from evals.runner import EvalResult
 from evals.naming import slug
+from evals.runner import EvalResult
 from evals.suite import Case, Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall

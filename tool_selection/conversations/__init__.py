@@ -12,21 +12,32 @@ through the tool-calling loop), ``discussion``, ``debate``, ``state`` (records a
 use per agent and phase), ``tracking`` (MLflow), ``cli`` (``toolsel discuss`` / ``toolsel debate``).
 """
 
-from tool_selection.conversations.config import (
-    PHASES,
-    DebateAgent,
-    DebateConfig,
-    DiscussionConfig,
-    DiscussionModel,
-    load_debate_config,
-    load_discussion_config,
-)
-from tool_selection.conversations.debate import DebateRunner
-from tool_selection.conversations.discussion import DiscussionManager
-from tool_selection.conversations.errors import ConversationConfigError, StateFileError
-from tool_selection.conversations.speaker import Speaker, TurnMetadata, Utterance
-from tool_selection.conversations.state import Contribution, DebateState, DiscussionTranscript, Round
-from tool_selection.conversations.summary import debate_rows, discussion_rows
+import importlib
+from typing import Any
+
+_LAZY = {  # name -> module: the commands' --help imports none of them
+    "Contribution": "tool_selection.conversations.state",
+    "ConversationConfigError": "tool_selection.conversations.errors",
+    "DebateAgent": "tool_selection.conversations.config",
+    "DebateConfig": "tool_selection.conversations.config",
+    "DebateRunner": "tool_selection.conversations.debate",
+    "DebateState": "tool_selection.conversations.state",
+    "DiscussionConfig": "tool_selection.conversations.config",
+    "DiscussionManager": "tool_selection.conversations.discussion",
+    "DiscussionModel": "tool_selection.conversations.config",
+    "DiscussionTranscript": "tool_selection.conversations.state",
+    "PHASES": "tool_selection.conversations.config",
+    "Round": "tool_selection.conversations.state",
+    "Speaker": "tool_selection.conversations.speaker",
+    "StateFileError": "tool_selection.conversations.errors",
+    "TurnMetadata": "tool_selection.conversations.speaker",
+    "Utterance": "tool_selection.conversations.speaker",
+    "debate_rows": "tool_selection.conversations.summary",
+    "discussion_rows": "tool_selection.conversations.summary",
+    "load_debate_config": "tool_selection.conversations.config",
+    "load_discussion_config": "tool_selection.conversations.config",
+}
+
 
 __all__ = [
     "PHASES",
@@ -50,3 +61,12 @@ __all__ = [
     "load_debate_config",
     "load_discussion_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tool_selection.conversations' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -6,14 +6,12 @@ import argparse
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tool_selection.cli_output import print_json
-from tool_selection.conversations.config import load_debate_config, load_discussion_config
-from tool_selection.conversations.debate import DebateRunner, default_state_path
-from tool_selection.conversations.discussion import DiscussionManager
-from tool_selection.conversations.state import Contribution, DebateState
-from tool_selection.conversations.summary import debate_rows, discussion_rows, format_table, grouped, totals
+
+if TYPE_CHECKING:  # the commands import the conversations (DSPy, the tools) when they run, not for --help
+    from tool_selection.conversations.state import Contribution
 
 __all__ = ["register_debate", "register_discuss"]
 
@@ -80,6 +78,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------------------------------------ discussions
 def _discuss(args: argparse.Namespace) -> int:
+    from tool_selection.conversations.config import load_discussion_config
+    from tool_selection.conversations.discussion import DiscussionManager
+    from tool_selection.conversations.summary import discussion_rows, format_table, grouped
+
     config = load_discussion_config(args.config)
     if args.no_cache:
         config = config.model_copy(update={"cache": False})
@@ -131,6 +133,11 @@ def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 # ------------------------------------------------------------------------------------------------ debates
 def _debate(args: argparse.Namespace) -> int:
+    from tool_selection.conversations.config import load_debate_config
+    from tool_selection.conversations.debate import DebateRunner, default_state_path
+    from tool_selection.conversations.state import DebateState
+    from tool_selection.conversations.summary import debate_rows, format_table, grouped
+
     config = load_debate_config(args.config)
     if args.no_cache:
         config = config.model_copy(update={"cache": False})
@@ -160,6 +167,9 @@ def _debate(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from tool_selection.conversations.state import DebateState
+    from tool_selection.conversations.summary import debate_rows, format_table, grouped, totals
+
     state = DebateState.load(args.state)
     rows = debate_rows(state)
     table = rows if args.by == "contribution" else grouped(rows, ("agent", "phase"))
@@ -180,6 +190,7 @@ def _show(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------ shared
 def _log(kind: str, params: dict[str, Any], rows: list[dict[str, Any]], artifact: Path, run_name: str,
          args: argparse.Namespace) -> str:
+    from tool_selection.conversations.summary import grouped, totals
     from tool_selection.conversations.tracking import log_conversation
 
     metrics = totals(rows)
