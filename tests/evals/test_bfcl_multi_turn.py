@@ -153,3 +153,17 @@ def test_older_turns_are_summarised_then_dropped_to_fit_and_it_is_counted():
     just_the_last = _chars([history[0], *history[-4:]])
     trimmed, summarised, dropped = trim_history(history, just_the_last)
     assert (summarised, dropped) == (2, 2) and [m.content for m in trimmed if m.role is Role.USER] == ["request 3"]
+
+
+def test_the_report_reads_a_run(base, tmp_path, capsys):
+    from evals.benchmarks.bfcl_multi_turn_report import main
+
+    task = base["multi_turn_base_1"]
+    lm, _ = _lm(_ground_truth_script(task), tmp_path)
+    run_multi_turn([task], lm, strategy="native", run_dir=tmp_path / "run")
+    idle, _ = _lm(["No."] * 4, tmp_path)
+    run_multi_turn([base["multi_turn_base_2"]], idle, strategy="native", run_dir=tmp_path / "run")
+    assert main([f"scripted={tmp_path / 'run'}"]) == 0
+    row = capsys.readouterr().out.splitlines()[-1]
+    assert row.startswith("| scripted | 2 | 50.0 [0, 100] | 44.4 | 50 / 50 / 50 | 3.00 |")
+    assert row.endswith("| empty_turn_model_response 1 |")
