@@ -148,6 +148,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--no-test", action="store_true", help="Skip the final test evaluation.")
     opt.add_argument("--no-mlflow", action="store_true", help="Do not log to MLflow.")
     opt.add_argument("--tracking-uri", help="MLflow tracking URI.")
+    opt.add_argument("--allow-false-abstention-rise", action="store_true",
+                     help="Save the program even if its dev false abstention is more than 10 points above the "
+                          "unoptimized selector's (refused by default: such a program gains by refusing).")
     opt.set_defaults(handler=_optimize)
 
     strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
@@ -234,6 +237,7 @@ def _optimize(args: argparse.Namespace) -> int:
         threads=args.threads, adapter=args.adapter, train_limit=args.train_limit, dev_limit=args.dev_limit,
         evaluate_test=not args.no_test, test_limit=args.test_limit, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, strategy=args.strategy,
+        allow_false_abstention_rise=args.allow_false_abstention_rise,
     )
     print(f"\ncompiled selector: {result.out_dir}")
     print(f"optimizer {args.optimizer} ({args.budget}): {result.wall_time_s:.0f} s, {result.model_calls} model calls")

@@ -2,12 +2,16 @@
 
 Trains on a suite's train split, selects on dev, and never reads test: the final test score comes from the
 harness (``evals.evaluate``) after compilation. The optimizers score with the harness's own metric
-(``evals.metrics.score_case``); GEPA's variant adds textual feedback naming what was wrong.
+(``evals.metrics.score_case``), balanced: each example weighs so that the cases that need a tool and those that
+need none count equally in a split's mean, so no optimizer gains by refusing everything; GEPA's variant adds
+textual feedback naming what was wrong. A program whose dev false abstention rises by more than
+``MAX_FALSE_ABSTENTION_RISE`` over the unoptimized selector's is not saved unless allowed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +20,8 @@ from typing import Any, Literal
 
 import dspy
 
-from evals.metrics import score_case
+from evals.metrics import balanced_accuracy, score_case
+from evals.runner import EvalResult
 from evals.naming import slug
 from evals.suite import Case, Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
@@ -26,7 +31,9 @@ from tool_selection.selector import MultiToolSelector, compact_demo
 from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
 
 __all__ = [
+    "MAX_FALSE_ABSTENTION_RISE",
     "OPTIMIZERS",
+    "FalseAbstentionRiseError",
     "OptimizeResult",
     "Optimizer",
     "OptimizerSetup",
@@ -41,6 +48,11 @@ __all__ = [
 ]
 
 Budget = Literal["light", "medium", "heavy"]
+MAX_FALSE_ABSTENTION_RISE = 0.10
+
+
+class FalseAbstentionRiseError(ToolSelectionError):
+    """The optimized program refuses far more requests that need a call than the selector it started from."""
 
 # Few-shot sizes and search widths per budget, chosen for CPU-bound local models.
 BUDGETS: dict[str, dict[str, int]] = {
@@ -64,17 +76,25 @@ def gold_calls(case: Case) -> list[ToolCall]:
 
 
 def make_examples(cases: Suite | list[Case]) -> list[dspy.Example]:
+    """One example per case, weighted for a balanced mean: ``n / (2 * n_class)`` for the cases that need a call
+    and those that need none (1 each when the split holds only one kind)."""
+    cases = list(cases)
+    needs_call = [bool(gold_calls(case)) for case in cases]
+    counts = {kind: needs_call.count(kind) for kind in (True, False)}
+    both = all(counts.values())
     return [
-        dspy.Example(request=case.prompt, tools=registry_for(case), tool_calls=gold_calls(case), case=case)
+        dspy.Example(request=case.prompt, tools=registry_for(case), tool_calls=gold_calls(case), case=case,
+                     weight=len(cases) / (2 * counts[kind]) if both else 1.0)
         .with_inputs("request", "tools")
-        for case in cases
+        for case, kind in zip(cases, needs_call, strict=True)
     ]
 
 
 def selection_metric(example: dspy.Example, prediction: dspy.Prediction, trace: Any = None) -> float | bool:
-    """The harness's accuracy (tools and arguments right; abstained where no tool fits)."""
+    """The harness's accuracy (tools and arguments right; abstained where no tool fits), weighted so that a
+    split's mean is its balanced accuracy; while bootstrapping (``trace``), whether this answer was right."""
     score = score_case(example.case, prediction.decision)["full_match"]
-    return score >= 1.0 if trace is not None else score
+    return score >= 1.0 if trace is not None else score * example.get("weight", 1.0)
 
 
 def describe_errors(case: Case, decision: MultiToolDecision) -> str:
@@ -114,7 +134,7 @@ def describe_errors(case: Case, decision: MultiToolDecision) -> str:
 def feedback_metric(gold: dspy.Example, pred: dspy.Prediction, trace=None, pred_name=None, pred_trace=None):
     """GEPA's metric: the same score, with feedback naming what was wrong."""
     score = score_case(gold.case, pred.decision)["full_match"]
-    return dspy.Prediction(score=score, feedback="Correct." if score >= 1 else describe_errors(gold.case, pred.decision))
+    return dspy.Prediction(score=score * gold.get("weight", 1.0), feedback="Correct." if score >= 1 else describe_errors(gold.case, pred.decision))
 
 
 def _compact_demos(program: MultiToolSelector) -> None:
@@ -285,9 +305,12 @@ def optimize(
     mlflow: bool = True,
     tracking_uri: str | None = None,
     strategy: str = DEFAULT_STRATEGY,
+    allow_false_abstention_rise: bool = False,
 ) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``out``,
-    then score it on test with the harness and log everything to MLflow."""
+    then score it on test with the harness and log everything to MLflow. With dev cases, the unoptimized
+    selector is scored on dev too, and a program whose dev false abstention is more than 10 points above its
+    is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``."""
     from evals.evaluate import build_adapter, evaluate
     from evals.tracking import git_commit, log_run
 
@@ -344,18 +367,23 @@ def optimize(
     keep_signature_fields(compiled)  # dev and test score what is saved
     wall = time.perf_counter() - start
     candidate_scores = _candidate_scores(compiled)
-    dev_score = None
+    dev_score, dev_scores = None, {}
     if dev:
-        dev_eval = evaluate(Suite(f"{suite_obj.name}:dev", [e.case for e in dev]), lm, split=None, program=compiled,
-                            adapter=adapter, mlflow=False, run_dir=out_dir / "dev_eval", fresh=True)
+        dev_suite = Suite(f"{suite_obj.name}:dev", [e.case for e in dev])
+        dev_eval = evaluate(dev_suite, lm, split=None, program=compiled, adapter=adapter, mlflow=False,
+                            run_dir=out_dir / "dev_eval", fresh=True)
+        baseline = evaluate(dev_suite, lm, split=None, strategy=strategy, adapter=adapter, mlflow=False,
+                            run_dir=out_dir / "dev_eval_unoptimized", fresh=True)
         dev_score = dev_eval.accuracy
+        dev_scores = _dev_scores(dev_eval, baseline)
+        _check_false_abstention(dev_scores, allowed=allow_false_abstention_rise)
 
     manifest = Manifest(
         tool_set=tool_set,
         tools=tool_fingerprint(registry_for(suite_obj.cases[0])) if tool_set else {},
         model=model_name, optimizer=optimizer, optimizer_args={**optimizer_args, "budget": budget},
         teacher=teacher_name, suite=suite_obj.name, strategy=student.strategy_name,
-        scores={k: v for k, v in {"dev_accuracy": dev_score}.items() if v is not None},
+        scores={k: v for k, v in {"dev_accuracy": dev_score, **dev_scores}.items() if v is not None},
     )
     compiled.tools = registry_for(suite_obj.cases[0]) if tool_set else None
     save_compiled(compiled, out_dir, manifest)
@@ -368,6 +396,10 @@ def optimize(
                         mlflow=False, run_dir=out_dir / "test_eval", fresh=True)
         test_summary = test.summary
         manifest.scores["test_accuracy"] = test.accuracy
+        for name, value in (("balanced_accuracy", balanced_accuracy(test.results)),
+                            ("false_abstention_rate", test.summary.get("false_abstention_rate", math.nan))):
+            if not math.isnan(value):
+                manifest.scores[f"test_{name}"] = value
         save_compiled(compiled, out_dir, manifest)
     if mlflow:
         params = {
@@ -387,6 +419,28 @@ def optimize(
             artifacts=[out_dir / "program.json", out_dir / "manifest.json"], run_name=out_dir.name, uri=tracking_uri,
         )
     return result
+
+
+def _dev_scores(optimized: EvalResult, unoptimized: EvalResult) -> dict[str, float]:
+    """Dev balanced accuracy and false abstention of the optimized program and of the selector it started from."""
+    scores = {}
+    for prefix, run in (("dev", optimized), ("dev_unoptimized", unoptimized)):
+        values = {"balanced_accuracy": balanced_accuracy(run.results),
+                  "false_abstention_rate": run.summary.get("false_abstention_rate", math.nan)}
+        scores.update({f"{prefix}_{name}": value for name, value in values.items() if not math.isnan(value)})
+    return scores
+
+
+def _check_false_abstention(dev_scores: dict[str, float], *, allowed: bool) -> None:
+    after, before = dev_scores.get("dev_false_abstention_rate"), dev_scores.get("dev_unoptimized_false_abstention_rate")
+    if after is None or before is None or after - before <= MAX_FALSE_ABSTENTION_RISE + 1e-9 or allowed:
+        return
+    raise FalseAbstentionRiseError(
+        f"The optimized program abstains on {100 * after:.1f}% of the dev cases that need a call, against "
+        f"{100 * before:.1f}% before optimization (+{100 * (after - before):.1f} points, more than "
+        f"{100 * MAX_FALSE_ABSTENTION_RISE:.0f}): it gains by refusing, so it was not saved. Its dev rows are in "
+        "dev_eval/. Try another optimizer or more train cases, or save it anyway with "
+        "--allow-false-abstention-rise.")
 
 
 def _candidate_scores(compiled: Any) -> list[float]:

@@ -9,9 +9,11 @@ import pytest
 from evals.evaluate import evaluate
 from evals.optimize import (
     OPTIMIZERS,
+    FalseAbstentionRiseError,
     UnknownOptimizerError,
     describe_errors,
     feedback_metric,
+    make_examples,
     optimize,
     optimizer_names,
     register_optimizer,
@@ -200,3 +202,46 @@ def test_instruction_optimizers_compile_save_and_score(optimizer, split_suite, t
     assert result.candidate_scores, "instruction optimizers record each candidate's score"
     loaded = MultiToolSelector.load(tmp_path / optimizer)
     assert loaded.select.predict.signature.instructions == result.program.select.predict.signature.instructions
+
+
+def test_examples_weigh_so_that_refusing_everything_scores_half(tmp_path):
+    from tests.evals.conftest import CLOCK, WEATHER
+
+    cases = [Case(id=f"w{i}", request=f"Weather in {city}?", tools=[WEATHER, CLOCK],
+                  expected_calls=[{"tool_name": "get_weather", "arguments": {"city": city}}])
+             for i, city in enumerate(["Oslo", "Rome", "Lima"])]
+    cases.append(Case(id="n", request="Tell me a joke", tools=[WEATHER, CLOCK], expected_calls=[]))
+    examples = make_examples(cases)
+    assert [e.weight for e in examples] == pytest.approx([4 / 6, 4 / 6, 4 / 6, 2.0])
+    refuse = dspy.Prediction(decision=MultiToolDecision(tool_calls=[]))
+    assert sum(selection_metric(e, refuse) for e in examples) / len(examples) == pytest.approx(0.5)
+    assert sum(feedback_metric(e, refuse).score for e in examples) / len(examples) == pytest.approx(0.5)
+    assert [e.weight for e in make_examples(cases[:3])] == [1.0, 1.0, 1.0]  # one kind only: plain accuracy
+
+
+class AbstainsWithDemosLM(CountingLM):
+    """Answers right when asked alone, and refuses once demonstrations precede the request."""
+
+    def forward(self, prompt=None, messages=None, **kwargs):
+        self.answers = dict(ANSWERS)
+        if len(messages) > 2:
+            self.answers = {"": {"reasoning": "unsure", "tool_calls": "[]"}}
+        return super().forward(prompt=prompt, messages=messages, **kwargs)
+
+
+def test_a_program_that_gains_by_refusing_is_not_saved_unless_allowed(labeled_optimizer, split_suite, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lm = AbstainsWithDemosLM(ANSWERS, adapter=ToolSelectionAdapter())
+    with pytest.raises(FalseAbstentionRiseError, match=r"100.0% of the dev cases .* against 0.0%.*"
+                                                       r"--allow-false-abstention-rise"):
+        optimize(str(split_suite), lm, optimizer="labeled", out=tmp_path / "refused", mlflow=False,
+                 strategy="json-cot", evaluate_test=False)
+    assert not (tmp_path / "refused" / "program.json").exists()
+    assert (tmp_path / "refused" / "dev_eval").is_dir()
+
+    result = optimize(str(split_suite), lm, optimizer="labeled", out=tmp_path / "allowed", mlflow=False,
+                      strategy="json-cot", allow_false_abstention_rise=True)
+    scores = result.manifest.scores
+    assert scores["dev_false_abstention_rate"] == 1.0 and scores["dev_unoptimized_false_abstention_rate"] == 0.0
+    assert scores["test_false_abstention_rate"] == 1.0 and (tmp_path / "allowed" / "program.json").is_file()
