@@ -385,8 +385,7 @@ def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, strate
     for index, task in enumerate(tasks, start=1):
         if task.id in rows:
             continue
-        with dspy.context(track_usage=True):
-            row = run_task(task, lm, strategy=strategy, max_tokens=max_tokens, **loop_options)
+        row = run_task(task, lm, strategy=strategy, max_tokens=max_tokens, **loop_options)
         rows[task.id] = row
         writer.write(row)
         if progress:

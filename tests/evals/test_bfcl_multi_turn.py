@@ -167,3 +167,15 @@ def test_the_report_reads_a_run(base, tmp_path, capsys):
     row = capsys.readouterr().out.splitlines()[-1]
     assert row.startswith("| scripted | 2 | 50.0 [0, 100] | 44.4 | 50 / 50 / 50 | 3.00 |")
     assert row.endswith("| empty_turn_model_response 1 |")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["eval", "loop", "--suite", "bfcl:multi_turn_nope"], "Unknown BFCL multi-turn category 'multi_turn_nope'"),
+    (["eval", "loop", "--suite", "multistep", "--sample", "3"], "--sample and --n-ctx apply to BFCL multi-turn"),
+    (["eval", "loop", "--suite", "bfcl:multi_turn_base", "--n-ctx", "2048"], "n_ctx 2048 is too small"),
+])
+def test_bad_loop_arguments_are_one_clear_error(argv, message, capsys):
+    from tool_selection.cli import main
+
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
