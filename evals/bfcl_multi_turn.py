@@ -17,6 +17,7 @@ error; a checker that crashes on a task's calls fails that task with the crash's
 
 from __future__ import annotations
 
+import ast
 import copy
 import importlib
 import inspect
@@ -38,6 +39,7 @@ from evals.metrics import bootstrap_ci
 from evals.runner import _RowWriter, load_rows
 from evals.suite import SuiteError, read_json_lines
 from tool_selection.agent import AgentLoop, Message, Role, Transcript
+from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.failures import tool_failure
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
@@ -45,7 +47,7 @@ from tool_selection.registry import ToolRegistry
 from tool_selection.strategies import DEFAULT_STRATEGY
 
 __all__ = ["MULTI_TURN_CATEGORIES", "BfclBackends", "MultiTurnTask", "check_multi_turn", "load_multi_turn",
-           "multi_turn_n_ctx", "run_multi_turn", "summarize_multi_turn", "trim_history"]
+           "multi_turn_n_ctx", "parse_call_string", "run_multi_turn", "summarize_multi_turn", "trim_history"]
 
 MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
                          "multi_turn_long_context")
@@ -196,6 +198,21 @@ def function_registry(functions: list[dict[str, Any]], name: str = "bfcl-multi-t
 def call_string(name: str, arguments: dict[str, Any]) -> str:
     """A call as BFCL writes it (``cd(folder='document')``): Python literals, which its checker evaluates."""
     return f"{name}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})"
+
+
+def parse_call_string(text: str, backends: BfclBackends) -> ToolCall:
+    """A BFCL call string (``sort('final_report.pdf')``) as a tool call: literal arguments only, positional ones
+    named from the back end's method."""
+    try:
+        node = ast.parse(text, mode="eval").body
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            raise ValueError("not a call of a plain function name")
+        names = list(inspect.signature(backends.methods[node.func.id]).parameters)
+        arguments = {**{names[i]: ast.literal_eval(a) for i, a in enumerate(node.args)},
+                     **{k.arg: ast.literal_eval(k.value) for k in node.keywords}}
+    except (SyntaxError, ValueError, KeyError, IndexError) as error:
+        raise ToolSelectionError(f"Cannot read the BFCL call {text!r}: {error}") from None
+    return ToolCall(tool_name=node.func.id, arguments=arguments)
 
 
 # ------------------------------------------------------------------------------------------------ the checker

@@ -1,8 +1,6 @@
 """BFCL multi-turn tasks: loaded with their back ends set up from ``initial_config``, ``miss_func`` functions
 offered at their turn, and BFCL's checker wired so that replaying the ground truth scores 100% and doing nothing 0%."""
 
-import ast
-import inspect
 import json
 
 import dspy
@@ -13,6 +11,7 @@ from evals.bfcl_multi_turn import (
     _chars,
     check_multi_turn,
     load_multi_turn,
+    parse_call_string,
     run_multi_turn,
     trim_history,
 )
@@ -41,17 +40,14 @@ def _lm(answers, tmp_path):
 
 
 def _ground_truth_script(task) -> list[str]:
-    """The ground truth as a model's answers: one call per step, then an answer that ends the turn. Positional
-    arguments (``sort('final_report.pdf')``) are named from the back end's method."""
-    methods = BfclBackends(task).methods
+    """The ground truth as a model's answers: one call per step, then an answer that ends the turn."""
+    backends = BfclBackends(task)
     answers = []
     for turn in task.ground_truth:
         for text in turn:
-            node = ast.parse(text, mode="eval").body
-            names = list(inspect.signature(methods[node.func.id]).parameters)
-            arguments = {**{names[i]: ast.literal_eval(a) for i, a in enumerate(node.args)},
-                         **{k.arg: ast.literal_eval(k.value) for k in node.keywords}}
-            answers.append(f"<tool_call>\n{json.dumps({'name': node.func.id, 'arguments': arguments})}\n</tool_call>")
+            call = parse_call_string(text, backends)
+            answers.append(f"<tool_call>\n{json.dumps({'name': call.tool_name, 'arguments': call.arguments})}\n"
+                           "</tool_call>")
         answers.append("Done.")
     return answers
 
@@ -179,3 +175,13 @@ def test_bad_loop_arguments_are_one_clear_error(argv, message, capsys):
 
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_replay_benchmark_names_the_entries_whose_ground_truth_does_not_pass(base):
+    from evals.benchmarks.bfcl_multi_turn_replay import replay
+
+    assert replay(base["multi_turn_base_0"]) == ({"valid": True, "error_type": None, "error_message": None,
+                                                   "turns_passed": 4}, [])
+    verdict, refusals = replay(base["multi_turn_base_173"])  # BFCL's ground truth passes a string id to an integer
+    assert not verdict["valid"] and refusals == [
+        "turn 3: close_ticket(ticket_id='ticket_001'): ticket_id: 'ticket_001' is not of type 'integer'"]
