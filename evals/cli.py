@@ -60,9 +60,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
                           "tool would refuse it) or drop it and check the call again (counted per case as "
                           "undeclared_dropped).")
-    run.add_argument("--relevance", metavar="MODEL_JSON",
-                     help="A relevance model (from 'toolsel bench relevance --save'): a decision it judges irrelevant "
-                          "(no listed tool does what is asked) keeps no call.")
+    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+                     help="A relevance model: a decision it judges irrelevant (no listed tool does what is asked) "
+                          "keeps no call. 'auto': the one shipped for the model, if any; 'none'; or a file from "
+                          "'toolsel bench relevance --save'.")
     run.add_argument("--relevance-signals", metavar="NAMES",
                      help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the gate): "
                           "without --relevance they are only recorded, to fit a relevance model on train and dev runs.")
@@ -151,6 +152,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--allow-false-abstention-rise", action="store_true",
                      help="Save the program even if its dev false abstention is more than 10 points above the "
                           "unoptimized selector's (refused by default: such a program gains by refusing).")
+    opt.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+                     help="A relevance model to save with the program and apply after its selections ('auto': the "
+                          "one shipped for the model); the optimization scores the selection alone.")
     opt.set_defaults(handler=_optimize)
 
     strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
@@ -237,7 +241,7 @@ def _optimize(args: argparse.Namespace) -> int:
         threads=args.threads, adapter=args.adapter, train_limit=args.train_limit, dev_limit=args.dev_limit,
         evaluate_test=not args.no_test, test_limit=args.test_limit, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, strategy=args.strategy,
-        allow_false_abstention_rise=args.allow_false_abstention_rise,
+        allow_false_abstention_rise=args.allow_false_abstention_rise, relevance=args.relevance,
     )
     print(f"\ncompiled selector: {result.out_dir}")
     print(f"optimizer {args.optimizer} ({args.budget}): {result.wall_time_s:.0f} s, {result.model_calls} model calls")

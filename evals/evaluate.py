@@ -241,10 +241,13 @@ class SelectorJob:
         gate_lm, gate_name = None, None
         if self.gate_model is not None:
             gate_lm, gate_name = _lm(self.gate_model, temperature=0.0, max_tokens=2, cache=self.cache)
-        if self.relevance is not None or self.relevance_signals:
-            from tool_selection.relevance import RelevanceStage
+        from tool_selection.relevance import RelevanceStage, resolve_relevance
 
-            selector.relevance = RelevanceStage(self.relevance, signals=self.relevance_signals,
+        relevance = resolve_relevance(self.relevance, model_name)
+        if str(self.relevance) == "none":  # also a compiled selector's own
+            selector.relevance = None
+        if relevance is not None or self.relevance_signals:
+            selector.relevance = RelevanceStage(relevance, signals=self.relevance_signals,
                                                 gate_lm=gate_lm if selector.gate is None else None)
             if "gate" in selector.relevance.signals and gate_lm is None:
                 raise ToolSelectionError("The relevance signal 'gate' asks a gate model: give --gate-model.")

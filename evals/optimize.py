@@ -27,6 +27,7 @@ from evals.suite import Case, Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.relevance import RelevanceStage, resolve_relevance
 from tool_selection.selector import MultiToolSelector, compact_demo
 from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
 
@@ -306,11 +307,14 @@ def optimize(
     tracking_uri: str | None = None,
     strategy: str = DEFAULT_STRATEGY,
     allow_false_abstention_rise: bool = False,
+    relevance: str | Path | None = None,
 ) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``out``,
     then score it on test with the harness and log everything to MLflow. With dev cases, the unoptimized
     selector is scored on dev too, and a program whose dev false abstention is more than 10 points above its
-    is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``."""
+    is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``. ``relevance`` (``auto``,
+    ``none`` or a model file; see ``tool_selection.relevance``): a relevance model saved with the program and
+    applied after its selections; optimization itself scores the selection alone."""
     from evals.evaluate import build_adapter, evaluate
     from evals.tracking import git_commit, log_run
 
@@ -386,6 +390,8 @@ def optimize(
         scores={k: v for k, v in {"dev_accuracy": dev_score, **dev_scores}.items() if v is not None},
     )
     compiled.tools = registry_for(suite_obj.cases[0]) if tool_set else None
+    relevance_model = resolve_relevance(relevance, model_name)
+    compiled.relevance = RelevanceStage(relevance_model) if relevance_model is not None else None
     save_compiled(compiled, out_dir, manifest)
     result = OptimizeResult(program=compiled, out_dir=out_dir, manifest=manifest, wall_time_s=wall,
                             model_calls=counter.calls, dev_score=dev_score, candidate_scores=candidate_scores)

@@ -46,6 +46,13 @@ __all__ = [
     "suite_groups",
 ]
 
+MODEL_SIGNALS = ("bm25_best", "call_open", "dense_best", "dense_chosen", "grounded_args", "name_logprob",
+                 "name_logprob_min")
+"""The signals a relevance model combines unless told otherwise. Left out, each with its row in the report:
+``tools_listed`` (on BFCL it tells the categories apart by their size, one function in ``irrelevance`` and 2-4 in
+``multiple``, which no deployment shares), ``unlisted`` (constant under a strict grammar) and ``verify`` (no signal
+for the 0.5B model, AUROC about 0.5, for one more model question per case)."""
+
 PAIRED_METRICS = {"accuracy": "full_match", "abstention_accuracy": "abstention_correct",
                   "false_abstention_rate": "false_abstention"}
 
@@ -200,11 +207,15 @@ class RelevanceReport:
 
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
                      fit_suites: Sequence[str] | None = None,
-                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceReport:
-    """``runs``: suite name -> its rows (every split, with the signals recorded). The model is fitted on the train
-    rows of ``fit_suites`` (default: all), its threshold chosen on their dev rows, and it is reported on every
-    suite's test rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev)."""
-    fit_suites = list(fit_suites or runs)
+                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
+                     report_signals: Sequence[str] | None = None,
+                     whole: Sequence[str] = ()) -> RelevanceReport:
+    """``runs``: suite name -> its rows (with the signals recorded). The model combines ``signals``; it is fitted
+    on the train rows of ``fit_suites`` (default: every suite with train rows), its threshold chosen on their dev
+    rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev), and it is
+    reported on every suite's test rows, and on all the rows of the suites in ``whole`` (train and dev included,
+    marked so). AUROCs alone: ``report_signals`` (default: ``signals``), where the rows hold them."""
+    fit_suites = list(fit_suites or [name for name, rows in runs.items() if (rows["split"] == "train").any()])
     unknown = [name for name in fit_suites if name not in runs]
     if unknown:
         raise ToolSelectionError(f"No rows for {', '.join(unknown)} (runs given: {', '.join(runs)}).")
@@ -215,8 +226,12 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     tests = {name: _split(rows, "test") for name, rows in runs.items()}
     for group, members in suite_groups(list(runs)).items():
         tests[group] = pd.concat([tests[name] for name in members], ignore_index=True)
-    aurocs = pd.DataFrame({name: signal_aurocs(rows, signals) for name, rows in tests.items()})
+    report_signals = list(report_signals or signals)
+    aurocs = pd.DataFrame({name: signal_aurocs(rows, [s for s in report_signals if f"{SIGNAL_PREFIX}{s}" in rows])
+                           for name, rows in tests.items()}).reindex(report_signals)
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
+    for name in whole:
+        tests[f"{name} (all splits)"] = runs[name].reset_index(drop=True)
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
     return RelevanceReport(choice.model, aurocs, choice.sweep, test)
 

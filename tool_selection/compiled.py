@@ -3,7 +3,9 @@
     selector-dir/
       program.json    DSPy state (instructions, demonstrations)
       manifest.json   tools (names and schema hashes), model, DSPy version, optimizer, scores, creation time,
-                      and the sha256 of the program state
+                      the sha256 of the program state, and the fingerprint of relevance.json
+      relevance.json  the relevance model the selector applies after each selection, when it has one (its
+                      signals, coefficients, threshold, and the suites and splits it was fitted and tuned on)
 
 A compiled program is data, and loading treats it as untrusted: DSPy's own loader sets every key of a
 predictor's state as an attribute of the predictor (a ``config`` with an ``api_base`` would send the user's API
@@ -50,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 PROGRAM_FILE = "program.json"
 MANIFEST_FILE = "manifest.json"
+RELEVANCE_FILE = "relevance.json"
 # What DSPy 3.4's Predict.dump_state writes; "fields" (decision-output settings) only ever empty for a selector.
 PREDICTOR_KEYS = ("traces", "train", "demos", "signature", "lm", "fields")
 DEMO_FLAGS = ("augmented",)  # set by DSPy on bootstrapped demonstrations
@@ -79,6 +82,8 @@ class Manifest(BaseModel):
     scores: dict[str, float] = Field(default_factory=dict)
     created_at: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     program_sha256: str | None = Field(default=None, description="sha256 of program.json's state (set on save).")
+    relevance: str | None = Field(default=None, description="Fingerprint of relevance.json, the relevance model "
+                                                            "saved with the program (set on save); None: none.")
 
     @model_validator(mode="after")
     def _tool_set_lists_its_tools(self) -> Manifest:
@@ -270,6 +275,12 @@ def save_compiled(program: dspy.Module, directory: str | Path, manifest: Manifes
     state = _read_json(directory / PROGRAM_FILE)
     check_program_state(program, state, directory / PROGRAM_FILE)
     manifest.program_sha256 = program_sha256(state)
+    model = getattr(getattr(program, "relevance", None), "model", None)
+    manifest.relevance = model.fingerprint if model is not None else None
+    if model is not None:
+        model.save(directory / RELEVANCE_FILE)
+    else:
+        (directory / RELEVANCE_FILE).unlink(missing_ok=True)
     (directory / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
     return directory
 
@@ -318,5 +329,30 @@ def load_compiled(program: dspy.Module, directory: str | Path, registry: ToolReg
         raise ProgramStateError(f"{directory / PROGRAM_FILE} does not match the program_sha256 in {MANIFEST_FILE}: "
                                 "it changed after it was saved. Refusing to load it.")
     check_program_state(program, state, directory / PROGRAM_FILE)
+    relevance = _load_relevance(directory, manifest)
     _apply_state(program, state)
+    if relevance is not None:
+        from tool_selection.relevance import RelevanceStage
+
+        program.relevance = RelevanceStage(relevance)
     return manifest
+
+
+def _load_relevance(directory: Path, manifest: Manifest) -> Any:
+    """The relevance model saved with the program, checked against the manifest's fingerprint, or None."""
+    from tool_selection.relevance import RelevanceModel
+
+    path = directory / RELEVANCE_FILE
+    if manifest.relevance is None:
+        if path.exists():
+            raise ProgramStateError(f"{path} is not named in {MANIFEST_FILE} (it was added after the selector was "
+                                    "saved): remove it, or save the selector again with its relevance model.")
+        return None
+    if not path.is_file():
+        raise ProgramStateError(f"{MANIFEST_FILE} names a relevance model ({manifest.relevance}) but {path} is "
+                                "missing: copy the whole selector directory.")
+    model = RelevanceModel.load(path)
+    if model.fingerprint != manifest.relevance:
+        raise ProgramStateError(f"{path} does not match the relevance fingerprint in {MANIFEST_FILE}: it changed "
+                                "after it was saved. Refusing to load it.")
+    return model

@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 for suite in $SUITES; do
   label=${suite//:/_}
   echo "$(date +%T) $MODEL $suite"
-  "$BIN/toolsel" eval --suite "$suite" --model "local:$MODEL" --split "$SPLIT" --relevance-signals "$SIGNALS" \
+  "$BIN/toolsel" eval --suite "$suite" --model "local:$MODEL" --split "$SPLIT" --relevance none --relevance-signals "$SIGNALS" \
       --no-mlflow --run-dir "$OUT/$label" > "$OUT/$label.log" 2>&1 || echo "  failed: see $OUT/$label.log"
 done
 echo "$(date +%T) done"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from evals.benchmarks.report import markdown
-from evals.relevance import RelevanceReport, fill_decision_signals, relevance_report, signal_names
+from evals.relevance import MODEL_SIGNALS, RelevanceReport, fill_decision_signals, relevance_report, signal_names
 from evals.runner import load_results
 from evals.suite import load_suite
 from evals.tracking import git_commit
@@ -29,7 +29,9 @@ __all__ = ["add_arguments", "format_report", "load_runs", "markdown_report", "ru
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
                         help="Run directories of 'toolsel eval --split all --relevance-signals ...', one per suite.")
-    parser.add_argument("--signals", help="Comma-separated signals the model combines (default: every recorded one).")
+    parser.add_argument("--signals", help="Comma-separated signals the model combines (default: those of "
+                                          f"{', '.join(MODEL_SIGNALS)} the runs recorded; every recorded signal's "
+                                          "AUROC is reported either way).")
     parser.add_argument("--fit-suites", help="Comma-separated suites whose train and dev rows fit the model and choose "
                                              "its threshold (default: all); every suite's test rows are reported.")
     parser.add_argument("--max-added-false-abstention", type=float, default=5.0, metavar="POINTS",
@@ -66,12 +68,16 @@ def _cases(suite_ref: str) -> dict | None:
 def run_from_args(args: argparse.Namespace) -> int:
     runs, params = load_runs(args.runs)
     recorded = sorted(set.intersection(*(set(signal_names(rows)) for rows in runs.values())))
-    signals = [s.strip() for s in args.signals.split(",")] if args.signals else recorded
+    everywhere_or_somewhere = sorted(set.union(*(set(signal_names(rows)) for rows in runs.values())))
+    signals = ([s.strip() for s in args.signals.split(",")] if args.signals
+               else [s for s in MODEL_SIGNALS if s in recorded])
     if not signals:
         raise ToolSelectionError("These runs recorded no relevance signal: evaluate with --relevance-signals cheap.")
     fit = [s.strip() for s in args.fit_suites.split(",")] if args.fit_suites else None
+    whole = [suite for suite, rows in runs.items() if suite.startswith("bfcl") and rows["split"].nunique() > 1]
     report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
-                              max_added_false_abstention=args.max_added_false_abstention / 100)
+                              max_added_false_abstention=args.max_added_false_abstention / 100,
+                              report_signals=everywhere_or_somewhere, whole=whole)
     print(format_report(report))
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")

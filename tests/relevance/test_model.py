@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tool_selection.relevance import RelevanceModel, RelevanceModelError, fit_relevance_model
+from tool_selection.relevance import (
+    RelevanceModel,
+    RelevanceModelError,
+    fit_relevance_model,
+    resolve_relevance,
+    shipped_relevance_model,
+    shipped_relevance_models,
+)
 
 
 def table(n=200, seed=0):
@@ -61,3 +68,28 @@ def test_save_and_load_round_trip_and_refuse_what_is_not_a_model(tmp_path):
     path.write_bytes(b"\xff\xfe not json")
     with pytest.raises(RelevanceModelError, match="Cannot read"):
         RelevanceModel.load(path)
+
+
+def test_auto_takes_the_model_shipped_for_that_model_only(tmp_path, monkeypatch):
+    from tool_selection.relevance import model as relevance_model
+
+    x, y = table()
+    shipped = fit_relevance_model(x, y, ["dense_best", "unlisted"]).with_threshold(0.3)
+    shipped.save(tmp_path / "qwen2.5-coder-0.5b.json")
+    monkeypatch.setattr(relevance_model, "SHIPPED_DIR", tmp_path)
+    assert shipped_relevance_models() == ["qwen2.5-coder-0.5b"]
+    assert resolve_relevance("auto", "local:qwen2.5-coder-0.5b") == shipped
+    assert resolve_relevance("auto", "qwen2.5-coder-0.5b") == shipped
+    assert resolve_relevance("auto", "local:qwen2.5-coder-1.5b") is None  # fitted on another model's signals
+    assert resolve_relevance("none", "local:qwen2.5-coder-0.5b") is None
+    assert resolve_relevance(None, "local:qwen2.5-coder-0.5b") is None
+    assert resolve_relevance(str(tmp_path / "qwen2.5-coder-0.5b.json"), "openai/gpt-4o") == shipped
+    with pytest.raises(RelevanceModelError, match="Cannot read"):
+        resolve_relevance("automatic", "local:qwen2.5-coder-0.5b")
+
+
+def test_every_shipped_model_loads_and_uses_no_signal_that_asks_the_model_again():
+    for name in shipped_relevance_models():
+        model = shipped_relevance_model(name)
+        assert model is not None and model.trained_on.get("suites") and model.dev.get("rows")
+        assert not {"verify", "gate"} & set(model.signals)

@@ -1,7 +1,14 @@
 """Relevance: does some listed tool do exactly what is asked? Signals, the model that combines them, and the stage
 that applies it after a selection (see ``signals``, ``model`` and ``stage``)."""
 
-from tool_selection.relevance.model import RelevanceModel, RelevanceModelError, fit_relevance_model
+from tool_selection.relevance.model import (
+    RelevanceModel,
+    RelevanceModelError,
+    fit_relevance_model,
+    resolve_relevance,
+    shipped_relevance_model,
+    shipped_relevance_models,
+)
 from tool_selection.relevance.signals import CHEAP_SIGNALS, SIGNALS, Evidence, UnknownSignalError, compute_signals
 from tool_selection.relevance.stage import SIGNAL_PREFIX, RelevanceStage
 
@@ -16,4 +23,7 @@ __all__ = [
     "UnknownSignalError",
     "compute_signals",
     "fit_relevance_model",
+    "resolve_relevance",
+    "shipped_relevance_model",
+    "shipped_relevance_models",
 ]

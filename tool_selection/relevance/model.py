@@ -21,9 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import check_signals
 
-__all__ = ["RelevanceModel", "RelevanceModelError", "fit_relevance_model"]
+__all__ = ["RelevanceModel", "RelevanceModelError", "fit_relevance_model", "resolve_relevance",
+           "shipped_relevance_model", "shipped_relevance_models"]
 
 FILE_FORMAT = 1
+SHIPPED_DIR = Path(__file__).parent / "models"  # <model name>.json, fitted by 'toolsel bench relevance --save'
 
 
 class RelevanceModelError(ToolSelectionError, ValueError):
@@ -99,6 +101,31 @@ class RelevanceModel(BaseModel):
             return cls.model_validate(data)
         except ValueError as error:
             raise RelevanceModelError(f"The relevance model {path} is invalid: {error}") from None
+
+
+def shipped_relevance_models() -> list[str]:
+    """The model names a relevance model ships for."""
+    return sorted(path.stem for path in SHIPPED_DIR.glob("*.json"))
+
+
+def shipped_relevance_model(model: str) -> RelevanceModel | None:
+    """The relevance model shipped for ``model`` (a spec such as ``local:qwen2.5-coder-0.5b``, or its name), or
+    None: each is fitted on that model's own signals, so it is never applied to another model."""
+    name = model.rsplit(":", 1)[-1].removesuffix(".gguf")
+    path = SHIPPED_DIR / f"{name}.json"
+    return RelevanceModel.load(path) if name and path.is_file() else None
+
+
+def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str) -> RelevanceModel | None:
+    """``auto``: the shipped model for ``model`` if there is one; ``none`` or None: no relevance model; else a
+    relevance model or the path of one."""
+    if relevance is None or isinstance(relevance, RelevanceModel):
+        return relevance
+    if str(relevance) == "none":
+        return None
+    if str(relevance) == "auto":
+        return shipped_relevance_model(model)
+    return RelevanceModel.load(relevance)
 
 
 def _number(value: Any) -> float:
