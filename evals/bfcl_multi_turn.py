@@ -350,7 +350,8 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, strategy: str = DEF
         "id": task.id, "category": task.category, "split": task.split, "success": float(verdict["valid"]),
         "turns": float(turns), "turns_run": float(len(transcripts)), "turns_passed": float(verdict["turns_passed"]),
         "turn_success": verdict["turns_passed"] / turns, "error_type": verdict["error_type"],
-        "error_message": verdict["error_message"], "ended": ended, "model_error": error,
+        "bfcl_error": verdict["error_message"], "ended": ended,
+        "error_message": error,  # a model error: a resumed run tries the task again (evals.runner.load_rows)
         "steps": float(sum(len(t.steps) for t in transcripts)), "calls": float(len(calls)),
         "tool_errors": float(sum(not c.ok for c in calls)),
         "errors_recovered": float(sum(t.errors_recovered for t in transcripts)),

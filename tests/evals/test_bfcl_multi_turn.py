@@ -185,3 +185,13 @@ def test_the_replay_benchmark_names_the_entries_whose_ground_truth_does_not_pass
     verdict, refusals = replay(base["multi_turn_base_173"])  # BFCL's ground truth passes a string id to an integer
     assert not verdict["valid"] and refusals == [
         "turn 3: close_ticket(ticket_id='ticket_001'): ticket_id: 'ticket_001' is not of type 'integer'"]
+
+
+def test_a_resumed_run_keeps_finished_tasks_failed_ones_included(base, tmp_path):
+    tasks = [base["multi_turn_base_1"], base["multi_turn_base_2"]]
+    idle, first = _lm(["No."] * 4, tmp_path)
+    run_multi_turn(tasks[:1], idle, strategy="native", run_dir=tmp_path / "run")
+    lm, second = _lm(_ground_truth_script(tasks[1]), tmp_path)
+    table, _ = run_multi_turn(tasks, lm, strategy="native", run_dir=tmp_path / "run")
+    assert list(table["success"]) == [0.0, 1.0] and len(first.calls) == 4
+    assert len(second.calls) == len(_ground_truth_script(tasks[1]))  # the failed first task was not run again
