@@ -16,7 +16,7 @@ SUITE  ?= treasure_hunt
 MODEL  ?= local:qwen2.5-coder-0.5b
 SPLIT  ?= test
 
-.PHONY: setup engine server eval test test-fast lint bench doctor docs notebooks clean
+.PHONY: setup engine server browser eval test test-fast lint bench doctor docs notebooks clean
 
 setup: $(STAMP) engine
 
@@ -44,7 +44,14 @@ eval: setup
 	case "$(MODEL)" in local:*.gguf|local:/*) ;; local:*) $(BIN)/toolsel models pull $(subst local:,,$(MODEL)) ;; esac
 	$(BIN)/toolsel eval --suite $(SUITE) --model $(MODEL) --split $(SPLIT)
 
-test: setup server
+# headless Chromium for the browser tests (tests/evals/reports/test_browser.py), from Debian's packages where this
+# runs as root with apt; never fails: without it those tests are skipped with the reason
+browser:
+	-@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium not installed: the browser tests will be skipped"
+
+test: setup server browser
 	$(BIN)/toolsel models pull qwen2.5-coder-0.5b
 	$(BIN)/python -m pytest -q
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from tool_selection.collaboration import COLLABORATION_STRATEGIES
+from tool_selection.cli import add_deferred_command
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
 from tool_selection.strategies import DEFAULT_STRATEGY
-from tool_selection.stuck import DETECTORS
 
 __all__ = ["register"]
+
+# tool_selection.collaboration.COLLABORATION_STRATEGIES, written out so that building the parser loads no DSPy
+# (tests pin the two equal)
+LIVE_STRATEGIES = ("delegate", "guide")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stuck.add_argument("--suite", required=True, help="Suite name, bfcl:CATEGORY[+...], or path to a .jsonl file.")
     stuck.add_argument("--pair", action="append", required=True, metavar="PRIMARY,SECONDARY",
                        help="A model pair: the small primary, then the larger secondary (repeat for more pairs).")
-    stuck.add_argument("--detectors", default=",".join(DETECTORS),
-                       help=f"Comma-separated detectors (default: all: {','.join(DETECTORS)}).")
+    stuck.add_argument("--detectors", help="Comma-separated detectors (default: every registered one: heuristic, "
+                                           "validation, confidence, ...; an unknown name lists them).")
     stuck.add_argument("--thresholds", default="0:1:0.05",
                        help="START:STOP:STEP (inclusive) or a comma-separated list, within [0, 1] (default: 0:1:0.05).")
     stuck.add_argument("--limit", type=int, help="Only the first N cases of each split.")
@@ -52,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="Do not use DSPy's cache (cache hits carry no token usage, hence no cost).")
     stuck.add_argument("--live-threshold", type=float,
                        help="Also run the collaboration protocol live on the test split at this threshold.")
-    stuck.add_argument("--strategy", choices=COLLABORATION_STRATEGIES, default="guide",
+    stuck.add_argument("--strategy", choices=LIVE_STRATEGIES, default="guide",
                        help="Strategy of the live run (default: guide; delegate live checks the offline sweep).")
     stuck.add_argument("--selection-strategy", default=DEFAULT_STRATEGY,
                        help=f"How the selectors ask the models (see 'toolsel strategies'; default: {DEFAULT_STRATEGY}).")
@@ -76,24 +79,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
     gate.set_defaults(handler=_gate)
 
-    from evals.benchmarks import relevance, scale
-
-    relevance_parser = sub.add_parser("relevance", help="Fit a relevance model on recorded signals and report it.",
-                                      description=relevance.__doc__.split("\n\n")[0])
-    relevance.add_arguments(relevance_parser)
-    relevance_parser.set_defaults(handler=relevance.run_from_args)
-
-    scale_parser = sub.add_parser("scale", help="Selection over registries of 10 to 2,000+ tools, with retrieval.",
-                                  description=scale.__doc__.split("\n\n")[0])
-    scale.add_arguments(scale_parser)
-    scale_parser.set_defaults(handler=scale.run_from_args)
-
-    from evals import bfcl_agreement
-
-    agreement = sub.add_parser("bfcl-agreement", help="Agreement of our BFCL scoring with BFCL's own AST checker.",
-                               description=bfcl_agreement.__doc__.split("\n\n")[0])
-    bfcl_agreement.add_arguments(agreement)
-    agreement.set_defaults(handler=bfcl_agreement.run_from_args)
+    add_deferred_command(sub, "relevance", module="evals.benchmarks.relevance",
+                         help="Fit a relevance model on recorded signals and report it.")
+    add_deferred_command(sub, "scale", module="evals.benchmarks.scale",
+                         help="Selection over registries of 10 to 2,000+ tools, with retrieval.")
+    add_deferred_command(sub, "bfcl-agreement", module="evals.bfcl_agreement",
+                         help="Agreement of our BFCL scoring with BFCL's own AST checker.")
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
@@ -119,7 +110,8 @@ def _stuck(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ToolSelectionError("--limit must be a positive number of cases")
     result = run_stuck_bench(
-        args.suite, [parse_pair(p) for p in args.pair], detectors=args.detectors.split(","),
+        args.suite, [parse_pair(p) for p in args.pair],
+        **({"detectors": args.detectors.split(",")} if args.detectors else {}),
         thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split, limit=args.limit,
         consistency_k=args.consistency_k, temperature=args.temperature, out=args.out, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, threads=args.threads, max_tokens=args.max_tokens, cache=not args.no_cache,
@@ -134,9 +126,10 @@ def _stuck(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from evals.cli import _load, compare_runs, format_summary
+    from evals.cli import _load, format_summary
     from evals.gate import choose_threshold, gated_results
     from evals.metrics import summarize
+    from evals.stats import compare_runs
 
     dev = _rows_of_split(_load(args.dev, args.tracking_uri), args.dev_split)
     test = _rows_of_split(_load(args.test, args.tracking_uri), args.test_split)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from evals.metrics import METRICS
-from evals.runner import load_results
-from evals.stats import compare_runs
 from tool_selection.errors import ToolSelectionError
 from tool_selection.strategies import DEFAULT_STRATEGY, UNDECLARED_ARGUMENTS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_SUITE = "treasure_hunt"
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
@@ -60,10 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
                           "tool would refuse it) or drop it and check the call again (counted per case as "
                           "undeclared_dropped).")
-    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON", default="auto",
                      help="A relevance model: a decision it judges irrelevant (no listed tool does what is asked) "
-                          "keeps no call. 'auto': the one shipped for the model, if any; 'none'; or a file from "
-                          "'toolsel bench relevance --save'.")
+                          "keeps no call. 'auto' (default): a compiled selector's own, else the one shipped "
+                          "for the model, if any (the embedded 0.5B model has one); 'none'; or a file from 'toolsel "
+                          "bench relevance --save'.")
     run.add_argument("--relevance-signals", metavar="NAMES",
                      help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the gate): "
                           "without --relevance they are only recorded, to fit a relevance model on train and dev runs.")
@@ -85,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("run_a", help="Run directory or MLflow run id.")
     compare.add_argument("run_b", help="Run directory or MLflow run id.")
     compare.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
+    compare.add_argument("--plot", metavar="FILE", help="Also draw B - A per metric, with its interval (PNG or SVG).")
     compare.set_defaults(handler=_compare)
 
     rescore = sub.add_parser("rescore", help="Score a finished run again with today's parsers and scoring.",
@@ -132,10 +133,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     opt.add_argument("--suite", default=DEFAULT_SUITE, help="Suite name, bfcl:CATEGORY[+...], or .jsonl path.")
     opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
-    from evals.optimize import optimizer_names
-
-    opt.add_argument("--optimizer", choices=optimizer_names(), default="bootstrap",
-                     help="DSPy optimizer (default: bootstrap).")
+    opt.add_argument("--optimizer", default="bootstrap",
+                     help="DSPy optimizer (default: bootstrap; an unknown name lists the registered ones).")
     opt.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
     opt.add_argument("--out", help="Directory for the compiled selector (default: programs/<suite>-<optimizer>-<model>).")
@@ -168,6 +167,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
                                                        "its tools, sources and how the cases were written.")
     suites.set_defaults(handler=_suites)
+
+    from evals.reports.cli import register as register_reports
+
+    register_reports(subparsers)
 
 
 def threshold(text: str) -> float:
@@ -220,6 +223,8 @@ def _report(result) -> int:
     print()
     print(f"suite {result.params['suite']} ({result.params['split']}, {len(result.results)} cases), "
           f"model {result.params['model']}, strategy {result.params['strategy']}, program {result.params['program']}")
+    if "relevance" in result.params:
+        print(_relevance_line(result))
     print(format_summary(result.summary))
     print()
     print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -231,6 +236,18 @@ def _report(result) -> int:
     if result.mlflow_run_id:
         print(f"MLflow run: {result.mlflow_run_id}")
     return 0
+
+
+def _relevance_line(result) -> str:
+    """What the relevance stage did: its model, how many decisions it overruled, and its seconds per case."""
+    rows = result.results
+    line = result.params["relevance"]
+    if "relevance_overruled" in rows:
+        overruled = int(rows["relevance_overruled"].fillna(0).sum())
+        line += f"; dropped the calls of {overruled} of {len(rows)} decisions"
+    if "relevance_seconds" in rows:
+        line += f", {rows['relevance_seconds'].mean():.2f} s per case ('--relevance none' to run without it)"
+    return line
 
 
 def _optimize(args: argparse.Namespace) -> int:
@@ -259,12 +276,14 @@ def _fmt(value: float, percent: bool = True) -> str:
 
 
 def _cached_cases(results) -> int:
-    """Answered cases with no token usage at all: DSPy served them from its cache."""
-    answered = results[results["error"] == 0] if "error" in results else results
-    return int(((answered["input_tokens"] == 0) & (answered["output_tokens"] == 0)).sum())
+    from evals.runs import cached_cases
+
+    return cached_cases(results)
 
 
 def format_summary(summary: dict[str, float]) -> str:
+    from evals.metrics import METRICS
+
     lines = []
     for name, (_, description) in METRICS.items():
         if name not in summary:
@@ -283,14 +302,9 @@ def format_summary(summary: dict[str, float]) -> str:
 
 
 def _load(ref: str, uri: str | None) -> pd.DataFrame:
-    if Path(ref).is_dir():
-        return load_results(ref)
-    from evals.tracking import results_from_mlflow
+    from evals.runs import open_run
 
-    try:
-        return results_from_mlflow(ref, uri)[0]
-    except Exception as error:
-        raise ToolSelectionError(f"{ref!r} is neither a run directory nor a readable MLflow run id ({error}).") from None
+    return open_run(ref, uri).rows
 
 
 def _rescore(args: argparse.Namespace) -> int:
@@ -306,12 +320,20 @@ def _rescore(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    a, b = _load(args.run_a, args.tracking_uri), _load(args.run_b, args.tracking_uri)
-    table = compare_runs(a, b)
-    print(f"A: {args.run_a} ({len(a)} cases)\nB: {args.run_b} ({len(b)} cases)\n")
-    print(table.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.3f}"))
-    print("\nPaired over the cases both runs scored: B-A with its 95% bootstrap interval; McNemar's exact test for "
-          "0/1 metrics. 'not significant' means the interval includes 0 (or p >= 0.05).")
+    from evals.reports.compare import comparison, format_comparison
+    from evals.runs import open_run
+
+    if args.plot:
+        from evals.reports.figures import check_figure_path
+
+        check_figure_path(args.plot)
+    a, b = open_run(args.run_a, args.tracking_uri), open_run(args.run_b, args.tracking_uri)
+    result = comparison(a, b)
+    print(format_comparison(result))
+    if args.plot:
+        from evals.reports.figures import paired_figure, save_figure
+
+        print(f"\nfigure: {save_figure(paired_figure(result), args.plot)}")
     return 0
 
 

@@ -21,17 +21,21 @@ import dspy
 from evals.metrics import per_correct
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
+from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.relevance.model import DEFAULT_RELEVANCE
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_undeclared_arguments
 from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
 __all__ = ["build_adapter", "default_run_dir", "evaluate", "load_program"]
 
 RUNS_DIR = Path("runs")
+MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
 
 
 def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
@@ -72,11 +76,15 @@ def program_fingerprint(selector: MultiToolSelector) -> str:
 
 
 def default_run_dir(params: dict[str, Any]) -> Path:
-    """A directory named for what determines the results, so that the same evaluation resumes."""
+    """A directory named for what the run is (suite, split, model, strategy, program: ``evals.runs.run_label``)
+    and a hash of what determines its results, so that the same evaluation resumes."""
     key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "ray", "git_commit", "suite_ref")},
                      sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-    return RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
+    before = RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
+    if before.is_dir():  # named before the strategy and program were part of the name: resume it where it is
+        return before
+    return RUNS_DIR / f"{run_label(params)}-{digest}"
 
 
 def evaluate(
@@ -108,7 +116,7 @@ def evaluate(
     serve: int | None = None,
     ray: str | None = None,
     undeclared_arguments: str = "refuse",
-    relevance: str | Path | None = None,
+    relevance: str | Path | None = DEFAULT_RELEVANCE,
     relevance_signals: Sequence[str] | None = None,
 ) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
@@ -123,7 +131,8 @@ def evaluate(
     out over Ray, ``threads`` at a time (``"local"``: a Ray instance on this machine; else a cluster's
     ``HOST:PORT``; see ``evals.fanout``). ``undeclared_arguments="drop"``: remove arguments a call's tool does not
     declare before checking it (``MultiToolSelector``), recorded in the params and per case. ``relevance``: a
-    relevance model file (``tool_selection.relevance``) that drops the calls of a decision it judges irrelevant;
+    relevance model file (``tool_selection.relevance``) that drops the calls of a decision it judges irrelevant,
+    ``auto`` (the default: the model shipped for ``model``, if any, or a compiled selector's own) or ``none``;
     ``relevance_signals``: signals to record per case (without a model: recorded only, for fitting one)."""
     with contextlib.ExitStack() as stack:
         if threads < 1 or max_tokens < 1:
@@ -194,7 +203,7 @@ def evaluate(
         except OSError as error:
             raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
         if fresh and run_path.exists():
-            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv"):
+            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv", MLFLOW_FILE):
                 (run_path / name).unlink(missing_ok=True)
         result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools,
                            health_check=server.check_alive if server else None, submit=submit)(selector, lm=lm, run_dir=run_path)
@@ -208,9 +217,17 @@ def evaluate(
             result.mlflow_run_id = log_run(
                 params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
                 artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
-                run_name=run_path.name,
+                run_name=_mlflow_run_name(params, run_path), cases=result.results,
             )
+            write_json(run_path / MLFLOW_FILE, {"run_id": result.mlflow_run_id,
+                                                "tracking_uri": resolve_tracking_uri(tracking_uri)})
         return result
+
+
+def _mlflow_run_name(params: dict[str, Any], run_path: Path) -> str:
+    """The run directory's name where it says what the run is; else what it is, then the directory's name."""
+    label = run_label(params)
+    return run_path.name if run_path.name.startswith(label) else f"{label} ({run_path.name})"
 
 
 @dataclass(frozen=True)
@@ -246,6 +263,8 @@ class SelectorJob:
         relevance = resolve_relevance(self.relevance, model_name)
         if str(self.relevance) == "none":  # also a compiled selector's own
             selector.relevance = None
+        elif str(self.relevance) == "auto" and selector.relevance is not None:
+            relevance = selector.relevance.model  # a compiled selector's own comes first
         if relevance is not None or self.relevance_signals:
             selector.relevance = RelevanceStage(relevance, signals=self.relevance_signals,
                                                 gate_lm=gate_lm if selector.gate is None else None)

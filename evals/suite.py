@@ -13,7 +13,7 @@ from typing import Any, Literal
 import referencing.exceptions
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tool_selection.errors import ToolSelectionError
+from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.interop import from_bfcl, from_openai
 from tool_selection.registry import ToolRegistry
 from tool_selection.strict_json import MAX_DEPTH, loads_strict
@@ -249,7 +249,10 @@ def load_suite(name_or_path: str | Path) -> Suite:
     if not path.suffix and not path.exists():
         path = SUITES_DIR / f"{text}.jsonl"
         if not path.exists():
-            raise SuiteError(f"Unknown suite {text!r}. Available: {', '.join(available_suites())}; "
+            known = available_suites()
+            similar = close_matches(text, known)
+            hint = f" (did you mean {', '.join(map(repr, similar))}?)" if similar else ""
+            raise SuiteError(f"Unknown suite {text!r}{hint}. Available: {', '.join(known)}; "
                              "or give the path of a .jsonl suite file.")
     if not path.exists():
         raise SuiteError(f"Suite file {path} does not exist.")

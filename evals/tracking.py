@@ -15,15 +15,22 @@ import pandas as pd
 from tool_selection.errors import ToolSelectionError
 from tool_selection.tracking import DEFAULT_TRACKING_URI, EXPERIMENT, tracking_uri
 
-__all__ = ["DEFAULT_TRACKING_URI", "check_tracking_uri", "git_commit", "log_run", "results_from_mlflow",
+__all__ = ["CASES_TABLE", "DEFAULT_TRACKING_URI", "case_table", "check_tracking_uri", "git_commit", "log_run", "results_from_mlflow",
            "tracking_uri"]
 
-def check_tracking_uri(uri: str | None) -> str:
-    """The tracking URI, once MLflow accepts it (checked before any work, so a typo does not cost a run)."""
+SERVER_CHECK_TIMEOUT_S = 5.0
+
+
+def check_tracking_uri(uri: str | None, *, timeout_s: float = SERVER_CHECK_TIMEOUT_S) -> str:
+    """The tracking URI, once MLflow accepts it and, for a tracking server (``http(s)://``), once the server
+    answers within ``timeout_s``: checked before any work, so a typo or a server that is down does not cost a run
+    (MLflow itself retries for minutes before it gives up)."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
     resolved = tracking_uri(uri)
+    if resolved.startswith(("http://", "https://")):
+        _check_server(resolved, timeout_s)
     try:
         mlflow.MlflowClient(resolved)
     except (MlflowException, OSError, ValueError) as error:
@@ -31,6 +38,24 @@ def check_tracking_uri(uri: str | None) -> str:
                                  "Give --tracking-uri (or MLFLOW_TRACKING_URI) a store such as sqlite:///mlflow.db, "
                                  "or run with --no-mlflow.") from None
     return resolved
+
+
+def _check_server(uri: str, timeout_s: float) -> None:
+    """Any HTTP answer from the server's health endpoint will do; no answer within ``timeout_s`` is an error."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s):
+            return
+    except urllib.error.HTTPError:
+        return  # it answered: a server is there
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        raise ToolSelectionError(f"The MLflow tracking server at {uri} does not answer ({reason}; waited at most "
+                                 f"{timeout_s:g} s). Start it (mlflow server --host 127.0.0.1 --port PORT), give "
+                                 "--tracking-uri (or MLFLOW_TRACKING_URI) a local store such as sqlite:///mlflow.db, "
+                                 "or run with --no-mlflow.") from None
 
 
 def git_commit() -> str:
@@ -57,8 +82,10 @@ def log_run(
     uri: str | None = None,
     experiment: str = EXPERIMENT,
     extra_metrics: dict[str, float] | None = None,
+    cases: pd.DataFrame | None = None,
 ) -> str:
-    """Log one run; returns its MLflow run id."""
+    """Log one run; returns its MLflow run id. ``cases``: per-case rows, logged as an MLflow table
+    (``cases.json``), which the UI shows a case at a time (``case_table`` chooses the columns)."""
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri(uri))
@@ -76,8 +103,29 @@ def log_run(
         for path in artifacts:
             if Path(path).exists():
                 mlflow.log_artifact(str(path))
+        if cases is not None and len(cases):
+            mlflow.log_table(data=case_table(cases), artifact_file=CASES_TABLE)
         mlflow.set_tags({"kind": params.get("kind", "eval")})
         return run.info.run_id
+
+
+CASES_TABLE = "cases.json"
+CASE_COLUMNS = ("id", "split", "tags", "outcome", "request", "expected", "predicted", "full_match", "tool_exact",
+                "args_correct", "parse_error", "reasoning", "raw_response", "error_message", "latency_s",
+                "input_tokens", "output_tokens")
+
+
+def case_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The per-case columns a reader looks at, one case a row: tags joined, the outcome spelled out
+    (``evals.reports.html.outcome``), long texts kept whole."""
+    from evals.reports.html import outcome
+
+    table = rows.copy()
+    table["outcome"] = [outcome(row) for row in rows.to_dict("records")]
+    if "tags" in table:
+        table["tags"] = [", ".join(map(str, tags)) if not isinstance(tags, str | float) else str(tags)
+                         for tags in table["tags"]]
+    return table[[c for c in CASE_COLUMNS if c in table]].astype(object).where(table.notna(), None)
 
 
 def results_from_mlflow(run_id: str, uri: str | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:

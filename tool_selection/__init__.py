@@ -1,7 +1,7 @@
 """tool-selection: a research toolkit for studying how language models choose tools, built on DSPy.
 
-The tool model (``BaseTool``, ``register_tool``, ``ToolSet``, ``ToolCall``, ...) imports eagerly and light, for
-tool authors. The rest loads on first use, so ``import tool_selection`` stays fast::
+Every name loads on first use (the tool model, ``BaseTool``, ``register_tool``, ``ToolSet``, ``ToolCall``, ...,
+from its own light modules), so ``import tool_selection`` and ``toolsel --help`` stay fast::
 
     import dspy
     from tool_selection import MultiToolSelector, get_lm, load_tool_set
@@ -19,19 +19,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
-from tool_selection.errors import (
-    ArgumentProblem,
-    DuplicateToolError,
-    ToolArgumentError,
-    ToolDefinitionError,
-    ToolSelectionError,
-    UnknownToolError,
-)
-from tool_selection.registry import ToolRegistry, default_registry, register_tool
-from tool_selection.tool import BaseTool, NoArguments, StrictArguments, ToolArgument
-from tool_selection.toolset import ToolSet, ToolSetConfig, available_tool_sets, load_tool_set
-
 if TYPE_CHECKING:
     from evals.evaluate import evaluate
     from evals.optimize import OptimizeResult, optimize
@@ -39,14 +26,32 @@ if TYPE_CHECKING:
     from evals.stats import compare_runs
     from evals.stuck_bench import BenchResult, run_stuck_bench
     from evals.suite import Suite, load_suite
+    from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
+    from tool_selection.errors import (
+        ArgumentProblem,
+        DuplicateToolError,
+        ToolArgumentError,
+        ToolDefinitionError,
+        ToolSelectionError,
+        UnknownToolError,
+    )
     from tool_selection.lm import get_lm
+    from tool_selection.registry import ToolRegistry, default_registry, register_tool
     from tool_selection.selector import MultiToolSelector
     from tool_selection.strategies import strategy_names
+    from tool_selection.tool import BaseTool, NoArguments, StrictArguments, ToolArgument
+    from tool_selection.toolset import ToolSet, ToolSetConfig, available_tool_sets, load_tool_set
 
 __version__ = "0.1.0"
 
 # name -> module; loaded on first attribute access (PEP 562)
 _LAZY = {
+    **dict.fromkeys(["CallProblem", "MultiToolDecision", "ToolCall"], "tool_selection.decision"),
+    **dict.fromkeys(["ArgumentProblem", "DuplicateToolError", "ToolArgumentError", "ToolDefinitionError",
+                     "ToolSelectionError", "UnknownToolError"], "tool_selection.errors"),
+    **dict.fromkeys(["ToolRegistry", "default_registry", "register_tool"], "tool_selection.registry"),
+    **dict.fromkeys(["BaseTool", "NoArguments", "StrictArguments", "ToolArgument"], "tool_selection.tool"),
+    **dict.fromkeys(["ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"], "tool_selection.toolset"),
     "BenchResult": "evals.stuck_bench",
     "EvalResult": "evals.runner",
     "MultiToolSelector": "tool_selection.selector",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from tool_selection import interop
 from tool_selection.cli_output import print_json
 from tool_selection.errors import ToolSelectionError
-from tool_selection.registry import default_registry
-from tool_selection.tool import BaseTool
-from tool_selection.toolset import available_tool_sets, load_tool_set
+
+if TYPE_CHECKING:
+    from tool_selection.tool import BaseTool
 
 SCHEMA_FORMATS = ("openai", "openai-strict", "anthropic", "mcp", "bfcl", "json-schema")
 
@@ -38,6 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load_all_sets() -> dict[str, list[type[BaseTool]]]:
+    from tool_selection.toolset import available_tool_sets, load_tool_set
+
     return {name: list(load_tool_set(name).tools) for name in available_tool_sets()}
 
 
@@ -54,6 +56,8 @@ def _list(args: argparse.Namespace) -> int:
             summary = tool.description.split(". ")[0].rstrip(".")
             print(f"  {tool.NAME:<{width}}  {summary}")
         print()
+    from tool_selection.registry import default_registry
+
     grouped = {t for tools in sets.values() for t in tools}
     others = [t for t in default_registry().tools() if t not in grouped]
     if others and not args.tool_set:
@@ -62,11 +66,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _find(name: str) -> type[BaseTool]:
+    from tool_selection.registry import default_registry
+
     _load_all_sets()
     return default_registry().get(name)
 
 
 def _show(args: argparse.Namespace) -> int:
+    from tool_selection import interop
+
     tool = _find(args.name)
     print(interop.to_text(tool))
     print(f"\ncategory: {tool.category}\nmodule:   {tool.MODULE}\nclass:    {tool.__qualname__}")
@@ -74,6 +82,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from tool_selection import interop
+
     tool = _find(args.name)
     exporters = {
         "openai": lambda t: interop.to_openai(t),

@@ -59,14 +59,16 @@ def _local_model_or_skip():
 
 @pytest.mark.local_model
 def test_python_and_the_cli_give_identical_decisions(tmp_path, monkeypatch):
-    """The CLI's run fills DSPy's cache; the Python selector, configured with only the LM, must send the same
-    prompts (so it is answered from that cache) and reach the same decisions."""
+    """The CLI's run fills DSPy's cache; the Python selector, configured with only the LM and the relevance model
+    the CLI applies by default, must send the same prompts (so it is answered from that cache) and reach the same
+    decisions."""
     _local_model_or_skip()
     from dspy.clients.cache import Cache
 
     from evals.suite import load_suite
     from tool_selection import MultiToolSelector, get_lm, load_tool_set
     from tool_selection.cli import main
+    from tool_selection.relevance import shipped_relevance_model
 
     monkeypatch.setattr(dspy, "cache", Cache(enable_disk_cache=False, enable_memory_cache=True, disk_cache_dir=None))
     run_dir = tmp_path / "run"
@@ -75,7 +77,7 @@ def test_python_and_the_cli_give_identical_decisions(tmp_path, monkeypatch):
     rows = pd.read_parquet(run_dir / "results.parquet").set_index("id")
 
     dspy.configure(lm=get_lm(f"local:{MODEL}"))
-    selector = MultiToolSelector(load_tool_set("finance"))
+    selector = MultiToolSelector(load_tool_set("finance"), relevance=shipped_relevance_model(MODEL))
     for case in load_suite("finance").split("test").limit(2):
         decision = selector.decide(case.prompt)
         assert json.dumps([c.model_dump() for c in decision.tool_calls], ensure_ascii=False) == rows.loc[case.id,

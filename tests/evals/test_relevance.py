@@ -165,3 +165,22 @@ def test_the_threshold_adds_little_false_abstention_on_dev():
     assert strict.model.dev["false_abstention_rate"] <= 0.05
     loose = choose_threshold(model, dev, max_added_false_abstention=1.0)
     assert loose.model.dev["false_abstention_rate"] == 0.5 and loose.model.dev["abstention_accuracy"] == 1.0
+
+
+def test_the_harness_applies_the_shipped_model_by_default_and_none_turns_it_off(tmp_path, monkeypatch, suite_path):
+    from evals.evaluate import evaluate
+    from tests.evals.test_runner import ANSWERS, CountingLM
+    from tests.relevance.test_model import table
+    from tool_selection.relevance import fit_relevance_model
+    from tool_selection.relevance import model as relevance_model
+
+    x, y = table()
+    shipped = fit_relevance_model(x, y, ["unlisted", "grounded_args"]).with_threshold(0.0)
+    shipped.save(tmp_path / "dummy.json")  # DummyLM's model name
+    monkeypatch.setattr(relevance_model, "SHIPPED_DIR", tmp_path)
+    runs = {}
+    for relevance in ("auto", "none"):
+        runs[relevance] = evaluate(str(suite_path), CountingLM(ANSWERS), strategy="json-cot", relevance=relevance,
+                                   mlflow=False, progress=False, run_dir=tmp_path / relevance)
+    assert runs["auto"].params["relevance"].startswith(f"relevance (model {shipped.fingerprint}")
+    assert "relevance_p" in runs["auto"].results and "relevance" not in runs["none"].params

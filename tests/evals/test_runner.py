@@ -7,9 +7,9 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from evals.cli import compare_runs
 from evals.evaluate import evaluate
 from evals.runner import RESULTS_FILE, EvalAborted, Evaluator, load_results
+from evals.stats import compare_runs
 from evals.suite import load_suite
 from tool_selection.cli import main
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter

@@ -58,6 +58,8 @@ def test_duplicate_ids_and_unknown_suites(tmp_path):
         load_suite(path)
     with pytest.raises(SuiteError, match="Unknown suite 'nonesuch'"):
         load_suite("nonesuch")
+    with pytest.raises(SuiteError, match=r"Unknown suite 'treasure_hnut' \(did you mean 'treasure_hunt'\?\)"):
+        load_suite("treasure_hnut")
 
 
 def test_builtin_suites_are_listed():

@@ -32,3 +32,51 @@ def test_a_tracking_uri_mlflow_cannot_use_is_refused_before_work():
 def test_the_commit_is_a_short_hash_or_unknown():
     commit = git_commit()
     assert commit == "unknown" or len(commit.removesuffix("-dirty")) == 12
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_tracking_server_that_is_down_is_refused_before_work():
+    uri = f"http://127.0.0.1:{_free_port()}"
+    with pytest.raises(ToolSelectionError, match=f"The MLflow tracking server at {uri} does not answer .*--no-mlflow"):
+        check_tracking_uri(uri)
+
+
+def test_a_tracking_server_that_never_answers_is_refused_after_the_timeout():
+    import socket
+
+    with socket.socket() as silent:  # accepts connections (the backlog) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(ToolSelectionError, match="does not answer .*waited at most 0.3 s"):
+            check_tracking_uri(uri, timeout_s=0.3)
+
+
+def test_a_tracking_server_that_answers_is_accepted():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+            self.wfile.write(b"OK")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        uri = f"http://127.0.0.1:{server.server_address[1]}"
+        assert check_tracking_uri(uri) == uri
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -93,3 +93,18 @@ def test_every_shipped_model_loads_and_uses_no_signal_that_asks_the_model_again(
         model = shipped_relevance_model(name)
         assert model is not None and model.trained_on.get("suites") and model.dev.get("rows")
         assert not {"verify", "gate"} & set(model.signals)
+
+
+def test_auto_warns_and_runs_without_a_model_whose_retrieval_scores_cannot_be_computed(tmp_path, monkeypatch):
+    import importlib.util
+
+    from tool_selection.relevance import model as relevance_model
+
+    x, y = table()
+    fit_relevance_model(x.assign(bm25_best=x["dense_best"]), y, ["bm25_best", "unlisted"]).save(tmp_path / "m.json")
+    monkeypatch.setattr(relevance_model, "SHIPPED_DIR", tmp_path)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bm25s" else real(name, *a))
+    with pytest.warns(UserWarning, match=r"bm25s is not installed.*tool-selection\[retrieval\].*--relevance none"):
+        assert resolve_relevance("auto", "local:m") is None
+

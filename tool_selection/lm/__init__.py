@@ -11,19 +11,52 @@ string ``dspy.LM`` accepts works the same way (``openai/gpt-4o-mini``, ``ollama_
 
 from __future__ import annotations
 
+import importlib
 import os
 
 # LiteLLM fetches its price map from the network on import unless told not to; this toolkit runs offline
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import dspy
+from typing import TYPE_CHECKING, Any
 
-from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_model_dir, ensure_model
-from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog
-from tool_selection.lm.costs import model_cost
-from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine, LocalEngineError, local_engine, unload_models
-from tool_selection.lm.server import ModelServer, ServedLM, ServerError
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
+
+if TYPE_CHECKING:
+    import dspy
+
+    from tool_selection.lm.assemble import MODEL_DIR_ENV, ModelFileError, default_model_dir, ensure_model
+    from tool_selection.lm.catalog import CATALOG_ENV, CatalogError, load_catalog
+    from tool_selection.lm.costs import model_cost
+    from tool_selection.lm.engine import (  # noqa: F401 - lazy names outside __all__ too
+        AsyncLocalEngine,
+        LocalEngine,
+        LocalEngineError,
+        local_engine,
+        unload_models,
+    )
+    from tool_selection.lm.server import ModelServer, ServedLM, ServerError
+
+# name -> module, loaded on first use (PEP 562): DSPy and llama.cpp load when a model is asked for, not with the
+# package (so that 'toolsel models --help' stays fast)
+_LAZY = {
+    **dict.fromkeys(["MODEL_DIR_ENV", "ModelFileError", "default_model_dir", "ensure_model"],
+                    "tool_selection.lm.assemble"),
+    **dict.fromkeys(["CATALOG_ENV", "CatalogError", "load_catalog"], "tool_selection.lm.catalog"),
+    "model_cost": "tool_selection.lm.costs",
+    **dict.fromkeys(["AsyncLocalEngine", "LocalEngine", "LocalEngineError", "local_engine", "unload_models"],
+                    "tool_selection.lm.engine"),
+    **dict.fromkeys(["ModelServer", "ServedLM", "ServerError"], "tool_selection.lm.server"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tool_selection.lm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CATALOG_ENV",
@@ -60,6 +93,10 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
     selector behaves alike in both. ``model_dir``, ``n_ctx`` and
     ``n_threads`` apply to local models. Other keyword arguments go to ``dspy.LM`` (``api_base``, ``num_retries``).
     """
+    import dspy
+
+    from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine
+
     parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     if logprobs:
         kwargs["logprobs"] = True
@@ -84,6 +121,8 @@ def prepare_lm(lm: dspy.BaseLM) -> None:
     """Load a local LM's model now, which proves the engine runs on this machine (``EngineCheckError`` if it
     cannot); other LMs are left as they are. Commands call it before any work, so a broken engine stops them
     before a result is written."""
+    from tool_selection.lm.engine import local_engine
+
     engine = local_engine(lm)
     if engine is not None:
         engine.model  # noqa: B018 - loading is the point

@@ -25,6 +25,7 @@ from typing import Literal
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.catalog import LocalModel, load_catalog
+from tool_selection.lm.environment import MODEL_DIR_ENV
 
 __all__ = [
     "MODEL_DIR_ENV",
@@ -39,7 +40,6 @@ __all__ = [
     "verify_file",
 ]
 
-MODEL_DIR_ENV = "TOOLSEL_MODEL_DIR"
 _CHUNK = 1 << 20
 _STAMP_SUFFIX = ".verified.json"
 _SAMPLE_BLOCKS = 16  # blocks re-hashed on every load, spread evenly from the file's first byte to its last

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.lm.environment import CATALOG_ENV
 
 __all__ = [
     "CATALOG_ENV",
@@ -26,7 +27,6 @@ __all__ = [
     "load_catalog",
 ]
 
-CATALOG_ENV = "TOOLSEL_MODEL_CATALOG"
 _LOCAL_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 

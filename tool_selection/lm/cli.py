@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from tool_selection.lm.assemble import (
-    MODEL_DIR_ENV,
-    Progress,
-    download_from_hub,
-    ensure_model,
-    model_status,
-    verify_file,
-)
-from tool_selection.lm.catalog import CATALOG_ENV, LocalModel, load_catalog
+from tool_selection.lm.environment import CATALOG_ENV, MODEL_DIR_ENV
 from tool_selection.lm.specs import LOCAL_PREFIX
+
+if TYPE_CHECKING:
+    from tool_selection.lm.assemble import Progress
+    from tool_selection.lm.catalog import LocalModel
 
 __all__ = ["register"]
 
@@ -59,6 +56,8 @@ def _model_dir_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _entry(name: str) -> LocalModel:
+    from tool_selection.lm.catalog import load_catalog
+
     return load_catalog().local_model(name.removeprefix(LOCAL_PREFIX).lower())
 
 
@@ -67,6 +66,9 @@ def _size(n: int) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from tool_selection.lm.assemble import model_status
+    from tool_selection.lm.catalog import load_catalog
+
     catalog = load_catalog()
     print("Embedded models (run in-process with llama-cpp-python):")
     width = max((len(LOCAL_PREFIX + n) for n in catalog.local), default=10)
@@ -100,6 +102,8 @@ def _progress(label: str) -> Progress:
 
 
 def _pull(args: argparse.Namespace) -> int:
+    from tool_selection.lm.assemble import download_from_hub, ensure_model
+
     entry = _entry(args.name)
     progress = None if args.quiet else _progress(f"{entry.name}")
     if args.from_hub:
@@ -111,6 +115,8 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from tool_selection.lm.assemble import model_status, verify_file
+
     entry = _entry(args.name)
     status = model_status(entry, args.model_dir)
     if args.verify and status.state != "missing":

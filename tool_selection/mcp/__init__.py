@@ -5,7 +5,29 @@ Out: ``ToolServer`` serves a tool set over stdio or streamable HTTP (``toolsel m
 remotely (``toolsel mcp list "CMD ..."|URL``).
 """
 
-from tool_selection.mcp.client import McpConnection, McpProtocolError, RemoteTool, connect_mcp, list_mcp_tools
-from tool_selection.mcp.server import ToolServer, listen
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tool_selection.mcp.client import McpConnection, McpProtocolError, RemoteTool, connect_mcp, list_mcp_tools
+    from tool_selection.mcp.server import ToolServer, listen
+
+# loaded on first use (PEP 562): the MCP SDK takes seconds to import, 'toolsel mcp --help' none of it
+_LAZY = {
+    **dict.fromkeys(["McpConnection", "McpProtocolError", "RemoteTool", "connect_mcp", "list_mcp_tools"],
+                    "tool_selection.mcp.client"),
+    **dict.fromkeys(["ToolServer", "listen"], "tool_selection.mcp.server"),
+}
 
 __all__ = ["McpConnection", "McpProtocolError", "RemoteTool", "ToolServer", "connect_mcp", "list_mcp_tools", "listen"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tool_selection.mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

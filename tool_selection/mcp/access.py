@@ -2,7 +2,7 @@
 
 On loopback a server is open to this machine, as before. Any other address needs a bearer token, checked by the MCP
 SDK's own auth (``BearerAuthBackend`` and ``RequireAuthMiddleware`` through a ``TokenVerifier``), and tools that
-run programs or read files on this machine (the code and files tool sets) are refused there unless explicitly
+run programs or read files on this machine (the code, files and vision tool sets) are refused there unless explicitly
 allowed. Clients send the token as ``Authorization: Bearer TOKEN`` (``connect_mcp(url, token=...)`` or
 ``$TOOLSEL_MCP_TOKEN``).
 """
@@ -24,7 +24,7 @@ __all__ = ["HOST_ACCESS_CATEGORIES", "TOKEN_ENV", "StaticTokenVerifier", "check_
            "new_token"]
 
 TOKEN_ENV = "TOOLSEL_MCP_TOKEN"
-HOST_ACCESS_CATEGORIES = frozenset({"code", "files"})  # tools that run programs, or read files, on the server
+HOST_ACCESS_CATEGORIES = frozenset({"code", "files", "vision"})  # tools that run programs, or read files, on the server
 _CLIENT_ID = "toolsel-token"  # every holder of the one token is the same client to the SDK
 
 

@@ -34,8 +34,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--token", help="Bearer token every HTTP request must carry (default: $TOOLSEL_MCP_TOKEN; "
                                        "on loopback, none).")
     serve.add_argument("--allow-host-access", action="store_true",
-                       help="Serve tools that run programs or read files on this machine (the code and files sets) "
-                            "on a non-loopback address too.")
+                       help="Serve tools that run programs or read files on this machine (the code, files and "
+                            "vision sets) on a non-loopback address too.")
     serve.add_argument("--page-size", type=_positive, metavar="N", help="At most N tools per tools/list page.")
     serve.set_defaults(handler=_serve)
 

@@ -2,6 +2,7 @@
 that applies it after a selection (see ``signals``, ``model`` and ``stage``)."""
 
 from tool_selection.relevance.model import (
+    DEFAULT_RELEVANCE,
     RelevanceModel,
     RelevanceModelError,
     fit_relevance_model,
@@ -14,6 +15,7 @@ from tool_selection.relevance.stage import SIGNAL_PREFIX, RelevanceStage
 
 __all__ = [
     "CHEAP_SIGNALS",
+    "DEFAULT_RELEVANCE",
     "SIGNALS",
     "SIGNAL_PREFIX",
     "Evidence",

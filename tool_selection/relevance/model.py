@@ -9,8 +9,10 @@ need a call and on those that need none, so that refusing everything cannot win.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import check_signals
 
-__all__ = ["RelevanceModel", "RelevanceModelError", "fit_relevance_model", "resolve_relevance",
+__all__ = ["DEFAULT_RELEVANCE", "RelevanceModel", "RelevanceModelError", "fit_relevance_model", "resolve_relevance",
            "shipped_relevance_model", "shipped_relevance_models"]
 
 FILE_FORMAT = 1
@@ -116,15 +118,30 @@ def shipped_relevance_model(model: str) -> RelevanceModel | None:
     return RelevanceModel.load(path) if name and path.is_file() else None
 
 
+DEFAULT_RELEVANCE = "auto"
+"""What the harness applies unless told otherwise: measured to help the models a relevance model ships for (see
+the relevance results page), and nothing for the others."""
+
+_RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")
+
+
 def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str) -> RelevanceModel | None:
-    """``auto``: the shipped model for ``model`` if there is one; ``none`` or None: no relevance model; else a
-    relevance model or the path of one."""
+    """``auto``: the shipped model for ``model`` if there is one and the retrieval extra its signals read is
+    installed (else a warning and none); ``none`` or None: no relevance model; else a relevance model or the path
+    of one."""
     if relevance is None or isinstance(relevance, RelevanceModel):
         return relevance
     if str(relevance) == "none":
         return None
     if str(relevance) == "auto":
-        return shipped_relevance_model(model)
+        shipped = shipped_relevance_model(model)
+        missing = [name for name in _RETRIEVAL_PACKAGES if importlib.util.find_spec(name) is None]
+        if shipped is not None and missing and {"bm25_best", "dense_best", "dense_chosen"} & set(shipped.signals):
+            warnings.warn(f"The relevance model shipped for {model} reads retrieval scores, and {', '.join(missing)} "
+                          "is not installed: running without it. Install it with pip install "
+                          "'tool-selection[retrieval]', or pass --relevance none to silence this.", stacklevel=2)
+            return None
+        return shipped
     return RelevanceModel.load(relevance)
 
 

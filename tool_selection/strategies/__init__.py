@@ -4,18 +4,28 @@
 ``gate+NAME`` puts the relevance gate in front of it. See ``base.SelectionStrategy`` for what a strategy is.
 """
 
-from tool_selection.strategies.base import (
-    GATE_PREFIX,
-    UNDECLARED_ARGUMENTS,
-    SelectionStrategy,
-    UnknownStrategyError,
-    check_decision,
-    drop_undeclared,
-    get_strategy,
-    parse_strategy,
-    register_strategy,
-    strategy_names,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tool_selection.strategies.base import (
+        GATE_PREFIX,
+        SelectionStrategy,
+        UnknownStrategyError,
+        check_decision,
+        drop_undeclared,
+        get_strategy,
+        parse_strategy,
+        register_strategy,
+        strategy_names,
+    )
+
+# loaded on first use (PEP 562), so that the constants below come without DSPy ('toolsel eval --help')
+_LAZY = dict.fromkeys(["GATE_PREFIX", "SelectionStrategy", "UnknownStrategyError", "check_decision",
+                       "drop_undeclared", "get_strategy", "parse_strategy", "register_strategy", "strategy_names"],
+                      "tool_selection.strategies.base")
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -40,3 +50,16 @@ the local models), else as the provider returns it (``native``). README, Results
 STRUCTURED_STRATEGY = "json-cot"
 """Reasoning plus a constrained JSON answer: what a compiled selector whose manifest names no strategy was built
 with (the only strategy before strategies were named)."""
+
+UNDECLARED_ARGUMENTS = ("refuse", "drop")
+"""What a selector does with an argument its tool does not declare: ``refuse`` (the call is invalid, as the tool
+would refuse it) or ``drop`` (the key is removed and the call checked again; the row records how many were)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tool_selection.strategies' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

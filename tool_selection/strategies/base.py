@@ -20,6 +20,7 @@ from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.interop import drop_strict_nulls
 from tool_selection.parsing import safe_text, safe_value
 from tool_selection.registry import ToolRegistry
+from tool_selection.strategies import UNDECLARED_ARGUMENTS
 
 __all__ = [
     "GATE_PREFIX",
@@ -159,9 +160,6 @@ def check_decision(reasoning: str, calls: list[ToolCall], registry: ToolRegistry
     return MultiToolDecision(reasoning=safe_text(reasoning or "", 4000), tool_calls=checked, problems=problems)
 
 
-UNDECLARED_ARGUMENTS = ("refuse", "drop")
-"""What a selector does with an argument its tool does not declare: ``refuse`` (the call is invalid, as the tool
-would refuse it) or ``drop`` (the key is removed and the call checked again; the row records how many were)."""
 
 
 def drop_undeclared(decision: MultiToolDecision, registry: ToolRegistry) -> tuple[MultiToolDecision, int]:

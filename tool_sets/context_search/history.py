@@ -1,5 +1,5 @@
-"""Conversation history for ``context_search``: entries of {content, source, timestamp?}, and the shipped
-default, a 30-turn debate transcript (``debate.json``)."""
+"""Conversation history for ``context_search``: entries of {content, source, role?, type?, timestamp?}, and the
+shipped default, a 30-turn debate transcript (``debate.json``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ class HistoryEntry(BaseModel):
 
     content: str = Field(min_length=1, description="What was said.")
     source: str = Field(min_length=1, description="Who said it: a speaker's name or a turn id.")
+    role: str | None = Field(default=None, min_length=1, description="The speaker's role (default: the source).")
+    type: str = Field(default="message", min_length=1, description="What kind of contribution it is.")
     timestamp: str | None = Field(default=None, description="When, as an ISO 8601 date-time.")
 
     @field_validator("timestamp")

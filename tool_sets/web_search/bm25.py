@@ -1,4 +1,4 @@
-"""Okapi BM25 ranking over short texts, in plain Python (used by the offline web index and by context_search).
+"""Okapi BM25 ranking over short texts, in plain Python (used by the offline web index).
 
 Text is tokenised into lowercase letters-and-digits words, English stop words are dropped and plurals folded
 (``cities`` -> ``city``, ``eggs`` -> ``egg``), the same way for documents and queries. A document's score for a

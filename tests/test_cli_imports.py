@@ -1,0 +1,41 @@
+"""Building the ``toolsel`` parser (``--help``, any command's help) loads none of the heavy libraries: each is
+imported by the command that runs. An import test, not a timed one (``toolsel --help`` measured: docs/guide/reports.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("dspy", "pandas", "mlflow", "mcp", "scipy", "litellm", "llama_cpp", "matplotlib")
+
+
+def _loaded_after(code: str) -> list[str]:
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_building_the_parser_imports_no_heavy_library():
+    assert _loaded_after("from tool_selection.cli import build_parser\nbuild_parser()") == []
+
+
+def test_a_commands_help_imports_no_heavy_library():
+    code = ("import contextlib, io\nfrom tool_selection.cli import main\n"
+            "for argv in (['--help'], ['eval', '--help'], ['eval', 'compare', '--help'], ['report', '--help'], "
+            "['view', '--help'], ['models', 'pull', '--help'], ['bench', 'stuck', '--help'], ['optimize', '--help']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "        main(argv)")
+    assert _loaded_after(code) == []
+
+
+def test_import_tool_selection_loads_no_heavy_library():
+    assert _loaded_after("import tool_selection, evals, tool_selection.lm, tool_selection.mcp, "
+                         "tool_selection.strategies") == []
+
+
+def test_the_live_strategies_of_bench_stuck_are_the_collaboration_strategies():
+    from evals.bench_cli import LIVE_STRATEGIES
+    from tool_selection.collaboration import COLLABORATION_STRATEGIES
+
+    assert LIVE_STRATEGIES == COLLABORATION_STRATEGIES
