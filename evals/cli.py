@@ -106,12 +106,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           description="Each task of a loop suite (evals/suites/loop/NAME.jsonl) runs the agent loop: "
                                       "the model decides, tools execute, results go back, until it answers. Scored on "
                                       "the calls made, the tools' state and the final answer; resumable.")
-    loop.add_argument("--suite", default="multistep", help="Loop suite name or .jsonl path (default: multistep).")
+    loop.add_argument("--suite", default="multistep",
+                      help="Loop suite name or .jsonl path, or bfcl:multi_turn_CATEGORY[+...] (BFCL's multi-turn "
+                           "categories, scored by BFCL's checker) (default: multistep).")
     loop.add_argument("--model", default=DEFAULT_MODEL, help=f"The primary model (default: {DEFAULT_MODEL}).")
     loop.add_argument("--strategy", default=DEFAULT_STRATEGY,
                       help=f"Selection strategy in the loop (default: {DEFAULT_STRATEGY}).")
     loop.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
     loop.add_argument("--limit", type=int, help="Only the first N tasks.")
+    loop.add_argument("--sample", type=int, metavar="N", help="A fixed random sample of N tasks (see --seed).")
+    loop.add_argument("--seed", type=int, default=0, help="Seed of --sample (default: 0).")
+    loop.add_argument("--n-ctx", type=int, help="Context of a local model for BFCL multi-turn tasks (default: 16384).")
     loop.add_argument("--secondary", help="A larger model a stuck step escalates to (the loop's stuck detector).")
     loop.add_argument("--escalation", choices=["delegate", "guide"], default="delegate",
                       help="What the secondary does for a stuck step (default: delegate).")
@@ -399,6 +404,10 @@ def _loop(args: argparse.Namespace) -> int:
     from evals.naming import slug
     from tool_selection.lm import get_lm, prepare_lm
 
+    if args.suite.startswith("bfcl:"):
+        return _bfcl_multi_turn(args)
+    if args.sample is not None or args.n_ctx is not None:
+        raise ToolSelectionError("--sample and --n-ctx apply to BFCL multi-turn suites (--suite bfcl:multi_turn_...).")
     tasks = [t for t in load_loop_suite(args.suite) if args.split == "all" or t.split == args.split][: args.limit]
     if not tasks:
         raise ToolSelectionError(f"Loop suite {args.suite!r} has no {args.split!r} tasks.")
@@ -420,4 +429,44 @@ def _loop(args: argparse.Namespace) -> int:
                        ("seconds", "seconds per task")):
         print(f"  {label:<19} {s[key]:.2f}")
     print(f"\nper-task results: {result.run_dir}")
+    return 0
+
+
+def _bfcl_multi_turn(args: argparse.Namespace) -> int:
+    from evals.bfcl_multi_turn import load_multi_turn, multi_turn_n_ctx, run_multi_turn, sample_tasks
+    from evals.naming import slug
+    from tool_selection.lm import get_lm, prepare_lm
+    from tool_selection.lm.specs import ModelSpec
+
+    categories = args.suite.removeprefix("bfcl:").split("+")
+    tasks = [t for t in load_multi_turn(categories) if args.split == "all" or t.split == args.split]
+    tasks = sample_tasks(tasks, args.sample, args.seed)[: args.limit]
+    if not tasks:
+        raise ToolSelectionError(f"{args.suite!r} has no {args.split!r} tasks.")
+    specs = (args.model, *([args.secondary] if args.secondary else []))
+    lms = [get_lm(spec, max_tokens=args.max_tokens, cache=not args.no_cache,
+                  n_ctx=multi_turn_n_ctx(args.n_ctx) if ModelSpec.parse(spec).is_local else None) for spec in specs]
+    for lm in lms:
+        prepare_lm(lm)
+    models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
+    sample = f"-sample{args.sample}-seed{args.seed}" if args.sample else ""
+    run_dir = args.run_dir or Path("runs") / "loop" / slug(f"{args.suite}-{args.split}{sample}-{args.strategy}-{models}")
+    escalation = {"secondary_lm": lms[1], "escalation": args.escalation, "threshold": args.threshold} if args.secondary else {}
+    table, s = run_multi_turn(tasks, lms[0], strategy=args.strategy, max_tokens=args.max_tokens, run_dir=run_dir,
+                              progress=lambda line: print(line, flush=True), **escalation)
+    print(f"\n{args.suite} ({args.split}{', ' + sample[1:] if sample else ''}, {int(s['tasks'])} tasks), {models}, "
+          f"strategy {args.strategy}; scored by BFCL's multi-turn checker")
+    print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "
+          f"{100 * s['task_success_ci_high']:.1f}]")
+    print(f"  turn success        {100 * s['turn_success']:.1f}%  (turns passed before a task's first failure)")
+    positions = sorted(int(k.split("_")[1]) for k in s if k.startswith("turn_") and k.endswith("_passed"))
+    print("  per turn            " + "  ".join(f"{p}: {100 * s[f'turn_{p}_passed']:.0f}%" for p in positions))
+    for key, label in (("steps", "steps per task"), ("calls", "tool calls per task"), ("tool_errors", "tool errors"),
+                       ("errors_recovered", "errors recovered"), ("escalations", "escalations"),
+                       ("turns_summarised", "turns summarised"), ("seconds", "seconds per task")):
+        print(f"  {label:<19} {s[key]:.2f}")
+    if len(table):
+        print("  failures            " + ", ".join(f"{k.removeprefix('multi_turn:')} {v}" for k, v in
+                                                   table["error_type"].dropna().value_counts().items()))
+    print(f"\nper-task results: {run_dir}")
     return 0

@@ -263,9 +263,10 @@ class SchemaOnlyTool(BaseTool, abstract=True):
 
 def schema_only_tool(
     name: str, description: str, parameters: Mapping[str, Any] | None, *, category: str = "external",
-    source: str = "external",
+    source: str = "external", base: type[SchemaOnlyTool] = SchemaOnlyTool,
 ) -> type[SchemaOnlyTool]:
-    """A ``SchemaOnlyTool`` subclass for one external definition."""
+    """A ``SchemaOnlyTool`` subclass for one external definition (of ``base``, an abstract subclass that may add
+    configuration fields and an ``execute``)."""
     class_name = "".join(p.title() for p in re.split(r"[^A-Za-z0-9]+", name) if p) or "Tool"
     namespace = {
         "NAME": name,
@@ -276,7 +277,7 @@ def schema_only_tool(
         "__module__": __name__,
         "__qualname__": f"{source}:{name}",
     }
-    return type(class_name, (SchemaOnlyTool,), namespace)
+    return type(class_name, (base,), namespace)
 
 
 def _registry(name: str, tools: Iterable[type[BaseTool]]) -> ToolRegistry:
