@@ -5,6 +5,7 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
+from tests.lm.conftest import fresh_cache, make_lm  # noqa: F401  (the scripted local-engine LM fixtures, for test_rerank)
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import from_openai
 from tool_selection.retrieval import bundled_encoder, clear_index_cache

@@ -3,7 +3,6 @@ Yes/No score, the retriever's order breaking ties."""
 
 import pytest
 
-from tests.lm.conftest import fresh_cache, make_lm  # noqa: F401  (the scripted local-engine LM fixtures)
 from tool_selection.retrieval import LLMReranker, RetrievedTool
 from tool_selection.retrieval._rerank import RERANK_QUESTION
 
