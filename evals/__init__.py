@@ -7,8 +7,9 @@ it, so that ``evals.evaluate`` stays the module. Names load on first use, so tha
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tool_selection._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from evals.runner import EvalResult, Evaluator, load_results
@@ -22,13 +23,7 @@ _LAZY = {
 __all__ = ["Case", "EvalResult", "Evaluator", "Suite", "available_suites", "load_results", "load_suite"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evals' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

@@ -12,8 +12,8 @@ through the tool-calling loop), ``discussion``, ``debate``, ``state`` (records a
 use per agent and phase), ``tracking`` (MLflow), ``cli`` (``toolsel discuss`` / ``toolsel debate``).
 """
 
-import importlib
-from typing import Any
+
+from tool_selection._lazy import lazy_getattr
 
 _LAZY = {  # name -> module: the commands' --help imports none of them
     "Contribution": "tool_selection.conversations.state",
@@ -63,10 +63,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tool_selection.conversations' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

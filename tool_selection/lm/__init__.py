@@ -11,13 +11,14 @@ string ``dspy.LM`` accepts works the same way (``openai/gpt-4o-mini``, ``ollama_
 
 from __future__ import annotations
 
-import importlib
 import os
+
+from tool_selection._lazy import lazy_getattr
 
 # LiteLLM fetches its price map from the network on import unless told not to; this toolkit runs offline
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
 
@@ -49,13 +50,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tool_selection.lm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -7,8 +7,9 @@ remotely (``toolsel mcp list "CMD ..."|URL``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tool_selection._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from tool_selection.mcp.client import McpConnection, McpProtocolError, RemoteTool, connect_mcp, list_mcp_tools
@@ -24,10 +25,4 @@ _LAZY = {
 __all__ = ["McpConnection", "McpProtocolError", "RemoteTool", "ToolServer", "connect_mcp", "list_mcp_tools", "listen"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tool_selection.mcp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tool_selection._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from tool_selection.strategies.base import (
@@ -56,10 +57,4 @@ UNDECLARED_ARGUMENTS = ("refuse", "drop")
 would refuse it) or ``drop`` (the key is removed and the call checked again; the row records how many were)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tool_selection.strategies' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
