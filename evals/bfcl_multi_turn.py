@@ -41,10 +41,10 @@ from evals.suite import SuiteError, read_json_lines
 from tool_selection.agent import AgentLoop, Message, Role, Transcript
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
-from tool_selection.failures import tool_failure
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.tool_failures import tool_failure
 
 __all__ = ["MULTI_TURN_CATEGORIES", "BfclBackends", "MultiTurnTask", "check_multi_turn", "load_multi_turn",
            "multi_turn_n_ctx", "parse_call_string", "run_multi_turn", "summarize_multi_turn", "trim_history"]

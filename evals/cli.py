@@ -7,14 +7,13 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.strategies import DEFAULT_STRATEGY, UNDECLARED_ARGUMENTS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-DEFAULT_SUITE = "treasure_hunt"
-DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -195,7 +194,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _run_eval(args: argparse.Namespace, tools=None):
-    from evals.evaluate import evaluate
+    from evals.evaluation import evaluate
 
     return evaluate(
         args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
@@ -251,7 +250,7 @@ def _relevance_line(result) -> str:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from evals.optimize import optimize
+    from evals.optimization import optimize
 
     result = optimize(
         args.suite, args.model, optimizer=args.optimizer, teacher=args.teacher, budget=args.budget, out=args.out,

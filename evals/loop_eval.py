@@ -36,11 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.metrics import bootstrap_ci, value_matches
 from evals.runner import _RowWriter, load_rows
-from tool_selection.agent import AgentLoop, LoopStuckDetector, ToolSession, Transcript
+from tool_selection.agent import AgentLoop, ToolSession, Transcript
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.toolset import ToolSet, load_tool_set
 
 __all__ = ["LoopResult", "LoopTask", "StateCheck", "load_loop_suite", "run_loop_suite", "score_task"]

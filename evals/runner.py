@@ -25,7 +25,7 @@ from evals.metrics import score_case, summarize, summarize_by_tag
 from evals.suite import Case, Suite, registry_for
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
-from tool_selection.lm.failures import MODEL_FAILURES  # a malformed answer never gets there: it is a parse failure
+from tool_selection.lm.model_errors import MODEL_FAILURES  # a malformed answer never gets there: it is a parse failure
 from tool_selection.parsing import safe_value
 from tool_selection.registry import ToolRegistry
 

@@ -9,9 +9,8 @@ from its own light modules), so ``import tool_selection`` and ``toolsel --help``
     dspy.configure(lm=get_lm("local:qwen2.5-coder-0.5b"))
     MultiToolSelector(load_tool_set("finance")).decide("What was ACME's last closing price?")
 
-    from tool_selection import evaluate
-    result = evaluate("finance", "local:qwen2.5-coder-0.5b", split="test")   # an EvalResult
-    result.summary["accuracy"], result.results, result.by_tag
+The evaluation harness (suites, ``evaluate``, ``optimize``, the benchmarks) is the ``evals`` package, built on this
+one; this package does not import it.
 """
 
 from __future__ import annotations
@@ -21,12 +20,6 @@ from typing import TYPE_CHECKING
 from tool_selection._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from evals.evaluate import evaluate
-    from evals.optimize import OptimizeResult, optimize
-    from evals.runner import EvalResult
-    from evals.stats import compare_runs
-    from evals.stuck_bench import BenchResult, run_stuck_bench
-    from evals.suite import Suite, load_suite
     from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
     from tool_selection.errors import (
         ArgumentProblem,
@@ -53,33 +46,20 @@ _LAZY = {
     **dict.fromkeys(["ToolRegistry", "default_registry", "register_tool"], "tool_selection.registry"),
     **dict.fromkeys(["BaseTool", "NoArguments", "StrictArguments", "ToolArgument"], "tool_selection.tool"),
     **dict.fromkeys(["ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"], "tool_selection.toolset"),
-    "BenchResult": "evals.stuck_bench",
-    "EvalResult": "evals.runner",
     "MultiToolSelector": "tool_selection.selector",
-    "OptimizeResult": "evals.optimize",
-    "Suite": "evals.suite",
-    "compare_runs": "evals.stats",
-    "evaluate": "evals.evaluate",
     "get_lm": "tool_selection.lm",
-    "load_suite": "evals.suite",
-    "optimize": "evals.optimize",
-    "run_stuck_bench": "evals.stuck_bench",
     "strategy_names": "tool_selection.strategies",
 }
 
 __all__ = [
     "ArgumentProblem",
     "BaseTool",
-    "BenchResult",
     "CallProblem",
     "DuplicateToolError",
-    "EvalResult",
     "MultiToolDecision",
     "MultiToolSelector",
     "NoArguments",
-    "OptimizeResult",
     "StrictArguments",
-    "Suite",
     "ToolArgument",
     "ToolArgumentError",
     "ToolCall",
@@ -90,15 +70,10 @@ __all__ = [
     "ToolSetConfig",
     "UnknownToolError",
     "available_tool_sets",
-    "compare_runs",
     "default_registry",
-    "evaluate",
     "get_lm",
-    "load_suite",
     "load_tool_set",
-    "optimize",
     "register_tool",
-    "run_stuck_bench",
     "strategy_names",
 ]
 

@@ -4,7 +4,7 @@
 far; each call runs through the tool's validating entry point; results (and errors, as observations the model can
 correct: an unknown tool, invalid arguments with the tool's own message, a failed execution, a tool's
 structured failure) go back as tool turns; the turn ends when the model answers without a call, or when the
-per-turn tool-call limit is reached (failed calls count). A ``LoopStuckDetector`` scores every step; a stuck
+per-turn tool-call limit is reached (failed calls count). A ``LoopStuckDetector`` (``tool_selection.stuck.loop``) scores every step; a stuck
 primary hands the step to a secondary model (``delegate``) or gets its written guidance (``guide``), a bounded
 number of times. Every call, argument, result, error, timing and escalation is kept on a typed ``Transcript``.
 
@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -28,12 +27,13 @@ import dspy
 from pydantic import BaseModel, Field
 
 from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.defaults import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STRATEGY
 from tool_selection.errors import ToolArgumentError, ToolSelectionError, UnknownToolError
-from tool_selection.failures import is_failure, tool_failure
-from tool_selection.lm.failures import MODEL_FAILURES
+from tool_selection.lm.model_errors import MODEL_FAILURES
 from tool_selection.registry import ToolRegistry
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.tool import BaseTool
+from tool_selection.tool_failures import is_failure, tool_failure
 from tool_selection.toolset import ToolSet
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
     "AgentLoop",
     "Attachment",
     "CallRecord",
-    "LoopStuckDetector",
     "Message",
     "Role",
     "Step",
@@ -52,10 +51,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_TOOL_CALLS = 10
 MAX_RESULT_CHARS = 2000  # a tool result longer than this is cut before it goes back to the model
-GIVE_UP = re.compile(r"\b(i (can ?not|can't|am unable to|'m unable to)|unable to (help|do|complete)|give up|"
-                     r"no (listed |available )?(tool|function)s? (can|could|fits?))\b", re.IGNORECASE)
 
 
 class Role(StrEnum):
@@ -202,51 +198,6 @@ class ToolSession:
         message = result.get("message") if failed else None
         return CallRecord(**record, ok=not failed, result=result, error="tool_failure" if failed else None,
                           message=message, seconds=time.perf_counter() - start)
-
-
-class LoopStuckDetector:
-    """Scores a step in [0, 1] from what the loop sees: a failing call repeated with identical arguments, a
-    give-up phrase with no call, no successful call for ``patience`` steps, and (optionally) a per-decision
-    detector from ``tool_selection.stuck`` (its score is taken as is). The highest applicable signal wins."""
-
-    def __init__(self, *, patience: int = 3, decision_detector: Any = None):
-        self.patience = patience
-        self.decision_detector = decision_detector
-
-    def score(self, steps: Sequence[Step], decision: MultiToolDecision, request: str,
-              registry: ToolRegistry) -> tuple[float, list[str]]:
-        scores, reasons = [0.0], []
-        failed_before = {(c.tool_name, _key(c.arguments)) for s in steps for c in s.calls if not c.ok}
-        repeats = [c for c in decision.tool_calls if (c.tool_name, _key(c.arguments)) in failed_before]
-        if repeats:
-            scores.append(1.0)
-            reasons.append(f"repeats a failed call: {repeats[0]}")
-        if not decision.tool_calls and GIVE_UP.search(decision.reasoning or ""):
-            scores.append(0.8)
-            reasons.append("gives up")
-        if decision.parse_error:
-            scores.append(0.9)
-            reasons.append("unreadable answer")
-        recent = steps[-self.patience:]
-        if len(recent) == self.patience and not any(c.ok for s in recent for c in s.calls):
-            scores.append(0.7)
-            reasons.append(f"no successful call in {self.patience} steps")
-        if self.decision_detector is not None:
-            from tool_selection.stuck import Attempt, DetectorUnavailable
-
-            try:
-                signal = self.decision_detector(Attempt(request=request, decision=decision, tools=registry))
-            except DetectorUnavailable:
-                signal = None
-            if signal is not None:
-                scores.append(signal.score)
-                if signal.score >= 0.5:
-                    reasons.append(f"{signal.detector} {signal.score:.2f}")
-        return max(scores), reasons
-
-
-def _key(arguments: dict[str, Any]) -> str:
-    return json.dumps(arguments, sort_keys=True, default=str)
 
 
 class AgentConfig(BaseModel):

@@ -20,10 +20,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from tool_selection.defaults import DEFAULT_MODEL_NAME
+
 __all__ = ["Check", "register", "run_checks"]
 
 Status = Literal["ok", "warn", "fail", "info"]
-QUICK_START_MODEL = "qwen2.5-coder-0.5b"
+QUICK_START_MODEL = DEFAULT_MODEL_NAME
 PACKAGES = ("tool-selection", "dspy", "llama-cpp-python", "mlflow", "litellm", "pydantic", "mcp")
 
 

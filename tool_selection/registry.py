@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar, overload
 
 from tool_selection.errors import DuplicateToolError, ToolArgumentError, UnknownToolError
-from tool_selection.failures import tool_failure
 from tool_selection.tool import BaseTool
+from tool_selection.tool_failures import tool_failure
 
 __all__ = ["ToolRegistry", "default_registry", "register_tool"]
 

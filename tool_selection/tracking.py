@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from tool_selection.defaults import DEFAULT_TRACKING_URI, EXPERIMENT
+
 __all__ = ["DEFAULT_TRACKING_URI", "EXPERIMENT", "tracking_uri"]
 
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
-EXPERIMENT = "tool-selection"
 
 
 def tracking_uri(uri: str | None = None) -> str:

@@ -22,6 +22,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from tool_selection.defaults import DEFAULT_MODEL_NAME
+
 __all__ = ["main"]
 
 
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profiles", default="portable,avx512,native", help="Comma-separated build profiles; "
                                                                                "the first is the baseline.")
-    parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="Embedded model name (default: 0.5B).")
+    parser.add_argument("--model", default=DEFAULT_MODEL_NAME, help="Embedded model name (default: 0.5B).")
     parser.add_argument("--n", type=int, default=30, help="Prompts per profile (default: 30).")
     parser.add_argument("--rounds", type=int, default=3, help="Turns each profile takes (default: 3).")
     parser.add_argument("--group", type=int, default=5, help="Prompts sharing a catalog (default: 5).")

@@ -30,6 +30,7 @@ from pathlib import Path
 import dspy
 
 from tool_selection import interop
+from tool_selection.defaults import DEFAULT_MODEL
 from tool_selection.toolset import available_tool_sets, load_tool_set
 
 __all__ = ["main"]
@@ -286,7 +287,7 @@ def report(modes: dict[str, Mode], model: str, max_tokens: int) -> dict[str, flo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.local_engine", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="local:qwen2.5-coder-0.5b", help="A local model spec.")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="A local model spec.")
     parser.add_argument("--n", type=int, default=50, help="Number of decisions (default: 50).")
     parser.add_argument("--max-tokens", type=int, default=32, help="Generation limit per call (default: 32).")
     parser.add_argument("--group", type=int, default=5, help="Consecutive prompts sharing a catalog (default: 5).")

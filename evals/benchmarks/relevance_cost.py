@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tool_selection.defaults import DEFAULT_MODEL
+
 __all__ = ["main"]
 
 
@@ -50,7 +52,7 @@ def _answer(selector, lm, case) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="relevance_cost", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="local:qwen2.5-coder-0.5b")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--relevance", default="auto", help="auto (the model shipped for --model) or a file.")
     parser.add_argument("--suites", default="bfcl:multiple,bfcl:irrelevance")
     parser.add_argument("--sample", type=int, default=20, help="Cases per suite (default: 20).")

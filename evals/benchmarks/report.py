@@ -17,11 +17,12 @@ from pathlib import Path
 import pandas as pd
 
 from evals.naming import slug
-from evals.optimize import optimizer_names
+from evals.optimization import optimizer_names
 from evals.runner import load_results
 from evals.stats import compare_paired
+from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SECONDARY_MODEL
 
-SMALL, LARGE = "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b"
+SMALL, LARGE = DEFAULT_MODEL, DEFAULT_SECONDARY_MODEL
 MAX_ESCALATION = 0.4  # the stuck-detection target: the secondary's accuracy with at most this share escalated
 
 

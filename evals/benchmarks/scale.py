@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
 from evals.scale_registry import DOMAIN_TOOL_SETS, registry_of_size
 from evals.suite import Suite, load_suite
+from tool_selection.defaults import DEFAULT_MODEL
 
 __all__ = ["main", "run_scale"]
 
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="local:qwen2.5-coder-0.5b", help="Model spec.")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="Model spec.")
     parser.add_argument("--strategy", default="native", help="Selection strategy (default: native).")
     parser.add_argument("--cases", type=int, default=60, help="Cases in the sample (default: 60).")
     parser.add_argument("--k", type=int, default=5, help="Tools the selector sees with retrieval (default: 5).")

@@ -22,11 +22,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from tool_selection.defaults import DEFAULT_MODEL
+
 __all__ = ["main"]
 
 
 def _run(label: str, lm, args: argparse.Namespace, threads: int, run_root: Path, ray: str | None = None) -> dict:
-    from evals.evaluate import evaluate
+    from evals.evaluation import evaluate
 
     start = time.perf_counter()
     result = evaluate(args.suite, lm, split=args.split, sample=args.sample, seed=args.seed, threads=threads,
@@ -43,7 +45,7 @@ def _run(label: str, lm, args: argparse.Namespace, threads: int, run_root: Path,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="served", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="local:qwen2.5-coder-0.5b")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--suite", default="bfcl:multiple")
     parser.add_argument("--split", default=None)
     parser.add_argument("--sample", type=int, default=24)

@@ -27,7 +27,7 @@ def resolve_run(ref: str | None, tracking_uri: str | None) -> tuple[str | None, 
     path = Path(ref)
     if not path.is_dir():
         return ref, tracking_uri
-    from evals.evaluate import MLFLOW_FILE
+    from evals.evaluation import MLFLOW_FILE
 
     logged = path / MLFLOW_FILE
     if not logged.is_file():

@@ -13,7 +13,7 @@ from typing import Any
 import dspy
 import pandas as pd
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
 from evals.naming import slug
 from evals.runner import TABLE_FILE, Evaluator

@@ -8,8 +8,9 @@ import pytest
 
 from tests.lm.conftest import FakeLlama
 from tool_selection import load_tool_set
-from tool_selection.agent import LOOP_SYSTEM_PROMPT, AgentConfig, AgentLoop, LoopStuckDetector, Role
+from tool_selection.agent import LOOP_SYSTEM_PROMPT, AgentConfig, AgentLoop, Role
 from tool_selection.lm import LocalEngine
+from tool_selection.stuck.loop import LoopStuckDetector
 
 TREASURE = load_tool_set("treasure_hunt")
 

@@ -29,6 +29,42 @@ def test_import_is_light_and_every_public_name_resolves():
         tool_selection.nonesuch  # noqa: B018
 
 
+def test_the_harness_package_resolves_its_public_names():
+    import evals
+
+    assert evals.__all__ == sorted(evals.__all__)
+    for name in evals.__all__:
+        assert getattr(evals, name) is not None, name
+    from evals import evaluate, optimize
+
+    assert callable(evaluate) and callable(optimize)
+
+
+def test_the_core_does_not_import_the_harness():
+    """Arrows point down: ``tool_selection`` never names ``evals`` (the CLI finds it through entry points)."""
+    import ast
+
+    for path in sorted((ROOT / "tool_selection").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                       [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(m == "evals" or m.startswith("evals.") for m in modules), path
+        assert '"evals.' not in path.read_text(), path
+
+
+def test_the_default_model_is_written_in_one_module():
+    from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_MODEL_NAME
+
+    assert DEFAULT_MODEL == f"local:{DEFAULT_MODEL_NAME}"
+    # an assignment, a parameter's default or an argparse default (examples in docstrings pass the name on)
+    defaults = re.compile(r"""(^[ \t]*\w+[ \t]*(:[^=\n]+)?=[ \t]*|default=|\w+: str = )["'](local:)?qwen2\.5-coder-0\.5b["']""",
+                          re.MULTILINE)
+    for package in ("tool_selection", "evals", "tool_sets"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.name != "defaults.py":
+                assert not defaults.search(path.read_text()), path
+
+
 def test_a_decision_renders_as_html_with_its_problems():
     html = MultiToolDecision(reasoning="x < y", tool_calls=[ToolCall(tool_name="f", arguments={"a": 1})],
                              parse_error="cut off")._repr_html_()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from evals.runner import RESULTS_FILE
 from tool_selection.errors import ToolSelectionError
 

@@ -6,8 +6,8 @@ import re
 import dspy
 import pytest
 
-from evals.evaluate import evaluate
-from evals.optimize import (
+from evals.evaluation import evaluate
+from evals.optimization import (
     OPTIMIZERS,
     FalseAbstentionRiseError,
     UnknownOptimizerError,

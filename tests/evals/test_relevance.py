@@ -168,7 +168,7 @@ def test_the_threshold_adds_little_false_abstention_on_dev():
 
 
 def test_the_harness_applies_the_shipped_model_by_default_and_none_turns_it_off(tmp_path, monkeypatch, suite_path):
-    from evals.evaluate import evaluate
+    from evals.evaluation import evaluate
     from tests.evals.test_runner import ANSWERS, CountingLM
     from tests.relevance.test_model import table
     from tool_selection.relevance import fit_relevance_model

@@ -92,7 +92,7 @@ def test_a_dropping_copy_counts_nothing_dropped_on_an_unreadable_answer(tmp_path
 
 
 def test_a_run_on_a_suite_file_is_rescored_from_anywhere(suite_path, tmp_path, monkeypatch):
-    from evals.evaluate import evaluate
+    from evals.evaluation import evaluate
     from tests.evals.test_runner import ANSWERS, CountingLM
     from tool_selection.selector import ToolSelectionAdapter
 

@@ -7,7 +7,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from evals.runner import RESULTS_FILE, EvalAborted, Evaluator, load_results
 from evals.stats import compare_runs
 from evals.suite import load_suite

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from evals.runner import RESULTS_FILE, load_rows
 from tool_selection.lm import ServerError
 

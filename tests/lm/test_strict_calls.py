@@ -231,7 +231,7 @@ def test_pinning_keeps_what_the_selector_learned(tmp_path):
 def test_an_evaluation_records_the_strategy_that_ran(tmp_path):
     import json
 
-    from evals.evaluate import evaluate
+    from evals.evaluation import evaluate
     from evals.suite import Suite, load_suite
 
     case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1

@@ -7,7 +7,7 @@ import shlex
 import dspy
 from dspy.utils.dummies import DummyLM
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from evals.suite import load_suite
 from tests.mcp.servers import TREASURE_STDIO
 from tool_selection.mcp import connect_mcp

@@ -5,7 +5,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from tests.evals.test_runner import ANSWERS, CountingLM
 from tool_selection.selector import ToolSelectionAdapter
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.evaluate import evaluate
-from evals.optimize import optimize
+from evals.evaluation import evaluate
+from evals.optimization import optimize
 from tests.evals.test_runner import ANSWERS, CountingLM, calls
 from tool_selection.selector import ToolSelectionAdapter
 

@@ -6,7 +6,7 @@ import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from evals.evaluate import evaluate
+from evals.evaluation import evaluate
 from evals.rescore import rescore_run
 from evals.suite import Suite, load_suite
 from tool_selection import ToolSelectionError, load_tool_set

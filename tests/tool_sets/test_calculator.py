@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from tool_selection import ToolArgumentError, ToolSet, load_tool_set, toolset
-from tool_selection.failures import is_failure
+from tool_selection.tool_failures import is_failure
 from tool_sets.calculator import TOOL_SET, Calculate, ExpressionError, evaluate
 from tool_sets.calculator.expression import MAX_LENGTH
 from tool_sets.calculator.units import UNITS, lookup_unit

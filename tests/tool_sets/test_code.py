@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from tests.tool_sets.processes import running_in
 from tool_selection import ToolArgumentError
-from tool_selection.failures import is_failure
+from tool_selection.tool_failures import is_failure
 from tool_sets._sandbox import process
 from tool_sets._sandbox.pids_cgroup import PidsCgroup, _own_pids_cgroups
 from tool_sets._sandbox.process import Isolation, SandboxWarning

@@ -12,7 +12,7 @@ import pydantic
 import pytest
 
 from tests.tool_sets.test_calculator import assert_failure, check_tool_set
-from tool_selection.failures import is_failure
+from tool_selection.tool_failures import is_failure
 from tool_sets.context_search import SNIPPET_CHARS, TOOL_SET, ContextSearch, default_history, snippet
 
 MATCH_KEYS = ["roundNumber", "agentId", "agentRole", "type", "contentSnippet"]

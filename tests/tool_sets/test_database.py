@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tool_selection.failures import is_failure
+from tool_selection.tool_failures import is_failure
 from tool_sets._sandbox import sql_worker
 from tool_sets._sandbox.sql import ALLOWED_FUNCTIONS, QueryRefused, connect
 from tool_sets._sandbox.sql_worker import GRACE, SqlSource, run_query

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tool_selection import ToolArgumentError
-from tool_selection.failures import is_failure
+from tool_selection.tool_failures import is_failure
 from tool_sets._sandbox.paths import PathRefused, resolve_inside
 from tool_sets.files import TOOL_SET, ReadFile, WriteFile, default_root
 

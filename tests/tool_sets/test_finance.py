@@ -18,8 +18,8 @@ from evals.suite import load_suite
 from tests.evals.test_domain_suites import expected_arguments
 from tests.tool_sets.test_calculator import assert_failure
 from tool_selection import ToolArgumentError, load_tool_set
-from tool_selection.failures import is_failure
 from tool_selection.selector import response_schema
+from tool_selection.tool_failures import is_failure
 from tool_sets.finance import AS_OF, DATA_FILES, TOOL_SET, QueryTransactions, _generate_data, load_data
 from tool_sets.finance.data import _sandbox
 from tool_sets.finance.tools import SpendingCategory

@@ -21,7 +21,7 @@ from dspy.utils.usage_tracker import track_usage
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tool_selection.agent import AgentLoop, CallRecord, LoopStuckDetector, Message, ToolSession, Transcript
+from tool_selection.agent import AgentLoop, CallRecord, Message, ToolSession, Transcript
 from tool_selection.collaboration import CollaborationConfig, PairConfig
 from tool_selection.conversations.errors import ConversationConfigError
 from tool_selection.decision import ToolCall
@@ -29,6 +29,7 @@ from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import parse_strategy
 from tool_selection.strategies.base import inner_predict
+from tool_selection.stuck.loop import LoopStuckDetector
 
 __all__ = ["CONVERSATION_INSTRUCTIONS", "Escalation", "LMFactory", "LMPool", "Speaker", "ToolUse", "TurnMetadata",
            "Utterance", "conversation_selector", "default_lm_factory", "pairs_by_primary"]

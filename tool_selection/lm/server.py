@@ -31,6 +31,7 @@ from typing import Any
 
 import dspy
 
+from tool_selection.defaults import DEFAULT_MODEL
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import SERVED_PREFIX, ModelSpec
 
@@ -88,7 +89,7 @@ class ModelServer:
     ``$TOOLSEL_LLAMA_SERVER`` or the toolkit's build, which ``build=True`` makes if it is missing).
     """
 
-    def __init__(self, spec: str = "local:qwen2.5-coder-0.5b", *, parallel: int = 1, n_ctx: int | None = None,
+    def __init__(self, spec: str = DEFAULT_MODEL, *, parallel: int = 1, n_ctx: int | None = None,
                  n_threads: int | None = None, host: str = "127.0.0.1", port: int | None = None,
                  binary: str | os.PathLike | None = None, model_dir: str | os.PathLike | None = None,
                  start_timeout_s: float = 300.0, build: bool = False, extra_args: tuple[str, ...] = ()):

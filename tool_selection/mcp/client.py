@@ -33,9 +33,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tool_selection.errors import ToolSelectionError
-from tool_selection.failures import tool_failure
 from tool_selection.interop import SchemaOnlyTool, from_mcp
 from tool_selection.mcp.access import TOKEN_ENV
+from tool_selection.tool_failures import tool_failure
 from tool_selection.toolset import ToolSet
 
 __all__ = ["McpConnection", "McpProtocolError", "RemoteTool", "connect_mcp", "list_mcp_tools", "result_value"]

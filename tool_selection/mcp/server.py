@@ -37,12 +37,12 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from tool_selection.errors import DuplicateToolError, ToolArgumentError, ToolSelectionError, UnknownToolError
-from tool_selection.failures import is_failure
 from tool_selection.interop import to_mcp
 from tool_selection.mcp.access import StaticTokenVerifier, check_exposure, is_loopback
 from tool_selection.mcp.stdio import checked_stdio_server
 from tool_selection.registry import ToolRegistry
 from tool_selection.tool import BaseTool
+from tool_selection.tool_failures import is_failure
 from tool_selection.toolset import ToolSet
 
 __all__ = ["ToolServer", "listen"]

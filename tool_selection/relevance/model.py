@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tool_selection.defaults import DEFAULT_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import check_signals
 
@@ -117,10 +118,6 @@ def shipped_relevance_model(model: str) -> RelevanceModel | None:
     path = SHIPPED_DIR / f"{name}.json"
     return RelevanceModel.load(path) if name and path.is_file() else None
 
-
-DEFAULT_RELEVANCE = "auto"
-"""What the harness applies unless told otherwise: measured to help the models a relevance model ships for (see
-the relevance results page), and nothing for the others."""
 
 _RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")
 

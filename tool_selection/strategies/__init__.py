@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tool_selection._lazy import lazy_getattr
+from tool_selection.defaults import DEFAULT_STRATEGY
 
 if TYPE_CHECKING:
     from tool_selection.strategies.base import (
@@ -43,10 +44,6 @@ __all__ = [
     "strategy_names",
 ]
 
-DEFAULT_STRATEGY = "auto"
-"""What a selector uses unless told: the model's own tool-calling format, with each call decoded under the tools'
-grammar where the model runs in-process (``native-strict``, the most accurate on BFCL and the domain suites with
-the local models), else as the provider returns it (``native``). README, Results: selection strategies."""
 
 STRUCTURED_STRATEGY = "json-cot"
 """Reasoning plus a constrained JSON answer: what a compiled selector whose manifest names no strategy was built

@@ -26,7 +26,7 @@ from dspy.utils.exceptions import AdapterParseError
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
-from tool_selection.lm.failures import MODEL_FAILURES, unreadable_answer
+from tool_selection.lm.model_errors import MODEL_FAILURES, unreadable_answer
 from tool_selection.parsing import ParsedAnswer, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (

@@ -18,7 +18,8 @@ likely stuck, and the evidence behind it. ``DETECTORS`` names them (``registry``
 
 Modules: ``base`` (attempts, signals, the detector base class), ``capture`` (the model's output with its
 log-probabilities, samples, token usage), ``heuristic``, ``logprobs`` (the confidence detectors and token
-alignment), ``detectors`` (validation, consistency, combined), ``registry`` (names, options, ``make_detector``).
+alignment), ``detectors`` (validation, consistency, combined), ``loop`` (the tool-calling loop's per-step
+detector, ``LoopStuckDetector``), ``registry`` (names, options, ``make_detector``).
 """
 
 from tool_selection.stuck.base import (
@@ -33,6 +34,7 @@ from tool_selection.stuck.capture import capture_generation, make_sampler, usage
 from tool_selection.stuck.detectors import CombinedDetector, ConsistencyDetector, ValidationDetector, decision_key
 from tool_selection.stuck.heuristic import HeuristicDetector
 from tool_selection.stuck.logprobs import ConfidenceDetector, LeastConfidenceDetector
+from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.stuck.registry import (
     DEFAULT_COMPONENTS,
     DETECTORS,
@@ -58,6 +60,7 @@ __all__ = [
     "Generation",
     "HeuristicDetector",
     "LeastConfidenceDetector",
+    "LoopStuckDetector",
     "Samples",
     "StuckDetector",
     "StuckSignal",

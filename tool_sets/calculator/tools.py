@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import Field
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets.calculator.expression import FUNCTIONS, MAX_LENGTH, ExpressionError, Number, evaluate
 from tool_sets.calculator.units import UNITS, lookup_unit, similar_units, units_of
 

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets._sandbox.process import Limits, run_limited
 
 __all__ = ["TOOLS", "CodeTool", "RunBash", "RunJavaScript", "RunPython"]

@@ -22,8 +22,8 @@ from pydantic import Field, field_validator
 
 from tool_selection import BaseTool, register_tool
 from tool_selection.errors import ToolArgumentError, close_matches
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets.context_search.history import HistoryEntry, default_history
 
 __all__ = ["SNIPPET_CHARS", "TOOLS", "ContextSearch", "snippet"]

@@ -22,8 +22,8 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets._sandbox.sql import MAX_RESULT_BYTES, MAX_VALUE_BYTES, QueryRefused
 from tool_sets._sandbox.sql_worker import SqlSource, run_query
 

@@ -18,8 +18,8 @@ from typing import Annotated, Any
 from pydantic import AwareDatetime, BeforeValidator, Field, WithJsonSchema
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets.datetime.zones import WEEKDAYS, DateTimeProblem, describe, localize, resolve_zone
 
 __all__ = ["TOOLS", "AddDuration", "ConvertTimezone", "DatetimeDifference", "GetCurrentTime", "LocalDateTime",

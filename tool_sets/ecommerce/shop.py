@@ -3,7 +3,7 @@
 The seed (``schema.sql``, ``products.csv``, ``orders.json``) is only ever read. Every query is parameterised;
 no caller-supplied text reaches SQL except as a bound value. Dates come from the seed's fixed ``today``, so
 results never depend on the system clock. A request the shop refuses (an unknown order, an item out of stock, a
-closed return window) returns the shared failure shape (``tool_selection.failures``):
+closed return window) returns the shared failure shape (``tool_selection.tool_failures``):
 ``{"ok": False, "error": <code>, "message", "suggestions", ...}``.
 """
 
@@ -20,7 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from tool_selection.failures import tool_failure
+from tool_selection.tool_failures import tool_failure
 
 __all__ = ["SEED_FILES", "SORT_ORDERS", "Shop", "seed_text"]
 

@@ -1,7 +1,7 @@
 """Events calendar and ticketing tools over the shipped catalog (offline and deterministic).
 
 A request the catalog cannot satisfy (an unknown event, a sold-out ticket type, a past event) returns the shared
-failure shape (``tool_selection.failures``): ``{"ok": False, "error": <code>, "message", "suggestions", ...}``.
+failure shape (``tool_selection.tool_failures``): ``{"ok": False, "error": <code>, "message", "suggestions", ...}``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pydantic import Field
 
 from tool_selection import BaseTool, register_tool
 from tool_selection.argtypes import IsoDate, end_not_before_start
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets.events.state import TODAY, EventsState
 
 Category = Literal["concert", "theatre", "sports", "comedy", "festival", "workshop", "exhibition", "film"]

@@ -18,8 +18,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets._sandbox.paths import PathRefused, open_regular, resolve_inside, walk_files
 
 __all__ = ["TOOLS", "FilesTool", "ListDirectory", "ReadFile", "SearchFiles", "WriteFile", "default_root"]

@@ -21,7 +21,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from tool_selection.failures import tool_failure
+from tool_selection.tool_failures import tool_failure
 from tool_sets._sandbox.sql import QueryRefused, SqlSandbox
 from tool_sets._sandbox.sql_worker import SqlSource, open_image, run_query
 

@@ -2,7 +2,7 @@
 and spending summaries or read-only SQL over the shipped transactions.
 
 All tools compute offline over the shipped data (``data.py``); results are JSON-serialisable and rounded.
-A request the data cannot answer gives the shared failure shape (``tool_selection.failures``):
+A request the data cannot answer gives the shared failure shape (``tool_selection.tool_failures``):
 ``{"ok": False, "error", "message", "suggestions", ...}``. A symbol or currency that is well formed but not in the
 data gives ``unknown_symbol`` or ``unknown_currency`` with the known ones as suggestions; a SQL query the sandbox
 refuses gives its code (``not_select``, ``not_allowed``, ``timeout``...).
@@ -23,8 +23,8 @@ from pydantic import (
 
 from tool_selection import BaseTool, register_tool
 from tool_selection.argtypes import IsoDate, end_not_before_start
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets.finance.data import SQL_TABLES, FinanceData, load_data, money, run_select, significant, unknown
 
 SpendingCategory = Literal["housing", "groceries", "dining", "transport", "utilities", "entertainment", "shopping",

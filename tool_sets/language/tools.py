@@ -5,7 +5,7 @@ Everything runs offline and deterministically over the shipped data (``data.py``
 Language codes are validated by the ``Arguments`` models: a code must be two lowercase letters (ISO 639-1) *and*
 one the lexicon supports, otherwise the call fails with a ``ToolArgumentError`` that lists the supported codes.
 An input that is well formed but cannot be handled (a word not in the dictionary, a text with no recognisable
-language) gives the shared failure shape (``tool_selection.failures``): ``{"ok": False, "error": <code>, "message",
+language) gives the shared failure shape (``tool_selection.tool_failures``): ``{"ok": False, "error": <code>, "message",
 "suggestions", ...}``, e.g. ``unknown_word`` with the closest headwords as suggestions.
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field, InstanceOf, field_validator
 
 from tool_selection import BaseTool, StrictArguments, register_tool
-from tool_selection.failures import tool_failure
+from tool_selection.tool_failures import tool_failure
 from tool_sets.language.data import LanguageData, load_data
 from tool_sets.language.text import (
     ELIDING_LANGUAGES,

@@ -1,7 +1,7 @@
 """Treasure-hunt tools: explore Gull Island, find clues and dig up the Marigold's gold (offline, deterministic).
 
 Impossible actions (walking into a cliff, taking what is not there) return the shared failure shape
-(``tool_selection.failures``): ``{"ok": False, "error": <code>, "message": <what happened>, "suggestions": [...]}``,
+(``tool_selection.tool_failures``): ``{"ok": False, "error": <code>, "message": <what happened>, "suggestions": [...]}``,
 with codes such as ``no_exit``, ``locked_exit``, ``too_dark``, ``not_here`` or ``no_effect``. Malformed arguments
 raise ``ToolArgumentError`` before any tool runs.
 """
@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tool_selection import BaseTool, StrictArguments, register_tool
-from tool_selection.failures import tool_failure
+from tool_selection.tool_failures import tool_failure
 from tool_sets.treasure_hunt.game import DIRECTIONS, WORLD, GameState, item_view, matches
 
 Direction = Literal[DIRECTIONS]

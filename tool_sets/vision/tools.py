@@ -24,9 +24,9 @@ from PIL import Image, UnidentifiedImageError
 from pydantic import Field
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.failures import tool_failure
-from tool_selection.lm.failures import MODEL_FAILURES
+from tool_selection.lm.model_errors import MODEL_FAILURES
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets._sandbox.paths import PathRefused, open_regular, resolve_inside
 from tool_sets.vision.boxes import NormalizedBox, box_problems, draw_box, pixel_box
 

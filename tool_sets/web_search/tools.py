@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import Field, InstanceOf
 
 from tool_selection import BaseTool, register_tool
-from tool_selection.failures import tool_failure
 from tool_selection.tool import StrictArguments
+from tool_selection.tool_failures import tool_failure
 from tool_sets.web_search.backends import MissingAPIKeyError, SearchBackend, SearchBackendError, clip, shipped_index
 
 __all__ = ["TOOLS", "WebSearch"]

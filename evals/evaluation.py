@@ -1,6 +1,6 @@
 """``evaluate()``: the main job in one call (also what ``toolsel eval`` runs).
 
-    from tool_selection import evaluate
+    from evals import evaluate
     result = evaluate("treasure_hunt", "local:qwen2.5-coder-0.5b", split="test")
     result.summary["accuracy"], result.by_tag
 """

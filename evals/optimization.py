@@ -1,7 +1,7 @@
 """Prompt optimization of ``MultiToolSelector`` with DSPy optimizers, and compiled selectors for deployment.
 
 Trains on a suite's train split, selects on dev, and never reads test: the final test score comes from the
-harness (``evals.evaluate``) after compilation. The optimizers score with the harness's own metric
+harness (``evals.evaluation``) after compilation. The optimizers score with the harness's own metric
 (``evals.metrics.score_case``), balanced: each example weighs so that the cases that need a tool and those that
 need none count equally in a split's mean, so no optimizer gains by refusing everything; GEPA's variant adds
 textual feedback naming what was wrong. A program whose dev false abstention rises by more than
@@ -315,7 +315,7 @@ def optimize(
     is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``. ``relevance`` (``auto``,
     ``none`` or a model file; see ``tool_selection.relevance``): a relevance model saved with the program and
     applied after its selections; optimization itself scores the selection alone."""
-    from evals.evaluate import build_adapter, evaluate
+    from evals.evaluation import build_adapter, evaluate
     from evals.tracking import git_commit, log_run
 
     chosen = get_optimizer(optimizer)

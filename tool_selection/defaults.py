@@ -1,0 +1,46 @@
+"""What the toolkit uses unless told otherwise, in one place: the command line, the harness, the benchmarks and the
+Python API read their defaults from here (no imports, so reading one costs nothing)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_MAX_TOOL_CALLS",
+    "DEFAULT_MODEL",
+    "DEFAULT_MODEL_NAME",
+    "DEFAULT_RELEVANCE",
+    "DEFAULT_SECONDARY_MODEL",
+    "DEFAULT_STRATEGY",
+    "DEFAULT_SUITE",
+    "DEFAULT_TRACKING_URI",
+    "EXPERIMENT",
+]
+
+DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b"
+"""The embedded catalog model the quick start pulls, the doctor smoke-tests and every command runs by default."""
+
+DEFAULT_MODEL = f"local:{DEFAULT_MODEL_NAME}"
+"""The default model as a model spec."""
+
+DEFAULT_SECONDARY_MODEL = "local:qwen2.5-coder-1.5b"
+"""The larger model a stuck step goes to in the collaboration examples and reports."""
+
+DEFAULT_STRATEGY = "auto"
+"""What a selector uses unless told: the model's own tool-calling format, with each call decoded under the tools'
+grammar where the model runs in-process (``native-strict``, the most accurate on BFCL and the domain suites with
+the local models), else as the provider returns it (``native``). README, Results: selection strategies."""
+
+DEFAULT_RELEVANCE = "auto"
+"""The relevance model the harness applies: measured to help the models a relevance model ships for (see the
+relevance results page), and nothing for the others."""
+
+DEFAULT_SUITE = "treasure_hunt"
+"""The suite ``toolsel eval`` and ``toolsel eval optimize`` run without ``--suite``."""
+
+DEFAULT_MAX_TOOL_CALLS = 10
+"""Tool calls one turn of the tool-calling loop may make (failed calls count)."""
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+"""Where MLflow runs go without ``--tracking-uri`` or ``$MLFLOW_TRACKING_URI``."""
+
+EXPERIMENT = "tool-selection"
+"""The MLflow experiment runs are logged to."""
