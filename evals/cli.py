@@ -54,6 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "the size of the largest catalog in the suite).")
     run.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"],
                      help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
+    run.add_argument("--rerank", type=int, metavar="N",
+                     help="With --retrieve K: the model re-ranks the retriever's top N (N > K) by whether each tool "
+                          "does exactly what is asked, and the selector sees the K best (one short prompt per "
+                          "candidate).")
     run.add_argument("--undeclared-arguments", choices=UNDECLARED_ARGUMENTS, default="refuse",
                      help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
                           "tool would refuse it) or drop it and check the call again (counted per case as "
@@ -182,9 +186,9 @@ def threshold(text: str) -> float:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    for option in ("limit", "sample", "retrieve"):
+    for option, counted in (("limit", "cases"), ("sample", "cases"), ("retrieve", "tools"), ("rerank", "tools")):
         if getattr(args, option) is not None and getattr(args, option) < 1:
-            raise ToolSelectionError(f"--{option} must be a positive number of cases")
+            raise ToolSelectionError(f"--{option} must be a positive number of {counted}")
     if args.mcp:
         from tool_selection.mcp import connect_mcp
 
@@ -204,7 +208,7 @@ def _run_eval(args: argparse.Namespace, tools=None):
         gate_threshold=args.gate_threshold,
         cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
         tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed, retrieve=args.retrieve,
-        retriever=args.retriever, serve=args.serve, ray=args.ray, undeclared_arguments=args.undeclared_arguments,
+        retriever=args.retriever, rerank=args.rerank, serve=args.serve, ray=args.ray, undeclared_arguments=args.undeclared_arguments,
         relevance=args.relevance, relevance_signals=_signal_names(args.relevance_signals),
     )
 

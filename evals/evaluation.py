@@ -28,7 +28,7 @@ from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance.model import DEFAULT_RELEVANCE
-from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_undeclared_arguments
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_rerank, check_undeclared_arguments
 from tool_selection.strategies import DEFAULT_STRATEGY
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
@@ -113,6 +113,7 @@ def evaluate(
     seed: int = 0,
     retrieve: int | None = None,
     retriever: str = "hybrid",
+    rerank: int | None = None,
     serve: int | None = None,
     ray: str | None = None,
     undeclared_arguments: str = "refuse",
@@ -130,7 +131,9 @@ def evaluate(
     server stops with the run, and if it dies the run stops with the finished cases kept. ``ray``: fan the cases
     out over Ray, ``threads`` at a time (``"local"``: a Ray instance on this machine; else a cluster's
     ``HOST:PORT``; see ``evals.fanout``). ``undeclared_arguments="drop"``: remove arguments a call's tool does not
-    declare before checking it (``MultiToolSelector``), recorded in the params and per case. ``relevance``: a
+    declare before checking it (``MultiToolSelector``), recorded in the params and per case. ``retrieve``/``rerank``:
+    the selector sees the ``retrieve`` tools ``retriever`` ranks highest, or with ``rerank`` the best of its top
+    ``rerank`` as the model re-ranks them. ``relevance``: a
     relevance model file (``tool_selection.relevance``) that drops the calls of a decision it judges irrelevant,
     ``auto`` (the default: the model shipped for ``model``, if any, or a compiled selector's own) or ``none``;
     ``relevance_signals``: signals to record per case (without a model: recorded only, for fitting one)."""
@@ -148,6 +151,7 @@ def evaluate(
                                      f"{dict(suite_obj.split_counts())}).")
         if retrieve is not None:
             _check_retrieve(retrieve, tools, cases)
+        check_rerank(rerank, retrieve)
         if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
             raise ToolSelectionError(f"--run-dir {run_dir} is a file; give a directory for the per-case results.")
         if adapter == "chat" and strategy is None:
@@ -157,7 +161,7 @@ def evaluate(
         server = stack.enter_context(_served(model, serve)) if serve is not None else None
         job = SelectorJob(program=program, strategy=strategy, allow_tool_changes=allow_tool_changes,
                           model=server.model_spec if server else model, gate_model=gate_model,
-                          gate_threshold=gate_threshold, retrieve=retrieve, retriever=retriever,
+                          gate_threshold=gate_threshold, retrieve=retrieve, retriever=retriever, rerank=rerank,
                           temperature=temperature, max_tokens=max_tokens, cache=cache,
                           undeclared_arguments=undeclared_arguments, relevance=relevance,
                           relevance_signals=tuple(relevance_signals) if relevance_signals else None)
@@ -185,6 +189,7 @@ def evaluate(
             "program_fingerprint": program_fingerprint(selector),
             "strategy": selector.strategy_name,
             **({"retrieve": retrieve, "retriever": retriever} if retrieve is not None else {}),
+            **({"rerank": rerank} if rerank is not None else {}),
             **({"undeclared_arguments": undeclared_arguments} if undeclared_arguments != "refuse" else {}),
             **({"relevance": selector.relevance.describe()} if selector.relevance is not None else {}),
             "max_tokens": max_tokens,
@@ -249,6 +254,7 @@ class SelectorJob:
     undeclared_arguments: str = "refuse"
     relevance: str | Path | None = None
     relevance_signals: tuple[str, ...] | None = None
+    rerank: int | None = None
 
     def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
         """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
@@ -281,6 +287,8 @@ class SelectorJob:
         selector.pin_strategy(lm)
         if self.retrieve is not None:
             selector.retrieve, selector.retriever_name = self.retrieve, self.retriever
+        if self.rerank is not None:
+            selector.rerank = self.rerank
         selector.undeclared_arguments = check_undeclared_arguments(self.undeclared_arguments)
         return selector, lm, model_name, gate_name
 
