@@ -341,15 +341,14 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _strategies(args: argparse.Namespace) -> int:
-    from tool_selection.strategies import get_strategy, strategy_names
+    from tool_selection.named_registry import format_listing
+    from tool_selection.strategies import STRATEGIES
 
-    names = strategy_names()
-    width = max(len(n) for n in names)
-    for name in names:
-        default = " (default)" if name == DEFAULT_STRATEGY else ""
-        print(f"{name:<{width}}  {get_strategy(name).summary}{default}")
-    print(f"{'gate+NAME':<{width}}  a relevance question first (Yes/No, scored by log-probabilities); no call below "
-          "--gate-threshold")
+    rows = [(name, summary + (" (default)" if name == DEFAULT_STRATEGY else ""))
+            for name, summary in STRATEGIES.listing(lambda strategy: strategy.summary)]
+    rows.append(("gate+NAME", "a relevance question first (Yes/No, scored by log-probabilities); no call below "
+                              "--gate-threshold"))
+    print(format_listing(rows))
     return 0
 
 
@@ -385,20 +384,22 @@ def _suites(args: argparse.Namespace) -> int:
     if args.card:
         return _card(args.card)
 
-    names = [args.name] if args.name else available_suites()
-    for name in names:
+    from tool_selection.named_registry import format_listing
+
+    rows = []
+    for name in [args.name] if args.name else available_suites():
         try:
             suite = load_suite(name)
         except ToolSelectionError as error:
             if args.name:
                 raise
-            print(f"{name:<28} (unavailable: {str(error).splitlines()[0]})")
+            rows.append((name, f"(unavailable: {str(error).splitlines()[0]})"))
             continue
         splits = ", ".join(f"{k} {v}" for k, v in sorted(suite.split_counts().items()))
-        print(f"{name:<28} {len(suite):>4} cases  ({splits})")
-        if args.name:
-            for tag, count in suite.tag_counts().most_common():
-                print(f"  {tag:<20} {count}")
+        rows.append((name, f"{len(suite):>4} cases  ({splits})"))
+    print(format_listing(rows))
+    if args.name:
+        print(format_listing([(tag, str(count)) for tag, count in suite.tag_counts().most_common()], indent="  "))
     return 0
 
 

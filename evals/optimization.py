@@ -26,7 +26,8 @@ from evals.runner import EvalResult
 from evals.suite import Case, Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
-from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.errors import ToolSelectionError
+from tool_selection.named_registry import Registry
 from tool_selection.relevance import RelevanceStage, resolve_relevance
 from tool_selection.selector import MultiToolSelector, compact_demo
 from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
@@ -179,11 +180,19 @@ class Optimizer:
     uses_dev: bool = True
 
 
-OPTIMIZERS: dict[str, Optimizer] = {}
-
-
 class UnknownOptimizerError(ToolSelectionError, ValueError):
     """An optimizer name that no optimizer is registered under."""
+
+
+def _check_optimizer(entry: Any) -> None:
+    if not isinstance(entry, Optimizer):
+        raise TypeError(f"an optimizer entry is an Optimizer(name, build, uses_dev), got {entry!r}")
+
+
+OPTIMIZERS: Registry[Optimizer] = Registry("optimizer", group="tool_selection.optimizers", check=_check_optimizer,
+                                           error=UnknownOptimizerError)
+"""The optimizers by name: the built-in ones below, those registered with ``register_optimizer``, and the
+``Optimizer`` objects of the ``tool_selection.optimizers`` entry-point group."""
 
 
 def register_optimizer(name: str, *, uses_dev: bool = True) -> Callable[[OptimizerBuilder], OptimizerBuilder]:
@@ -191,11 +200,7 @@ def register_optimizer(name: str, *, uses_dev: bool = True) -> Callable[[Optimiz
     (``toolsel optimize --optimizer NAME``, ``optimize(optimizer=NAME)``); returns the builder."""
 
     def register(build: OptimizerBuilder) -> OptimizerBuilder:
-        existing = OPTIMIZERS.get(name)
-        if existing is not None and existing.build is not build:
-            raise ToolSelectionError(f"Optimizer name {name!r} is taken by {existing.build.__qualname__}; register "
-                                     f"{build.__qualname__} under another name.")
-        OPTIMIZERS[name] = Optimizer(name, build, uses_dev)
+        OPTIMIZERS.add(name, Optimizer(name, build, uses_dev))
         return build
 
     return register
@@ -203,16 +208,12 @@ def register_optimizer(name: str, *, uses_dev: bool = True) -> Callable[[Optimiz
 
 def optimizer_names() -> list[str]:
     """Every registered optimizer name."""
-    return list(OPTIMIZERS)
+    return OPTIMIZERS.names()
 
 
 def get_optimizer(name: str) -> Optimizer:
     """The optimizer registered as ``name``; an unknown name is an error listing the known ones."""
-    if name not in OPTIMIZERS:
-        similar = close_matches(str(name), OPTIMIZERS)
-        hint = f" (did you mean {', '.join(map(repr, similar))}?)" if similar else ""
-        raise UnknownOptimizerError(f"Unknown optimizer {name!r}{hint}. Choose one of: {', '.join(OPTIMIZERS)}.")
-    return OPTIMIZERS[name]
+    return OPTIMIZERS.get(name)
 
 
 @register_optimizer("bootstrap", uses_dev=False)

@@ -6,7 +6,6 @@ import argparse
 from typing import TYPE_CHECKING
 
 from tool_selection.cli_output import print_json
-from tool_selection.errors import ToolSelectionError
 
 if TYPE_CHECKING:
     from tool_selection.tool import BaseTool
@@ -44,17 +43,14 @@ def _load_all_sets() -> dict[str, list[type[BaseTool]]]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    sets = _load_all_sets()
-    if args.tool_set:
-        if args.tool_set not in sets:
-            raise ToolSelectionError(f"Unknown tool set {args.tool_set!r}. Available: {', '.join(sets)}")
-        sets = {args.tool_set: sets[args.tool_set]}
-    width = max((len(t.NAME) for tools in sets.values() for t in tools), default=10)
+    from tool_selection.named_registry import format_listing
+    from tool_selection.toolset import load_tool_set
+
+    sets = {args.tool_set: list(load_tool_set(args.tool_set).tools)} if args.tool_set else _load_all_sets()
     for set_name, tools in sets.items():
         print(f"{set_name} ({len(tools)} tools)")
-        for tool in tools:
-            summary = tool.description.split(". ")[0].rstrip(".")
-            print(f"  {tool.NAME:<{width}}  {summary}")
+        print(format_listing([(tool.NAME, tool.description.split(". ")[0].rstrip(".")) for tool in tools],
+                             indent="  "))
         print()
     from tool_selection.registry import default_registry
 

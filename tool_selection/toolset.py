@@ -7,18 +7,17 @@ more through the ``tool_selection.tool_sets`` entry-point group.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tool_selection.errors import DuplicateToolError, ToolSelectionError, UnknownToolError
+from tool_selection.errors import DuplicateToolError, UnknownToolError
+from tool_selection.named_registry import Registry
 from tool_selection.registry import ToolRegistry
 from tool_selection.tool import BaseTool
 
-__all__ = ["ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"]
+__all__ = ["TOOL_SETS", "ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"]
 
 ENTRY_POINT_GROUP = "tool_selection.tool_sets"  # built-in sets register here too (pyproject.toml)
 
@@ -118,37 +117,28 @@ def _renamed(tool: type[BaseTool], new_name: str) -> type[BaseTool]:
 
 
 # --------------------------------------------------------------------------- loading by name
-def _entry_point_sets() -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+def _check_tool_set(entry: object) -> None:
+    if not isinstance(entry, ToolSet):
+        raise TypeError(f"{entry!r} is not a ToolSet; define TOOL_SET = ToolSet(name=..., tools=[...]) in the module, "
+                        "or point the entry point at the right attribute ('module:ATTRIBUTE')")
+
+
+TOOL_SETS: Registry[ToolSet] = Registry("tool set", group=ENTRY_POINT_GROUP, check=_check_tool_set,
+                                        hint=f"Third-party sets register under the {ENTRY_POINT_GROUP!r} "
+                                             "entry-point group.")
+"""The tool sets by name: every set of the ``tool_selection.tool_sets`` entry-point group (the built-in ones
+included, ``pyproject.toml``), and those registered with ``TOOL_SETS.register``; a set's module is imported when
+the set is first asked for."""
 
 
 def available_tool_sets() -> list[str]:
-    """Names that ``load_tool_set`` accepts: every set registered under the ``tool_selection.tool_sets`` entry-point
-    group, the built-in ones included (``pyproject.toml``)."""
-    return sorted(_entry_point_sets())
+    """Names that ``load_tool_set`` accepts, sorted."""
+    return sorted(TOOL_SETS.names())
 
 
 def load_tool_set(name: str) -> ToolSet:
     """The tool set called ``name``; importing its module registers its tools in the default registry."""
-    target = _entry_point_sets().get(name)
-    if target is None:
-        known = available_tool_sets()
-        hint = "" if known else (" No tool set is registered at all: install the project (pip install -e .) so "
-                                 "that its entry points exist.")
-        raise ToolSelectionError(
-            f"Unknown tool set {name!r}. Available: {', '.join(known) or 'none'}.{hint} Third-party sets "
-            f"register under the {ENTRY_POINT_GROUP!r} entry-point group."
-        )
-    module_name, _, attr = target.partition(":")
-    attr = attr or "TOOL_SET"
-    tool_set = getattr(importlib.import_module(module_name), attr, None)
-    if not isinstance(tool_set, ToolSet):
-        raise ToolSelectionError(
-            f"Tool set {name!r}: module {module_name!r} has no ToolSet named {attr!r}. "
-            f"Define {attr} = ToolSet(name={name!r}, tools=[...]) there, or point the entry point at the right "
-            "attribute ('module:ATTRIBUTE')."
-        )
-    return tool_set
+    return TOOL_SETS.get(name)
 
 
 class ToolSetConfig(BaseModel):

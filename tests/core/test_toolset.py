@@ -1,5 +1,7 @@
 """Tool sets: class references, composition and loading by name."""
 
+from importlib.metadata import EntryPoint
+
 import pytest
 
 from tests.core.tools_fixture import Add, Echo, Now
@@ -97,11 +99,20 @@ def test_tool_set_config_builds_and_checks_names():
 def test_entry_points_load_their_set_and_a_missing_attribute_is_explained(monkeypatch):
     from tool_selection import toolset
 
-    monkeypatch.setattr(toolset, "_entry_point_sets", lambda: {
-        "mine": "tests.core.test_toolset:PLUGIN_SET", "broken": "tests.core.test_toolset:NOT_THERE"})
-    assert load_tool_set("mine") is PLUGIN_SET
-    with pytest.raises(ToolSelectionError, match="has no ToolSet named 'NOT_THERE'"):
+    group = toolset.ENTRY_POINT_GROUP
+    monkeypatch.setattr(toolset.TOOL_SETS, "_entry_points", lambda: {
+        name: EntryPoint(name, value, group) for name, value in [("mine", "tests.core.test_toolset:PLUGIN_SET"),
+                                                                  ("broken", "tests.core.test_toolset:NOT_THERE"),
+                                                                  ("wrong", "tests.core.test_toolset:Echo")]})
+    try:
+        assert "mine" in available_tool_sets() and load_tool_set("mine") is PLUGIN_SET
+    finally:
+        toolset.TOOL_SETS.unregister("mine")
+    with pytest.raises(ToolSelectionError, match="'tests.core.test_toolset:NOT_THERE' .* does not load: module "
+                                                 "'tests.core.test_toolset' has no attribute 'NOT_THERE'"):
         load_tool_set("broken")
+    with pytest.raises(ToolSelectionError, match="is not a ToolSet; define TOOL_SET = ToolSet"):
+        load_tool_set("wrong")
 
 
 PLUGIN_SET = ToolSet(name="mine", tools=(Echo,))

@@ -89,9 +89,9 @@ def test_optimizers_are_one_registry_for_python_and_the_command_line(capsys):
     assert [n for n, o in OPTIMIZERS.items() if not o.uses_dev] == ["bootstrap"]  # the others select on dev
     assert main(["optimize", "--optimizer", "annealing"]) == 2  # checked when the command runs, before any work
     err = capsys.readouterr().err
-    assert "Unknown optimizer 'annealing'" in err and "Choose one of: bootstrap, random-search, mipro, gepa." in err
+    assert "Unknown optimizer 'annealing'" in err and "; choose one of: bootstrap, random-search, mipro, gepa." in err
     with pytest.raises(UnknownOptimizerError, match=re.escape("Unknown optimizer 'bootstrp' (did you mean "
-                                                              "'bootstrap'?). Choose one of: bootstrap, random-search, "
+                                                              "'bootstrap'?); choose one of: bootstrap, random-search, "
                                                               "mipro, gepa.")):
         optimize("unused-suite-name", CountingLM(ANSWERS), optimizer="bootstrp")
     assert build_parser().parse_args(["optimize", "--optimizer", "gepa"]).optimizer == "gepa"
@@ -105,7 +105,7 @@ def labeled_optimizer():
         return dspy.LabeledFewShot(**args), args
 
     yield labeled
-    OPTIMIZERS.pop("labeled")
+    OPTIMIZERS.unregister("labeled")
 
 
 def test_a_registered_optimizer_is_known_everywhere(labeled_optimizer, suite_path, tmp_path, monkeypatch):

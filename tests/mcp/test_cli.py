@@ -28,7 +28,7 @@ def test_cli_lists_the_tools_of_an_http_server_as_json(treasure_url, capfd):
 
 def test_cli_reports_an_unknown_tool_set_in_one_line(capfd):
     assert main(["mcp", "serve", "no_such_set"]) == 2
-    assert capfd.readouterr().err.startswith("toolsel: error: Unknown tool set 'no_such_set'.")
+    assert capfd.readouterr().err.startswith("toolsel: error: Unknown tool set 'no_such_set'; choose one of: ")
 
 
 def test_cli_reports_a_port_in_use_in_one_line(capfd):

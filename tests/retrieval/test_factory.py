@@ -7,7 +7,7 @@ from tool_selection.retrieval import RETRIEVERS, BM25Retriever, DenseRetriever, 
 
 @needs_bm25s
 def test_retrievers_by_name():
-    assert RETRIEVERS == {"bm25": BM25Retriever, "dense": DenseRetriever, "hybrid": HybridRetriever}
+    assert dict(RETRIEVERS.items()) == {"bm25": BM25Retriever, "dense": DenseRetriever, "hybrid": HybridRetriever}
     retriever = get_retriever("bm25", k1=1.2)
     assert isinstance(retriever, BM25Retriever) and retriever.k1 == 1.2
 
@@ -20,4 +20,4 @@ def test_dense_by_name_takes_its_options(hashing_encoder, tmp_path):
 def test_an_unknown_name_lists_the_known_ones():
     with pytest.raises(ToolSelectionError) as error:
         get_retriever("splade")
-    assert str(error.value) == "Unknown retriever 'splade'. Known retrievers: bm25, dense, hybrid."
+    assert str(error.value) == "Unknown retriever 'splade'; choose one of: bm25, dense, hybrid."

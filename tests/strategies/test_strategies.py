@@ -22,7 +22,7 @@ def test_every_strategy_is_named_and_an_unknown_name_lists_them():
     assert {"json-cot", "json", "chat-cot", "native", "native-cot", "text:fenced", "text:call",
             "text:tags"} <= set(strategy_names())
     assert parse_strategy("gate+native") == (True, "native")
-    with pytest.raises(UnknownStrategyError, match="Unknown selection strategy 'nativ' \\(did you mean native") as e:
+    with pytest.raises(UnknownStrategyError, match="Unknown selection strategy 'nativ' \\(did you mean 'native'") as e:
         MultiToolSelector(TOOLS, strategy="nativ")
     assert "json-cot" in str(e.value) and "gate+NAME" in str(e.value)
     with pytest.raises(UnknownStrategyError, match="gated strategy"):

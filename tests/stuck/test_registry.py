@@ -43,7 +43,7 @@ class Constant(StuckDetector):
 def constant():
     register_detector(Constant)
     yield Constant
-    DETECTORS.pop(Constant.name)
+    DETECTORS.unregister(Constant.name)
 
 
 def test_the_registry_maps_each_name_to_its_class_in_report_order():
@@ -111,8 +111,8 @@ def test_registration_refuses_a_taken_name_and_what_is_not_a_detector():
     class Impostor(HeuristicDetector):
         name = "validation"
 
-    with pytest.raises(DetectorConfigError, match="'validation' is taken by ValidationDetector; give "
-                                                  ".*Impostor another name"):
+    with pytest.raises(DetectorConfigError, match="'validation' is taken by ValidationDetector "
+                                                  r"\(tool_selection.stuck.detectors\); give .*Impostor \("):
         register_detector(Impostor)
     assert register_detector(DETECTORS["heuristic"]) is HeuristicDetector  # registering the same class again is fine
     with pytest.raises(TypeError, match="StuckDetector subclass"):

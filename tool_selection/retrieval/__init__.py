@@ -14,7 +14,7 @@ from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, Tool
 from tool_selection.retrieval._bm25 import BM25Retriever
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
 from tool_selection.retrieval._documents import content_hash, name_words, tool_document, tool_documents
-from tool_selection.retrieval._factory import RETRIEVERS, get_retriever
+from tool_selection.retrieval._factory import RETRIEVERS, get_retriever, register_retriever
 from tool_selection.retrieval._hybrid import HybridRetriever, reciprocal_rank_fusion
 from tool_selection.retrieval._minilm import MiniLMEncoder
 from tool_selection.retrieval._rerank import LLMReranker
@@ -41,6 +41,7 @@ __all__ = [
     "recall_at_k",
     "reciprocal_rank",
     "reciprocal_rank_fusion",
+    "register_retriever",
     "tool_document",
     "tool_documents",
 ]

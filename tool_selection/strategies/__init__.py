@@ -14,6 +14,7 @@ from tool_selection.defaults import DEFAULT_STRATEGY
 if TYPE_CHECKING:
     from tool_selection.strategies.base import (
         GATE_PREFIX,
+        STRATEGIES,
         SelectionStrategy,
         UnknownStrategyError,
         check_decision,
@@ -25,14 +26,15 @@ if TYPE_CHECKING:
     )
 
 # loaded on first use (PEP 562), so that the constants below come without DSPy ('toolsel eval --help')
-_LAZY = dict.fromkeys(["GATE_PREFIX", "SelectionStrategy", "UnknownStrategyError", "check_decision",
+_LAZY = dict.fromkeys(["GATE_PREFIX", "STRATEGIES", "SelectionStrategy", "UnknownStrategyError", "check_decision",
                        "drop_undeclared", "get_strategy", "parse_strategy", "register_strategy", "strategy_names"],
                       "tool_selection.strategies.base")
 
 __all__ = [
     "DEFAULT_STRATEGY",
-    "STRUCTURED_STRATEGY",
     "GATE_PREFIX",
+    "STRATEGIES",
+    "STRUCTURED_STRATEGY",
     "UNDECLARED_ARGUMENTS",
     "SelectionStrategy",
     "UnknownStrategyError",

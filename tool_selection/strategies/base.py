@@ -16,14 +16,16 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
-from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import drop_strict_nulls
+from tool_selection.named_registry import Registry
 from tool_selection.parsing import safe_text, safe_value
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies import UNDECLARED_ARGUMENTS
 
 __all__ = [
     "GATE_PREFIX",
+    "STRATEGIES",
     "SelectionStrategy",
     "UnknownStrategyError",
     "UNDECLARED_ARGUMENTS",
@@ -36,7 +38,6 @@ __all__ = [
 ]
 
 GATE_PREFIX = "gate+"
-_STRATEGIES: dict[str, type[SelectionStrategy]] = {}
 
 
 class UnknownStrategyError(ToolSelectionError, ValueError):
@@ -79,39 +80,39 @@ class SelectionStrategy:
         return f"{type(self).__name__}(name={self.name!r}, constrain={self.constrain})"
 
 
-def register_strategy(cls: type[SelectionStrategy]) -> type[SelectionStrategy]:
-    """Class decorator: make a strategy available by its ``name``."""
+def _check_strategy(cls: Any) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, SelectionStrategy)):
+        raise TypeError(f"a selection strategy is a SelectionStrategy subclass, got {cls!r}")
     if not getattr(cls, "name", None) or not getattr(cls, "summary", None):
         raise TypeError(f"{cls.__qualname__} needs a name and a summary to be registered as a strategy")
-    existing = _STRATEGIES.get(cls.name)
-    if existing is not None and existing is not cls:
-        raise ToolSelectionError(f"Strategy name {cls.name!r} is taken by {existing.__qualname__}; rename "
-                                 f"{cls.__qualname__}.")
-    _STRATEGIES[cls.name] = cls
-    return cls
+
+
+STRATEGIES: Registry[type[SelectionStrategy]] = Registry(
+    "selection strategy", group="tool_selection.strategies", check=_check_strategy, error=UnknownStrategyError,
+    builtins=["tool_selection.strategies.json_strategies", "tool_selection.strategies.native",
+              "tool_selection.strategies.text"],
+    hint=f"Any of them can be put behind the relevance gate as {GATE_PREFIX}NAME.")
+"""The selection strategies by name: the built-in ones, those registered with ``register_strategy``, and those of
+the ``tool_selection.strategies`` entry-point group."""
+
+register_strategy = STRATEGIES.register
 
 
 def strategy_names() -> list[str]:
     """Every registered strategy name, and the gated form ``gate+NAME`` of each is valid too."""
-    _load_builtins()
-    return list(_STRATEGIES)
+    return STRATEGIES.names()
 
 
 def parse_strategy(spec: str) -> tuple[bool, str]:
     """``(gated, name)`` for ``NAME`` or ``gate+NAME``; an unknown name is an error listing the known ones."""
-    _load_builtins()
     if not isinstance(spec, str) or not spec.strip():
-        raise UnknownStrategyError(f"A strategy is named by a string; known: {', '.join(_STRATEGIES)} "
+        raise UnknownStrategyError(f"A strategy is named by a string; known: {', '.join(strategy_names())} "
                                    f"(each also as {GATE_PREFIX}NAME).")
     spec = spec.strip()
     gated = spec.startswith(GATE_PREFIX)
     name = spec.removeprefix(GATE_PREFIX)
-    if name not in _STRATEGIES:
-        similar = close_matches(name, _STRATEGIES)
-        hint = f" (did you mean {', '.join(similar)}?)" if similar else ""
-        raise UnknownStrategyError(
-            f"Unknown selection strategy {spec!r}{hint}. Known: {', '.join(_STRATEGIES)}; any of them can be put "
-            f"behind the relevance gate as {GATE_PREFIX}NAME.")
+    if name not in STRATEGIES:
+        raise UnknownStrategyError(STRATEGIES.unknown([spec]))
     return gated, name
 
 
@@ -121,11 +122,7 @@ def get_strategy(name: str, *, constrain: bool = True) -> SelectionStrategy:
     if gated:
         raise UnknownStrategyError(f"{name!r} is a gated strategy: the gate belongs to the selector "
                                    "(MultiToolSelector(strategy=...)), not to get_strategy.")
-    return _STRATEGIES[base](constrain=constrain)
-
-
-def _load_builtins() -> None:
-    from tool_selection.strategies import json_strategies, native, text  # noqa: F401 - registers on import
+    return STRATEGIES.get(base)(constrain=constrain)
 
 
 def demo_without(demo: Any, keys: Any) -> Any:

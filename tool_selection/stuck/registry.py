@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.errors import ToolSelectionError
+from tool_selection.named_registry import Registry
 from tool_selection.stuck.base import StuckDetector
 from tool_selection.stuck.detectors import CombinedDetector, ConsistencyDetector, ValidationDetector
 from tool_selection.stuck.heuristic import HeuristicDetector
@@ -40,7 +41,6 @@ __all__ = [
     "register_detector",
 ]
 
-DETECTORS: dict[str, type[StuckDetector]] = {}
 DEFAULT_COMPONENTS = ("heuristic", "validation", "confidence")
 MAX_SAMPLES = 20
 
@@ -49,20 +49,20 @@ class DetectorConfigError(ToolSelectionError, ValueError):
     """An unknown detector name, or bad detector options; the message names the known detectors or each bad field."""
 
 
-def register_detector(cls: type[StuckDetector]) -> type[StuckDetector]:
-    """Class decorator: make a ``StuckDetector`` subclass available by its ``name`` (returns the class)."""
+def _check_detector(cls: Any) -> None:
     if not (isinstance(cls, type) and issubclass(cls, StuckDetector)):
         raise TypeError(f"register_detector takes a StuckDetector subclass, got {cls!r}")
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name:
+    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
         raise TypeError(f"{cls.__qualname__} needs a class attribute name to be registered as a stuck detector")
-    existing = DETECTORS.get(name)
-    if existing is not None and existing is not cls:
-        raise DetectorConfigError(f"Stuck detector name {name!r} is taken by {existing.__qualname__}; give "
-                                  f"{cls.__qualname__} another name.")
-    DETECTORS[name] = cls
-    return cls
 
+
+DETECTORS: Registry[type[StuckDetector]] = Registry("stuck detector", group="tool_selection.stuck_detectors",
+                                                    check=_check_detector, error=DetectorConfigError,
+                                                    conflict_error=DetectorConfigError)
+"""The stuck detectors by name: the built-in ones, those registered with ``register_detector``, and those of the
+``tool_selection.stuck_detectors`` entry-point group."""
+
+register_detector = DETECTORS.register
 
 for _builtin in (HeuristicDetector, ValidationDetector, ConfidenceDetector, LeastConfidenceDetector,
                  ConsistencyDetector, CombinedDetector):  # the order the benchmark reports them in
@@ -76,27 +76,12 @@ def detector_names(*, composite: bool = True) -> list[str]:
 
 def detector_class(name: str) -> type[StuckDetector]:
     """The detector class registered as ``name``; an unknown name is an error listing the known ones."""
-    if name not in DETECTORS:
-        raise DetectorConfigError(_unknown([name]))
-    return DETECTORS[name]
+    return DETECTORS.get(name)
 
 
 def check_detector_names(names: Iterable[str]) -> list[str]:
     """``names`` stripped, without blanks or repeats, in their order; every unknown one named in one error."""
-    names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
-    if not names:
-        raise DetectorConfigError(f"No stuck detector given; choose one or more of: {', '.join(DETECTORS)}.")
-    unknown = [n for n in names if n not in DETECTORS]
-    if unknown:
-        raise DetectorConfigError(_unknown(unknown))
-    return names
-
-
-def _unknown(names: list[str]) -> str:
-    similar = list(dict.fromkeys(m for n in names for m in close_matches(n, DETECTORS)))
-    hint = f" (did you mean {', '.join(map(repr, similar))}?)" if similar else ""
-    return (f"Unknown stuck detector{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}{hint}; "
-            f"choose one of: {', '.join(DETECTORS)}.")
+    return DETECTORS.check_names(names)
 
 
 SampleCount = Annotated[int, Field(ge=ConsistencyDetector.MIN_SAMPLES, le=MAX_SAMPLES,
