@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(resumable) and to MLflow. 'toolsel eval compare A B' compares two runs.",
     )
     run.add_argument("--suite", default=DEFAULT_SUITE,
-                     help=f"Suite name, bfcl:CATEGORY[+CATEGORY], or path to a .jsonl file (default: {DEFAULT_SUITE}).")
+                     help=f"Suite name, bfcl:CATEGORY[+CATEGORY], hf:FOLDER or hf:NAME (a Hugging Face dataset "
+                          f"saved to disk or in the local cache), or path to a .jsonl file (default: {DEFAULT_SUITE}).")
     run.add_argument("--model", default=DEFAULT_MODEL, help=f"Model spec (default: {DEFAULT_MODEL}).")
     run.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
     run.add_argument("--limit", type=int, help="Only the first N cases of the split.")
@@ -169,6 +170,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
     suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
                                                        "its tools, sources and how the cases were written.")
+    suites.add_argument("--export", metavar="FOLDER", help="Save the named suite as a Hugging Face dataset in FOLDER "
+                                                           "(save_to_disk; it loads back as --suite hf:FOLDER).")
     suites.set_defaults(handler=_suites)
 
     from evals.reports.cli import register as register_reports
@@ -383,6 +386,13 @@ def _suites(args: argparse.Namespace) -> int:
 
     if args.card:
         return _card(args.card)
+    if args.export:
+        if not args.name:
+            raise ToolSelectionError("--export saves one suite: name it, e.g. toolsel suites finance --export FOLDER.")
+        suite = load_suite(args.name)
+        suite.to_dataset().save_to_disk(args.export)
+        print(f"{len(suite)} cases of {suite.name} saved to {args.export}; load them with --suite hf:{args.export}")
+        return 0
 
     from tool_selection.named_registry import format_listing
 

@@ -210,23 +210,13 @@ class Suite:
         return iter(self.cases)
 
     def to_dataset(self):
-        """The cases as a Hugging Face ``datasets.Dataset`` (nested fields JSON-encoded)."""
+        """The cases as a Hugging Face ``datasets.Dataset``, one row per case (``evals.hf_suite``: nested fields as
+        JSON strings); ``load_suite("hf:FOLDER")`` reads it back after ``save_to_disk(FOLDER)``."""
         import datasets
 
-        rows = [_flat_row(c) for c in self.cases]
-        return datasets.Dataset.from_list(rows)
+        from evals.hf_suite import row_from_case
 
-
-def _flat_row(case: Case) -> dict[str, Any]:
-    return {
-        "id": case.id,
-        "request": case.prompt,
-        "tool_set": case.tool_set or "",
-        "tools": json.dumps(case.tools) if case.tools else "",
-        "expected_calls": json.dumps([c.model_dump() for c in case.expected_calls]),
-        "tags": case.tags,
-        "split": case.split,
-    }
+        return datasets.Dataset.from_list([row_from_case(c) for c in self.cases])
 
 
 def available_suites() -> list[str]:
@@ -237,14 +227,19 @@ def available_suites() -> list[str]:
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
-    """A suite by built-in name (``finance``), BFCL category (``bfcl:multiple``, ``bfcl:multiple+irrelevance``)
-    or path to a JSON Lines file. Every line is validated, and every expected call checked against its tool; all
-    problems found are raised at once, as one ``SuiteError`` naming each line."""
+    """A suite by built-in name (``finance``), BFCL category (``bfcl:multiple``, ``bfcl:multiple+irrelevance``),
+    Hugging Face dataset (``hf:FOLDER`` or ``hf:NAME``, ``evals.hf_suite``) or path to a JSON Lines file. Every line
+    is validated, and every expected call checked against its tool; all problems found are raised at once, as one
+    ``SuiteError`` naming each line."""
     text = str(name_or_path)
     if text.startswith("bfcl:"):
         from evals.bfcl import load_bfcl
 
         return load_bfcl(text.removeprefix("bfcl:").split("+"))
+    if text.startswith("hf:"):
+        from evals.hf_suite import load_hf_suite
+
+        return load_hf_suite(text)
     path = Path(text)
     if not path.suffix and not path.exists():
         path = SUITES_DIR / f"{text}.jsonl"
@@ -281,6 +276,9 @@ def suite_reference(name_or_path: str | Path) -> str:
         parts = text.removeprefix("bfcl:").split("+")
         return "bfcl:" + "+".join(str(Path(p).resolve()) if Path(p).suffix == ".json" and Path(p).exists() else p
                                   for p in parts)
+    if text.startswith("hf:"):
+        folder = Path(text.removeprefix("hf:"))
+        return f"hf:{folder.resolve()}" if folder.exists() else text
     path = Path(text).resolve()
     if not Path(text).exists():
         return text
