@@ -261,6 +261,52 @@ def test_a_prompt_longer_than_the_context_is_a_context_window_error(make_lm):
         lm("a very long prompt")
 
 
+class ShortContext(FakeLlama):
+    """Refuses prompts of ``requested`` tokens, as llama.cpp does past its context; trained for ``trained``."""
+
+    def __init__(self, requested=5000, trained=32768, n_ctx=4096):
+        super().__init__()
+        self.requested, self.trained, self.context = requested, trained, n_ctx
+
+    def n_ctx_train(self):
+        return self.trained
+
+    def create_chat_completion(self, messages, grammar=None, **options):
+        raise ValueError(f"Requested tokens ({self.requested}) exceed context window of {self.context}")
+
+
+def _engine_loading(monkeypatch, tmp_path, by_context):
+    """An engine whose model loads as ``by_context[n_ctx]()`` (recording each load), and its LM."""
+    from tool_selection.lm import engine as engine_module
+    from tool_selection.lm.engine import AsyncLocalEngine, LoadedModel
+
+    loads = []
+
+    def load(path, settings=None):
+        loads.append(settings.n_ctx)
+        return LoadedModel(str(path), settings, by_context[settings.n_ctx]())
+
+    monkeypatch.setattr(engine_module, "load_model", load)
+    engine = LocalEngine(tmp_path / "m.gguf", settings=LoadSettings(n_ctx=4096), spec="local:m")
+    lm = dspy.LM("local:m", engine=engine, async_engine=AsyncLocalEngine(engine), max_tokens=600, num_retries=0,
+                 cache=False)
+    return engine, lm, loads
+
+
+def test_a_prompt_past_the_context_loads_the_model_with_one_that_holds_it(monkeypatch, tmp_path, fresh_cache):
+    engine, lm, loads = _engine_loading(monkeypatch, tmp_path, {4096: ShortContext, 8192: lambda: FakeLlama(["ok"])})
+    assert lm("a long prompt") == ["ok"]
+    assert loads == [4096, 8192] and engine.settings.n_ctx == 8192  # 5,000 prompt + 600 answer tokens, in 4k steps
+    assert lm("another") and loads[-1] == 8192  # and keeps it
+
+
+def test_a_prompt_past_the_trained_context_asks_for_fewer_tools(monkeypatch, tmp_path, fresh_cache):
+    _, lm, loads = _engine_loading(monkeypatch, tmp_path, {4096: lambda: ShortContext(requested=40000)})
+    with pytest.raises(ContextWindowExceededError, match=r"trained for 32,768 tokens.*--retrieve K"):
+        lm("a prompt with a thousand tools")
+    assert loads == [4096]  # no larger context would hold it: refused without loading the model again
+
+
 def test_calls_from_many_threads_never_overlap(make_lm):
     class Watchful(FakeLlama):
         active, overlaps = 0, 0

@@ -29,7 +29,7 @@ import json
 import os
 import re
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,33 @@ _LOADED: dict[tuple[str, LoadSettings], LoadedModel] = {}
 _LOADED_LOCK = threading.Lock()
 
 
+CONTEXT_STEP = 4096
+DEFAULT_ANSWER_TOKENS = 512
+
+
+def _requested_tokens(error: Exception) -> int | None:
+    found = re.search(r"Requested tokens \((\d+)\)", str(error))
+    return int(found.group(1)) if found else None
+
+
+def _trained_context(llama: Any) -> int | None:
+    """The context length the model was trained for (llama-cpp-python's internal model, or a test's stand-in)."""
+    for owner in (getattr(llama, "_model", None), llama):
+        try:
+            return int(owner.n_ctx_train())
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return None
+
+
+def _context_advice(error: Exception, n_ctx: int, llama: Any) -> str:
+    trained, requested = _trained_context(llama), _requested_tokens(error)
+    if trained is not None and (n_ctx >= trained or requested is not None and requested >= trained):
+        return (f"{error}; the model was trained for {trained:,} tokens of context and this prompt does not fit: show "
+                "it fewer tools (--retrieve K, or retrieve=K in Python) or a shorter conversation.")
+    return f"{error}; this model was loaded with n_ctx={n_ctx}. Load it with a larger n_ctx (get_lm(..., n_ctx=8192))."
+
+
 def _require_llama_cpp() -> None:
     if importlib.util.find_spec("llama_cpp") is None:
         raise LocalEngineError("Local models run with llama-cpp-python, which is not installed: "
@@ -258,28 +285,44 @@ class LocalEngine:
         options, adaptations = _generation_options(request)
         if tools:
             options["tools"] = tools
-        model = self.model
-        trace = GenerationTrace(top_logprobs=request.config.logprobs)
         strict_calls = bool(tools) and request.config.response_format is not None
-        with model.lock:
-            grammar = None
-            if request.config.response_format is not None:
-                grammar, note = _grammar(model.llama, request.config.response_format, padded=strict_calls)
-                adaptations.extend(note)
-            model.llama.trace = trace
-            try:
-                if strict_calls:
-                    raw = _strict_chat_completion(model.llama, messages, grammar, options)
-                else:
-                    raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
-            except ValueError as error:
-                if "context window" in str(error):
-                    raise ContextLengthError(f"{error}; this model was loaded with n_ctx={self.settings.n_ctx}. "
-                                             "Load it with a larger n_ctx (get_lm(..., n_ctx=8192)).") from error
-                raise
-            finally:
-                model.llama.trace = None
+        notes = list(adaptations)
+        while True:  # once more with a larger context if the prompt outgrew this one
+            model, adaptations = self.model, list(notes)
+            trace = GenerationTrace(top_logprobs=request.config.logprobs)
+            with model.lock:
+                grammar = None
+                if request.config.response_format is not None:
+                    grammar, note = _grammar(model.llama, request.config.response_format, padded=strict_calls)
+                    adaptations.extend(note)
+                model.llama.trace = trace
+                try:
+                    if strict_calls:
+                        raw = _strict_chat_completion(model.llama, messages, grammar, options)
+                    else:
+                        raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
+                    break
+                except ValueError as error:
+                    if "context window" not in str(error):
+                        raise
+                    larger = self._context_for(error, model.llama, options.get("max_tokens"))
+                    if larger is None:
+                        raise ContextLengthError(_context_advice(error, self.settings.n_ctx, model.llama)) from error
+                finally:
+                    model.llama.trace = None
+            self.settings = replace(self.settings, n_ctx=larger)  # loaded on the next pass, the old one kept
         return _response(request, raw, trace, adaptations, parse_calls=bool(tools))
+
+    def _context_for(self, error: ValueError, llama: Any, max_tokens: int | None) -> int | None:
+        """A context that holds the prompt ``error`` reports and ``max_tokens`` more, in steps of 4,096 tokens up to
+        the model's trained length; None where the model cannot be loaded again (injected) or none would."""
+        requested = _requested_tokens(error)
+        trained = _trained_context(llama)
+        if self._injected is not None or requested is None or trained is None:
+            return None
+        needed = requested + (max_tokens or DEFAULT_ANSWER_TOKENS)
+        larger = min(trained, -(-needed // CONTEXT_STEP) * CONTEXT_STEP)
+        return larger if larger > self.settings.n_ctx and requested < larger else None
 
     def supports_native_tools(self) -> bool:
         """Whether the model's chat template renders tools (its own tool-calling format). Loads the model."""
