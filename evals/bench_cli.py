@@ -106,17 +106,21 @@ def parse_pair(text: str) -> tuple[str, str]:
 
 def _stuck(args: argparse.Namespace) -> int:
     from evals.stuck_bench import format_report, run_stuck_bench
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
 
     if args.limit is not None and args.limit < 1:
         raise ToolSelectionError("--limit must be a positive number of cases")
     result = run_stuck_bench(
         args.suite, [parse_pair(p) for p in args.pair],
+        selector=SelectorSpec.build(strategy=args.selection_strategy),
+        run=RunConfig.build(run_dir=args.out, mlflow=not args.no_mlflow, tracking_uri=args.tracking_uri,
+                            threads=args.threads),
         **({"detectors": args.detectors.split(",")} if args.detectors else {}),
         thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split, limit=args.limit,
-        consistency_k=args.consistency_k, temperature=args.temperature, out=args.out, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri, threads=args.threads, max_tokens=args.max_tokens, cache=not args.no_cache,
-        live_threshold=args.live_threshold, strategy=args.strategy, live_detector=args.live_detector,
-        selection_strategy=args.selection_strategy,
+        consistency_k=args.consistency_k, temperature=args.temperature, max_tokens=args.max_tokens,
+        cache=not args.no_cache, live_threshold=args.live_threshold, strategy=args.strategy,
+        live_detector=args.live_detector,
     )
     print(format_report(result))
     print(f"\nresults: {result.out_dir} (sweep, summary, recommendations, curves, cases; plots as PNG)")
