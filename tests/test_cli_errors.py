@@ -59,6 +59,9 @@ def _bad_inputs(tmp_path):
         "unknown tool set": (eval_ + [unknown_set], "Unknown tool set 'weather'"),
         "retrieve past every catalog": (eval_ + ["treasure_hunt", "--retrieve", "100000"],
                                         "retrieve=100000 (--retrieve) keeps every tool of every case"),
+        "rerank without retrieve": (eval_ + ["treasure_hunt", "--rerank", "20"], "give retrieve (--retrieve) too"),
+        "rerank not deeper": (eval_ + ["treasure_hunt", "--retrieve", "5", "--rerank", "3"], "must exceed retrieve=5"),
+        "rerank 0": (eval_ + ["treasure_hunt", "--retrieve", "5", "--rerank", "0"], "--rerank must be a positive number of tools"),
         "thresholds too fine": (["bench", "stuck", "--suite", "treasure_hunt", "--no-mlflow", "--thresholds",
                                  "0:1:1e-9", "--pair", "local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b"],
                                 "over 1000 thresholds"),
@@ -73,7 +76,7 @@ def _bad_inputs(tmp_path):
     "threads 0", "threads -3", "serve 0", "max tokens -5", "empty split", "program missing", "program not JSON",
     "program pickle", "run dir a file", "bogus tracking", "suite nested deep", "suite not UTF-8",
     "suite a directory", "expected tool not in set", "expected argument not taken", "unknown tool set",
-    "retrieve past every catalog",
+    "retrieve past every catalog", "rerank without retrieve", "rerank not deeper", "rerank 0",
     "thresholds too fine", "train limit -1", "no API key"])
 def test_bad_input_is_one_clear_line(name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -91,6 +91,16 @@ def check_undeclared_arguments(value: str) -> str:
     return value
 
 
+def check_rerank(rerank: int | None, retrieve: int | None) -> None:
+    if rerank is None:
+        return
+    if retrieve is None:
+        raise ToolSelectionError("rerank (--rerank) orders the retriever's candidates: give retrieve (--retrieve) too.")
+    if rerank <= retrieve:
+        raise ToolSelectionError(f"rerank={rerank} must exceed retrieve={retrieve}: the model re-ranks the retriever's "
+                                 f"top {rerank} and keeps {retrieve}.")
+
+
 class MultiToolSelector(dspy.Module):
     """Chooses zero or more tool calls for a request from the available tools.
 
@@ -102,15 +112,19 @@ class MultiToolSelector(dspy.Module):
     optional other model for the gate. ``undeclared_arguments="drop"`` removes arguments a call's tool does not
     declare (small models copy schema keys such as ``"type": "object"`` into their calls) and records how many in
     the row (``undeclared_dropped``); the default, ``"refuse"``, leaves such a call invalid, as the tool would.
+    ``retrieve=K`` shows the model only the K tools ``retriever`` ranks highest; with ``rerank=N`` the retriever
+    gives N and the selection's model orders them by "does this function do exactly what the request asks?"
+    (``tool_selection.retrieval.LLMReranker``) before the K best are kept.
     """
 
     def __init__(self, tools: Tools | None = None, *, strategy: str = DEFAULT_STRATEGY, constrain: bool = True,
                  gate_threshold: float = 0.0, gate_lm: dspy.BaseLM | None = None, retrieve: int | None = None,
-                 retriever: str = "hybrid", undeclared_arguments: str = "refuse",
+                 retriever: str = "hybrid", rerank: int | None = None, undeclared_arguments: str = "refuse",
                  relevance: RelevanceStage | RelevanceModel | str | Path | None = None):
         super().__init__()
         if retrieve is not None and retrieve < 1:
             raise ToolSelectionError(f"retrieve must be a positive number of tools, got {retrieve}.")
+        check_rerank(rerank, retrieve)
         self.undeclared_arguments = check_undeclared_arguments(undeclared_arguments)
         gated, name = parse_strategy(strategy)
         self.tools = None if tools is None else _as_registry(tools)
@@ -123,6 +137,7 @@ class MultiToolSelector(dspy.Module):
         self.gate_lm = gate_lm
         self.retrieve = retrieve
         self.retriever_name = retriever
+        self.rerank = rerank
         self._retriever = None
         self.relevance = _relevance_stage(relevance)
         self.program_path: str | None = None  # the compiled program it was loaded from
@@ -133,8 +148,11 @@ class MultiToolSelector(dspy.Module):
         registry = self._registry(tools)
         extras: dict[str, Any] = {}
         if self.retrieve is not None:
+            start = time.perf_counter()
             registry = self._retrieved(registry, request)
             extras["retrieved"] = registry.names()
+            if self.rerank is not None:
+                extras["rerank_seconds"] = time.perf_counter() - start
         if self.gate is not None:
             start, tracker = time.perf_counter(), UsageTracker()
             with dspy.context(usage_tracker=tracker):  # the gate's cost is reported apart from the selection's
@@ -169,12 +187,16 @@ class MultiToolSelector(dspy.Module):
         return self.relevance.observing(inner_predict(self.select).lm or dspy.settings.lm)
 
     def _retrieved(self, registry: ToolRegistry, request: str) -> ToolRegistry:
-        """The ``retrieve`` tools most relevant to ``request`` (the index is built once per catalog)."""
-        if self._retriever is None:
-            from tool_selection.retrieval import get_retriever
+        """The ``retrieve`` tools most relevant to ``request`` (the index is built once per catalog); with
+        ``rerank``, the retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``."""
+        from tool_selection.retrieval import LLMReranker, get_retriever
 
+        if self._retriever is None:
             self._retriever = get_retriever(self.retriever_name)
-        hits = self._retriever.fit(registry).retrieve(request, self.retrieve)
+        hits = self._retriever.fit(registry).retrieve(request, self.rerank or self.retrieve)
+        if self.rerank is not None:
+            reranker = LLMReranker(inner_predict(self.select).lm, keep=self.retrieve)
+            hits = reranker.rerank(request, registry, hits)
         return registry.subset([hit.name for hit in hits], name=f"{registry.name}-top{self.retrieve}")
 
     def check_lm(self, lm: dspy.BaseLM | None = None) -> None:

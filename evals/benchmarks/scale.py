@@ -1,7 +1,7 @@
 """Scale: selection over registries of 10 to 2,000+ tools, with and without retrieval in front of the selector.
 
     toolsel bench scale [--model local:qwen2.5-coder-0.5b] [--strategy native] [--cases 60] [--k 5]
-                        [--sizes 10 100 1000 all] [--retriever hybrid]
+                        [--sizes 10 100 1000 all] [--retriever hybrid] [--rerank 20] [--relevance none]
     toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
 
 A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
@@ -27,6 +27,7 @@ import pandas as pd
 from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
 from evals.scale_registry import DOMAIN_TOOL_SETS, registry_of_size
+from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
 from tool_selection.defaults import DEFAULT_MODEL
 
@@ -71,33 +72,46 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     return pd.DataFrame(rows)
 
 
-def _row(label: str, size: int | None, retrieve: int | None, result) -> dict:
+def _row(label: str, size: int | None, retrieve: int | None, result, reference=None) -> dict:
     frame = result.results
     accuracy, low, high = bootstrap_ci(frame["full_match"])
     recall = frame["retrieval_recall"].mean() if "retrieval_recall" in frame else float("nan")
-    return {"setting": label, "registry_tools": size, "retrieve_k": retrieve, "cases": len(frame),
-            "recall_at_k": recall, "accuracy": accuracy, "accuracy_low": low, "accuracy_high": high,
-            "prompt_tokens": frame["input_tokens"].mean(), "seconds": frame["latency_s"].mean(),
-            "errors": frame["error"].mean()}
+    row = {"setting": label, "registry_tools": size, "retrieve_k": retrieve, "cases": len(frame),
+           "recall_at_k": recall, "accuracy": accuracy, "accuracy_low": low, "accuracy_high": high,
+           "prompt_tokens": frame["input_tokens"].mean(), "seconds": frame["latency_s"].mean(),
+           "errors": frame["error"].mean()}
+    if reference is not None:  # paired with the own-tool-set row on the same cases
+        paired = compare_paired(reference.results, frame, {"accuracy": "full_match"})
+        if not paired.empty:
+            first = paired.iloc[0]
+            row.update({"vs_own": first["difference"], "vs_own_low": first["ci_low"],
+                        "vs_own_high": first["ci_high"], "vs_own_p": first["p_value"]})
+    return row
 
 
 def run_scale(model: str, *, strategy: str = "native", cases: int = 60, k: int = 5, retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
-              out: Path = OUT) -> pd.DataFrame:
+              rerank: int | None = None, relevance: str = "auto", out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
-    common = {"strategy": strategy, "mlflow": False, "progress": True, "cache": False}
-    rows = [_row("own tool set", None, None, evaluate(suite, model, run_dir=out / "own", **common))]
+    common = {"strategy": strategy, "mlflow": False, "progress": True, "cache": False, "relevance": relevance}
+    own = evaluate(suite, model, run_dir=out / "own", **common)
+    rows = [_row("own tool set", None, None, own)]
     for size in sizes:
         registry = registry_of_size(size, required, seed)
         label = f"{len(registry)} tools"
         if len(registry) <= context_tools:  # the whole listing fits the context
             rows.append(_row(f"{label}, all listed", len(registry), None,
-                             evaluate(suite, model, tools=registry, run_dir=out / f"{len(registry)}-all", **common)))
+                             evaluate(suite, model, tools=registry, run_dir=out / f"{len(registry)}-all", **common),
+                             own))
         rows.append(_row(f"{label}, top {k} ({retriever})", len(registry), k,
                          evaluate(suite, model, tools=registry, retrieve=k, retriever=retriever,
-                                  run_dir=out / f"{len(registry)}-top{k}", **common)))
+                                  run_dir=out / f"{len(registry)}-top{k}", **common), own))
+        if rerank is not None:
+            rows.append(_row(f"{label}, top {k} of {rerank} re-ranked", len(registry), k,
+                             evaluate(suite, model, tools=registry, retrieve=k, retriever=retriever, rerank=rerank,
+                                      run_dir=out / f"{len(registry)}-top{k}-of{rerank}", **common), own))
     table = pd.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "scale.csv", index=False)
@@ -112,21 +126,26 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    retrieved = table[table["retrieve_k"].notna()]
     own = table[table["setting"] == "own tool set"].iloc[0]
+    reranked = table["setting"].str.endswith("re-ranked")
+    series = [("top-k retrieved", table[table["retrieve_k"].notna() & ~reranked], "o"),
+              ("top-k of the re-ranked", table[reranked], "^")]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.errorbar(retrieved["registry_tools"], retrieved["accuracy"],
-                  yerr=[retrieved["accuracy"] - retrieved["accuracy_low"],
-                        retrieved["accuracy_high"] - retrieved["accuracy"]], marker="o", capsize=3,
-                  label="top-k retrieved")
-    left.plot(retrieved["registry_tools"], retrieved["recall_at_k"], marker="s", linestyle="--", label="recall@k")
+    for label, rows, marker in series:
+        if not len(rows):
+            continue
+        left.errorbar(rows["registry_tools"], rows["accuracy"],
+                      yerr=[rows["accuracy"] - rows["accuracy_low"], rows["accuracy_high"] - rows["accuracy"]],
+                      marker=marker, capsize=3, label=f"accuracy, {label}")
+        left.plot(rows["registry_tools"], rows["recall_at_k"], marker=marker, linestyle="--",
+                  label=f"recall@k, {label}")
+        right.plot(rows["registry_tools"], rows["prompt_tokens"], marker=marker, label=label)
     left.axhline(own["accuracy"], color="gray", linestyle=":", label="own tool set")
     left.set_xscale("log")
     left.set_xlabel("tools in the registry")
     left.set_ylabel("share of cases")
     left.set_ylim(0, 1)
-    left.legend()
-    right.plot(retrieved["registry_tools"], retrieved["prompt_tokens"], marker="o", label="top-k retrieved")
+    left.legend(fontsize="small")
     listed = table[table["setting"].str.endswith("all listed")]
     if len(listed):
         right.plot(listed["registry_tools"], listed["prompt_tokens"], marker="x", linestyle="none", label="all listed")
@@ -153,6 +172,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", type=int, default=60, help="Cases in the sample (default: 60).")
     parser.add_argument("--k", type=int, default=5, help="Tools the selector sees with retrieval (default: 5).")
     parser.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"])
+    parser.add_argument("--rerank", type=int, metavar="N",
+                        help="Also a row per size where the model re-ranks the retriever's top N before the top --k "
+                             "are kept (N > k).")
+    parser.add_argument("--relevance", default="auto",
+                        help="Relevance stage for every row (auto, none or a model file; default: auto).")
     parser.add_argument("--sizes", nargs="+", default=["10", "100", "1000", "all"],
                         help="Registry sizes (a number or 'all').")
     parser.add_argument("--seed", type=int, default=0)
@@ -171,7 +195,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(f"\ntable: {Path(args.out) / 'retrieval.csv'}")
         return 0
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
-                      sizes=sizes, seed=args.seed, out=Path(args.out))
+                      sizes=sizes, seed=args.seed, rerank=args.rerank, relevance=args.relevance, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

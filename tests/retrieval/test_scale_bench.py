@@ -1,6 +1,10 @@
-"""The scale benchmark's model-free retrieval table."""
+"""The scale benchmark's model-free retrieval table, its paired rows and its plot."""
 
-from evals.benchmarks.scale import retrieval_table
+from types import SimpleNamespace
+
+import pandas as pd
+
+from evals.benchmarks.scale import _plot, _row, retrieval_table
 from evals.suite import Suite, load_suite
 
 
@@ -10,3 +14,28 @@ def test_the_retrieval_table_scores_every_retriever_at_every_size_that_holds_the
     assert list(table["registry_tools"]) == [50]  # one tool cannot hold the cases' tools: that size is left out
     row = table.iloc[0]
     assert row["cases"] == 4 and 0 <= row["recall@1"] <= row["recall@5"] <= 1 and 0 < row["mrr"] <= 1
+
+
+def _result(full_match, **columns):
+    frame = pd.DataFrame({"id": [f"c{i}" for i in range(len(full_match))], "full_match": full_match,
+                          "input_tokens": 100.0, "latency_s": 1.0, "error": 0.0, **columns})
+    return SimpleNamespace(results=frame)
+
+
+def test_a_row_is_paired_with_the_own_tool_set_on_the_same_cases():
+    own = _result([1.0, 1.0, 1.0, 0.0])
+    row = _row("1000 tools, top 5 of 20 re-ranked", 1000, 5, _result([1.0, 0.0, 0.0, 0.0], retrieval_recall=1.0), own)
+    assert row["accuracy"] == 0.25 and row["recall_at_k"] == 1.0
+    assert row["vs_own"] == -0.5 and row["vs_own_low"] <= -0.5 <= row["vs_own_high"] and row["vs_own_p"] == 0.5
+    assert "vs_own" not in _row("own tool set", None, None, own)
+
+
+def test_the_plot_draws_plain_and_re_ranked_retrieval(tmp_path):
+    own = _result([1.0, 0.0])
+    rows = [_row("own tool set", None, None, own)]
+    for size in (100, 1000):
+        rows.append(_row(f"{size} tools, top 5 (hybrid)", size, 5, _result([0.0, 0.0], retrieval_recall=0.5), own))
+        rows.append(_row(f"{size} tools, top 5 of 20 re-ranked", size, 5, _result([1.0, 0.0], retrieval_recall=1.0),
+                         own))
+    _plot(pd.DataFrame(rows), tmp_path / "scale.png")
+    assert (tmp_path / "scale.png").stat().st_size > 10_000
