@@ -53,6 +53,10 @@ def add_selector_flags(parser: argparse.ArgumentParser) -> None:
                             "the size of the largest catalog in the suite).")
     group.add_argument("--retriever", choices=["bm25", "dense", "hybrid"],
                        help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
+    group.add_argument("--rerank", type=int, metavar="N",
+                       help="With --retrieve K: the model re-ranks the retriever's top N (N > K) by whether each "
+                            "tool does exactly what is asked, and the selector sees the K best (one short prompt "
+                            "per candidate).")
     group.add_argument("--undeclared-arguments", choices=UNDECLARED_ARGUMENTS,
                        help="An argument a call's tool does not declare: refuse (default: the call is invalid, as "
                             "the tool would refuse it) or drop it and check the call again (counted per case as "
@@ -97,8 +101,9 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
 
 def selector_spec(args: argparse.Namespace, **fixed: Any) -> SelectorSpec:
     """The spec the selector flags describe (on ``--spec``'s, if given); ``fixed``: fields a command sets itself."""
-    from tool_selection.spec import GateSpec, RetrievalSpec, SelectorSpec
+    from tool_selection.spec import SelectorSpec
 
+    _check_counts(args, {"retrieve": "tools", "rerank": "tools"})
     base = SelectorSpec.load_yaml(args.spec) if getattr(args, "spec", None) else SelectorSpec()
     fields = _given(args, {"program": "program", "allow_tool_changes": "allow_tool_changes",
                            "strategy": "strategy", "undeclared_arguments": "undeclared_arguments",
@@ -107,13 +112,13 @@ def selector_spec(args: argparse.Namespace, **fixed: Any) -> SelectorSpec:
         fields["strategy"] = "chat-cot"  # the former --adapter chat
     gate = _given(args, {"model": "gate_model", "threshold": "gate_threshold"})
     if gate:
-        fields["gate"] = GateSpec.model_validate({**base.gate.model_dump(), **gate})
-    retrieval = _given(args, {"k": "retrieve", "retriever": "retriever"})
+        fields["gate"] = {**base.gate.model_dump(), **gate}  # validated with the spec, every problem at once
+    retrieval = _given(args, {"k": "retrieve", "retriever": "retriever", "rerank": "rerank"})
     if retrieval:
         if "k" not in retrieval and base.retrieval is None:
-            raise ToolSelectionError("--retriever chooses the retriever of --retrieve K: give --retrieve too.")
-        fields["retrieval"] = RetrievalSpec.model_validate({**(base.retrieval.model_dump() if base.retrieval
-                                                               else {}), **retrieval})
+            raise ToolSelectionError(f"{'rerank (--rerank) orders' if 'rerank' in retrieval else '--retriever is'} "
+                                     "the retriever's candidates: give retrieve (--retrieve) too.")
+        fields["retrieval"] = {**(base.retrieval.model_dump() if base.retrieval else {}), **retrieval}
     if getattr(args, "relevance_signals", None) is not None:
         fields["relevance_signals"] = tuple(signal_names(args.relevance_signals))
     return SelectorSpec.build(**{**base.model_dump(exclude_defaults=True), **fields, **fixed})
@@ -124,6 +129,7 @@ def run_config(args: argparse.Namespace, **fixed: Any) -> RunConfig:
     itself. ``--serve N`` without ``--threads`` runs N cases at a time."""
     from tool_selection.run_config import RunConfig
 
+    _check_counts(args, {"limit": "cases", "sample": "cases"})
     base = RunConfig.load_yaml(args.run_config) if getattr(args, "run_config", None) else RunConfig()
     fields = _given(args, {"limit": "limit", "sample": "sample", "seed": "seed", "threads": "threads",
                            "serve": "serve", "ray": "ray", "max_tokens": "max_tokens", "run_dir": "run_dir",
@@ -142,6 +148,12 @@ def signal_names(value: str) -> list[str]:
 
     names = [name.strip() for name in value.split(",") if name.strip()]
     return [signal for name in names for signal in (CHEAP_SIGNALS if name == "cheap" else (name,))]
+
+
+def _check_counts(args: argparse.Namespace, counted: dict[str, str]) -> None:
+    for option, what in counted.items():
+        if getattr(args, option, None) is not None and getattr(args, option) < 1:
+            raise ToolSelectionError(f"--{option} must be a positive number of {what}")
 
 
 def _given(args: argparse.Namespace, names: dict[str, str]) -> dict[str, Any]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from tool_selection.errors import ToolSelectionError
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec
 
 __all__ = ["RUN_KEYWORDS", "SELECTOR_KEYWORDS", "fold_keywords"]
 
 SELECTOR_KEYWORDS = ("program", "allow_tool_changes", "strategy", "gate_model", "gate_threshold", "retrieve",
-                     "retriever", "undeclared_arguments", "relevance", "relevance_signals", "constrain", "adapter")
+                     "retriever", "rerank", "undeclared_arguments", "relevance", "relevance_signals", "constrain", "adapter")
 RUN_KEYWORDS = ("threads", "serve", "ray", "cache", "max_tokens", "temperature", "mlflow", "tracking_uri",
                 "experiment", "run_dir", "fresh", "limit", "sample", "seed", "progress", "out")
 
@@ -51,12 +52,14 @@ def _spec(fields: dict[str, Any]) -> Any:
     elif adapter not in ("json", "chat"):
         raise ValueError(f"Unknown adapter {adapter!r}: use 'json' or 'chat'")
     gate = {"model": fields.pop("gate_model", None), "threshold": fields.pop("gate_threshold", None)}
-    retrieve, retriever = fields.pop("retrieve", None), fields.pop("retriever", "hybrid")
+    retrieve, retriever, rerank = fields.pop("retrieve", None), fields.pop("retriever", "hybrid"), fields.pop("rerank", None)
+    if rerank is not None and retrieve is None:
+        raise ToolSelectionError("rerank (--rerank) orders the retriever's candidates: give retrieve (--retrieve) too.")
     if "relevance" in fields and fields["relevance"] is None:
         fields["relevance"] = "none"
     if fields.get("relevance_signals") is not None:
         fields["relevance_signals"] = tuple(fields["relevance_signals"])
     is_object = program is not None and not isinstance(program, str) and not hasattr(program, "__fspath__")
     spec = SelectorSpec.build(**fields, gate=gate, program=None if is_object else program,
-                              retrieval={"k": retrieve, "retriever": retriever} if retrieve is not None else None)
+                              retrieval={"k": retrieve, "retriever": retriever, "rerank": rerank} if retrieve is not None else None)
     return (program, spec) if is_object else spec

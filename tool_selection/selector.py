@@ -250,10 +250,11 @@ class MultiToolSelector(dspy.Module):
             raise ToolSelectionError(f"{directory / MANIFEST_FILE}: {error}") from None
         if spec.retrieval is not None:
             selector.retrieve, selector.retriever_name = spec.retrieval.k, spec.retrieval.retriever
+            selector.rerank = spec.retrieval.rerank
         if spec.gate.threshold is not None:
             selector.gate_threshold = spec.gate.threshold
         selector.manifest = load_compiled(selector, directory, selector.tools, allow_tool_changes=allow_tool_changes)
-        selector.program_path = str(directory)
+        selector.program_path, selector.spec = str(directory), spec
         return selector
 
     @classmethod

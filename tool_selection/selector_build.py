@@ -71,6 +71,7 @@ def apply_spec(selector: MultiToolSelector, spec: SelectorSpec, *, model: str | 
             selector.gate_threshold = float(spec.gate.threshold)
     if spec.retrieval is not None:
         selector.retrieve, selector.retriever_name = spec.retrieval.k, spec.retrieval.retriever
+        selector.rerank = spec.retrieval.rerank
     selector.undeclared_arguments = spec.undeclared_arguments
     selector.spec = spec
 
@@ -112,7 +113,7 @@ def spec_of(selector: MultiToolSelector) -> SelectorSpec:
     gate = base.gate
     if selector.gate is not None:
         gate = GateSpec(model=gate.model, threshold=selector.gate_threshold)
-    retrieval = (RetrievalSpec(k=selector.retrieve, retriever=selector.retriever_name)
+    retrieval = (RetrievalSpec(k=selector.retrieve, retriever=selector.retriever_name, rerank=selector.rerank)
                  if selector.retrieve is not None else None)
     return base.model_copy(update={
         "strategy": selector.strategy_name, "gate": gate, "retrieval": retrieval, "constrain": selector.constrain,

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tool_selection.defaults import DEFAULT_RELEVANCE, DEFAULT_STRATEGY
 from tool_selection.errors import ToolSelectionError
@@ -52,10 +52,19 @@ class GateSpec(_Frozen):
 
 
 class RetrievalSpec(_Frozen):
-    """Retrieval in front of the selection: only the ``k`` tools ``retriever`` ranks highest are shown."""
+    """Retrieval in front of the selection: only the ``k`` tools ``retriever`` ranks highest are shown; with
+    ``rerank=N`` the retriever gives N and the selection's model orders them before the ``k`` best are kept."""
 
     k: int = Field(ge=1, description="Tools shown per request.")
     retriever: str = Field(default="hybrid", description="A registered retriever (bm25, dense, hybrid, ...).")
+    rerank: int | None = Field(default=None, ge=1, description="Candidates the model re-ranks (more than k).")
+
+    @model_validator(mode="after")
+    def _rerank_deeper(self) -> RetrievalSpec:
+        if self.rerank is not None and self.rerank <= self.k:
+            raise ValueError(f"rerank={self.rerank} must exceed retrieve={self.k}: the model re-ranks the "
+                             f"retriever's top {self.rerank} and keeps {self.k}.")
+        return self
 
 
 class SelectorSpec(_Frozen):
@@ -96,6 +105,25 @@ class SelectorSpec(_Frozen):
     @classmethod
     def build(cls, **fields: Any) -> SelectorSpec:
         """A spec from fields, with every bad one named in one ``SpecError``."""
+        return _validated(cls, fields)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> SelectorSpec:
+        """The spec a finished run's params describe (what ``selection_params`` recorded). A run that names no
+        strategy ran ``json-cot`` (runs made before strategies were named); a relevance stage is recorded as a
+        description, so a run that had one comes back with ``relevance="auto"``, one that had none with ``none``."""
+        program = params.get("program")
+        fields: dict[str, Any] = {
+            "strategy": params.get("strategy") or "json-cot",
+            "program": None if program in (None, "", "zero-shot") else program,
+            "undeclared_arguments": params.get("undeclared_arguments", "refuse"),
+            "relevance": "auto" if params.get("relevance") else "none",
+        }
+        if params.get("retrieve") is not None:
+            fields["retrieval"] = {"k": params["retrieve"], "retriever": params.get("retriever", "hybrid"),
+                                   "rerank": params.get("rerank")}
+        if str(fields["strategy"]).startswith(GATE_PREFIX):
+            fields["gate"] = {"model": params.get("gate_model"), "threshold": params.get("gate_threshold")}
         return _validated(cls, fields)
 
     # ------------------------------------------------------------- views
@@ -140,6 +168,8 @@ def selection_params(spec: SelectorSpec, *, relevance: str | None, gate_model: s
     }
     if spec.retrieval is not None:
         params.update(retrieve=spec.retrieval.k, retriever=spec.retrieval.retriever)
+        if spec.retrieval.rerank is not None:
+            params["rerank"] = spec.retrieval.rerank
     if spec.undeclared_arguments != "refuse":
         params["undeclared_arguments"] = spec.undeclared_arguments
     if relevance is not None:
@@ -155,7 +185,7 @@ def _validated(cls: type[BaseModel], fields: dict[str, Any], where: str = "") ->
     try:
         return cls.model_validate(fields)
     except ValidationError as error:
-        raise SpecError(validation_problems(error, prefix=f"{where}: " if where else "")) from None
+        raise SpecError(f"{where}: {validation_problems(error)}" if where else validation_problems(error)) from None
 
 
 def _read_yaml(path: str | Path, *, section: str) -> dict[str, Any]:
