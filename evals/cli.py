@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """``toolsel eval`` (with compare, rescore and loop), ``optimize``, ``strategies``, ``suites`` and the
+    report commands."""
     run = subparsers.add_parser(
         "eval", help="Evaluate a selector on a suite (or compare two runs).",
         description="Evaluate a tool selector on an evaluation suite. Per-case results go to the run directory "
@@ -44,6 +46,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--plot", metavar="FILE", help="Also draw B - A per metric, with its interval (PNG or SVG).")
     compare.set_defaults(handler=_compare)
 
+    _register_rescore(sub)
+    _register_loop(sub)
+    _register_optimize(subparsers)
+
+    strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
+                                       description="The selection strategies a selector can use (--strategy NAME; "
+                                                   "gate+NAME adds the relevance gate).")
+    strategies.set_defaults(handler=_strategies)
+
+    suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
+                                   description="List the available suites with case, tag and split counts.")
+    suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
+    suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
+                                                       "its tools, sources and how the cases were written.")
+    suites.set_defaults(handler=_suites)
+
+    from evals.reports.cli import register as register_reports
+
+    register_reports(subparsers)
+
+
+def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore = sub.add_parser("rescore", help="Score a finished run again with today's parsers and scoring.",
                              description="Re-read the raw answer each parse failure kept, with the run's strategy "
                                          "and today's parsers, check and score every other row's calls again, and "
@@ -58,6 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rescore.add_argument("--into", metavar="DIR", help="With --undeclared-arguments: the copy's directory.")
     rescore.set_defaults(handler=_rescore)
 
+
+def _register_loop(sub: argparse._SubParsersAction) -> None:
     loop = sub.add_parser("loop", help="Run multi-step tasks through the tool-calling loop and score how they end.",
                           description="Each task of a loop suite (evals/suites/loop/NAME.jsonl) runs the agent loop: "
                                       "the model decides, tools execute, results go back, until it answers. Scored on "
@@ -82,6 +108,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
     loop.set_defaults(handler=_loop)
 
+
+def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
     opt = subparsers.add_parser(
         "optimize", help="Optimize a selector's prompt on a suite's train split and save it.",
         description="Optimize a MultiToolSelector with a DSPy optimizer: trains on the suite's train split, selects "
@@ -112,22 +140,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="A relevance model to save with the program and apply after its selections ('auto': the "
                           "one shipped for the model); the optimization scores the selection alone.")
     opt.set_defaults(handler=_optimize)
-
-    strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
-                                       description="The selection strategies a selector can use (--strategy NAME; "
-                                                   "gate+NAME adds the relevance gate).")
-    strategies.set_defaults(handler=_strategies)
-
-    suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
-                                   description="List the available suites with case, tag and split counts.")
-    suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
-    suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
-                                                       "its tools, sources and how the cases were written.")
-    suites.set_defaults(handler=_suites)
-
-    from evals.reports.cli import register as register_reports
-
-    register_reports(subparsers)
 
 
 def _eval(args: argparse.Namespace) -> int:

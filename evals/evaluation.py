@@ -31,7 +31,7 @@ from tool_selection.selector_build import apply_spec
 from tool_selection.spec import SelectorSpec, selection_params
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
-__all__ = ["build_adapter", "default_run_dir", "evaluate", "run_params"]
+__all__ = ["build_adapter", "case_params", "default_run_dir", "evaluate", "run_params", "selector_params"]
 
 RUNS_DIR = Path("runs")
 MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
@@ -101,7 +101,8 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
 
             submit = RayCases(job, tools=tools, workers=run.threads,
                               local_model=ModelSpec.parse(job.model).is_local).submit
-        params = run_params(suite, suite_obj, cases, split, run, model_name, prepared, spec, built, gate_name, tools,
+        params = run_params(case_params(suite, suite_obj, cases, split, run),
+                            selector_params(prepared, spec, built, model_name, gate_name), run, model_name, tools,
                             served=server is not None)
         run_path = _run_path(run, params)
         result = Evaluator(suite=cases, threads=run.threads, progress=run.progress, tools=tools,
@@ -139,32 +140,47 @@ def _cases(suite: str | Suite, split: str | None, run: RunConfig, spec: Selector
     return suite_obj, cases
 
 
-def run_params(suite: str | Suite, suite_obj: Suite, cases: Suite, split: str | None, run: RunConfig,
-               model_name: str, selector: MultiToolSelector, spec: SelectorSpec, built: MultiToolSelector | None,
-               gate_name: str | None, tools: ToolRegistry | None, *, served: bool) -> dict[str, Any]:
-    """What an evaluation records about itself (MLflow params, summary.json, the run folder's name and hash): the
-    suite and cases, the model, how it ran, and the selector as built (``selection_params``)."""
+def selector_params(selector: MultiToolSelector, spec: SelectorSpec, built: MultiToolSelector | None,
+                    model_name: str, gate_name: str | None) -> dict[str, Any]:
+    """What an evaluation records about its selector as built: the program and its fingerprint, and
+    ``selection_params`` of the selector's own spec (its strategy as pinned, the relevance stage that runs)."""
     selection = selection_params(
         selector.to_spec(), relevance=selector.relevance.describe() if selector.relevance is not None else None,
         gate_model=gate_name or model_name,
         program="zero-shot" if built is not None or spec.program is None else spec.program)
+    return {"program": selection.pop("program"), "program_fingerprint": program_fingerprint(selector), **selection}
+
+
+def case_params(suite: str | Suite, suite_obj: Suite, cases: Suite, split: str | None,
+                run: RunConfig) -> dict[str, Any]:
+    """What an evaluation records about its cases: the suite, where it came from, the split and the selection."""
     return {
-        "kind": "eval",
         "suite": suite_obj.name,
         "suite_fingerprint": suite_obj.fingerprint,
         **({"suite_ref": suite_reference(suite)} if not isinstance(suite, Suite) else {}),
         "split": split or "all",
         "limit": run.limit,
         **({"sample": run.sample, "seed": run.seed} if run.sample is not None else {}),
+        "cases": len(cases),
+    }
+
+
+def run_params(cases: dict[str, Any], selector: dict[str, Any], run: RunConfig, model_name: str,
+               tools: ToolRegistry | None, *, served: bool) -> dict[str, Any]:
+    """What an evaluation records about itself (MLflow params, summary.json, the run folder's name and hash):
+    ``cases`` (``case_params``), the model, how it ran, and ``selector`` (``selector_params``)."""
+    cases = dict(cases)
+    count = cases.pop("cases")
+    return {
+        "kind": "eval",
+        **cases,
         "model": model_name,
         **({"served_parallel": run.serve} if served else {}),
         **({"ray": run.ray} if run.ray is not None else {}),
-        "program": selection.pop("program"),
-        "program_fingerprint": program_fingerprint(selector),
-        **selection,
+        **selector,
         "max_tokens": run.max_tokens,
         "temperature": run.temperature,
-        "cases": len(cases),
+        "cases": count,
         **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
         "threads": run.threads,
         "dspy_version": dspy.__version__,

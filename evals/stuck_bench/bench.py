@@ -70,55 +70,28 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
         fields["selection_strategy"] = selector.strategy
     settings = BenchSettings.build(settings, **fields)
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
-    if not pairs:
-        raise ToolSelectionError("Give at least one model pair (PRIMARY,SECONDARY).")
     splits = list(dict.fromkeys([settings.dev_split, settings.test_split]))
     for split in splits:
         if not len(suite_obj.split(split).limit(settings.limit)):
             raise ToolSelectionError(f"Suite {suite_obj.name!r} has no {split!r} cases (it has "
                                      f"{dict(suite_obj.split_counts())}); choose splits with --dev-split/--test-split.")
     cost_fn = cost_fn or catalog_cost
-    names = [(model_name(a), model_name(b)) for a, b in pairs]
-    for primary, secondary in names:
-        if primary == secondary:
-            raise ToolSelectionError(f"Pair {primary},{secondary}: the primary and secondary are the same model.")
-    models: dict[str, Model] = {}
-    for pair in pairs:
-        for model in pair:
-            models.setdefault(model_name(model), model)
-    primaries = {p for p, _ in names}
-    for name in models:
-        check_cost(cost_fn, name)
-
-    detectors = settings.detectors
-    needs_logprobs = any(settings.detector(d).needs_logprobs for d in detectors)
+    names, models = _checked_pairs(pairs, cost_fn)
     params = _params(settings, suite_obj, names)
-    digest = hashlib.sha256(json.dumps({k: params[k] for k in ("suite_fingerprint", "pairs", "detectors", "limit",
-                                                               "consistency_k", "temperature", "max_tokens",
-                                                               "selection_strategy")},
-                                       sort_keys=True).encode()).hexdigest()[:8]
-    out_dir = run.run_dir or DEFAULT_BENCH_DIR / f"{slug(suite_obj.name)}-{digest}"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = _out_dir(run, params, suite_obj)
     notes = [GUIDE_NOTE, f"Recommended threshold: {RECOMMENDATION_CRITERION}."]
-
-    lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=settings.max_tokens,
-                            cache=settings.cache)
-           for name, model in models.items()}
-    from tool_selection.lm import prepare_lm
-
-    for lm in lms.values():
-        prepare_lm(lm)
+    lms = _loaded(models, {p for p, _ in names}, settings)
     per_model = {}
     for split in splits:
         for name, lm in lms.items():
             table = _run_model(suite_obj, name, lm, split, out_dir, settings,
-                               detectors=detectors if name in primaries else (), run=run)
-            per_model[(name, split)] = price(table, name, cost_fn, detectors)
+                               detectors=settings.detectors if name in {p for p, _ in names} else (), run=run)
+            per_model[(name, split)] = price(table, name, cost_fn, settings.detectors)
             if not (table["input_tokens"] + table["output_tokens"]).any():
                 notes.append(f"{name} ({split}): every token count is 0, so its costs are 0 (DSPy cache hits carry "
                              "no usage); run with --no-cache or a fresh --out for costs.")
 
-    tables = assemble(names, splits, detectors, settings.thresholds, per_model)
+    tables = assemble(names, splits, settings.detectors, settings.thresholds, per_model)
     result = BenchResult(sweep=tables.sweep, summary=tables.summary, recommendations=tables.recommendations,
                          curves=tables.curves, cases=tables.cases, baselines=tables.baselines, out_dir=out_dir,
                          notes=notes + tables.notes)
@@ -130,6 +103,49 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
         result.mlflow_run_id = log_run(params={**params, "out_dir": str(out_dir)}, summary=mlflow_metrics(result),
                                        artifacts=result.files, run_name=f"stuck-bench-{out_dir.name}", run=run)
     return result
+
+
+def _checked_pairs(pairs: Sequence[tuple[Model, Model]],
+                   cost_fn: CostFn) -> tuple[list[tuple[str, str]], dict[str, Model]]:
+    """The pairs' model names, and each model once by name; a pair of one model twice, or a model ``cost_fn``
+    cannot price, is refused before any model loads."""
+    if not pairs:
+        raise ToolSelectionError("Give at least one model pair (PRIMARY,SECONDARY).")
+    names = [(model_name(a), model_name(b)) for a, b in pairs]
+    for primary, secondary in names:
+        if primary == secondary:
+            raise ToolSelectionError(f"Pair {primary},{secondary}: the primary and secondary are the same model.")
+    models: dict[str, Model] = {}
+    for pair in pairs:
+        for model in pair:
+            models.setdefault(model_name(model), model)
+    for name in models:
+        check_cost(cost_fn, name)
+    return names, models
+
+
+def _out_dir(run: RunConfig, params: dict[str, Any], suite: Suite) -> Path:
+    """``run.run_dir``, else a folder named for the suite and a hash of what determines the results."""
+    digest = hashlib.sha256(json.dumps({k: params[k] for k in ("suite_fingerprint", "pairs", "detectors", "limit",
+                                                               "consistency_k", "temperature", "max_tokens",
+                                                               "selection_strategy")},
+                                       sort_keys=True).encode()).hexdigest()[:8]
+    out_dir = run.run_dir or DEFAULT_BENCH_DIR / f"{slug(suite.name)}-{digest}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir
+
+
+def _loaded(models: dict[str, Model], primaries: set[str], settings: BenchSettings) -> dict[str, dspy.BaseLM]:
+    """Each model's LM, loaded now (primaries with log-probabilities when a detector reads them)."""
+    from tool_selection.lm import prepare_lm
+
+    needs_logprobs = any(settings.detector(d).needs_logprobs for d in settings.detectors)
+    lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=settings.max_tokens,
+                            cache=settings.cache)
+           for name, model in models.items()}
+    for lm in lms.values():
+        prepare_lm(lm)
+    return lms
 
 
 def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]]) -> dict[str, Any]:
