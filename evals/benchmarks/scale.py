@@ -1,6 +1,6 @@
 """Scale: selection over registries of 10 to 2,000+ tools, with and without retrieval in front of the selector.
 
-    toolsel bench scale [--model local:qwen2.5-coder-0.5b] [--strategy native] [--cases 60] [--k 5]
+    toolsel bench scale [--model local:qwen2.5-coder-0.5b] [--strategy auto] [--cases 60] [--k 5]
                         [--sizes 10 100 1000 all] [--retriever hybrid] [--rerank 20] [--relevance none]
     toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
 
@@ -29,7 +29,7 @@ from evals.metrics import bootstrap_ci
 from evals.scale_registry import DOMAIN_TOOL_SETS, registry_of_size
 from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
-from tool_selection.defaults import DEFAULT_MODEL
+from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import RetrievalSpec, SelectorSpec
 
@@ -91,7 +91,7 @@ def _row(label: str, size: int | None, retrieve: int | None, result, reference=N
     return row
 
 
-def run_scale(model: str, *, strategy: str = "native", cases: int = 60, k: int = 5, retriever: str = "hybrid",
+def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, k: int = 5, retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, relevance: str = "auto", out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring."""
@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL, help="Model spec.")
-    parser.add_argument("--strategy", default="native", help="Selection strategy (default: native).")
+    parser.add_argument("--strategy", default=DEFAULT_STRATEGY,
+                        help=f"Selection strategy (default: {DEFAULT_STRATEGY}, as toolsel eval).")
     parser.add_argument("--cases", type=int, default=60, help="Cases in the sample (default: 60).")
     parser.add_argument("--k", type=int, default=5, help="Tools the selector sees with retrieval (default: 5).")
     parser.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"])
