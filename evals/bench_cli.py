@@ -24,6 +24,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.set_defaults(handler=lambda args: _help(bench))
     sub = bench.add_subparsers(dest="bench_command", metavar="stuck|gate|relevance|scale|bfcl-agreement")
 
+    _register_stuck(sub)
+
+    gate = sub.add_parser(
+        "gate", help="Choose the relevance gate's threshold on dev, offline, and report it on test.",
+        description="Read two runs of a gate+NAME strategy made with the gate open (--gate-threshold -inf): sweep "
+                    "thresholds on the dev run, choose the most accurate, and report the test run at that threshold "
+                    "against the open gate, with the paired difference.",
+        epilog="example: toolsel bench gate --dev runs/bfcl-dev-... --test runs/bfcl-test-...")
+    gate.add_argument("--dev", required=True, help="Run directory (or MLflow run id) of the dev split.")
+    gate.add_argument("--test", required=True, help="Run directory (or MLflow run id) of the test split.")
+    gate.add_argument("--dev-split", default="dev", help="Rows of --dev used to choose (default: dev).")
+    gate.add_argument("--test-split", default="test", help="Rows of --test reported (default: test). One run of "
+                                                           "--split all can serve as both.")
+    gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
+    gate.set_defaults(handler=_gate)
+
+    add_deferred_command(sub, "relevance", module="evals.benchmarks.relevance",
+                         help="Fit a relevance model on recorded signals and report it.")
+    add_deferred_command(sub, "scale", module="evals.benchmarks.scale",
+                         help="Selection over registries of 10 to 2,000+ tools, with retrieval.")
+    add_deferred_command(sub, "bfcl-agreement", module="evals.bfcl_agreement",
+                         help="Agreement of our BFCL scoring with BFCL's own AST checker.")
+
+
+
+def _register_stuck(sub: argparse._SubParsersAction) -> None:
     stuck = sub.add_parser(
         "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
         description="Evaluate each model alone once per split, score every primary decision with each stuck "
@@ -65,27 +91,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stuck.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
     stuck.set_defaults(handler=_stuck)
 
-    gate = sub.add_parser(
-        "gate", help="Choose the relevance gate's threshold on dev, offline, and report it on test.",
-        description="Read two runs of a gate+NAME strategy made with the gate open (--gate-threshold -inf): sweep "
-                    "thresholds on the dev run, choose the most accurate, and report the test run at that threshold "
-                    "against the open gate, with the paired difference.",
-        epilog="example: toolsel bench gate --dev runs/bfcl-dev-... --test runs/bfcl-test-...")
-    gate.add_argument("--dev", required=True, help="Run directory (or MLflow run id) of the dev split.")
-    gate.add_argument("--test", required=True, help="Run directory (or MLflow run id) of the test split.")
-    gate.add_argument("--dev-split", default="dev", help="Rows of --dev used to choose (default: dev).")
-    gate.add_argument("--test-split", default="test", help="Rows of --test reported (default: test). One run of "
-                                                           "--split all can serve as both.")
-    gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
-    gate.set_defaults(handler=_gate)
-
-    add_deferred_command(sub, "relevance", module="evals.benchmarks.relevance",
-                         help="Fit a relevance model on recorded signals and report it.")
-    add_deferred_command(sub, "scale", module="evals.benchmarks.scale",
-                         help="Selection over registries of 10 to 2,000+ tools, with retrieval.")
-    add_deferred_command(sub, "bfcl-agreement", module="evals.bfcl_agreement",
-                         help="Agreement of our BFCL scoring with BFCL's own AST checker.")
-
 
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
@@ -106,17 +111,21 @@ def parse_pair(text: str) -> tuple[str, str]:
 
 def _stuck(args: argparse.Namespace) -> int:
     from evals.stuck_bench import format_report, run_stuck_bench
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
 
     if args.limit is not None and args.limit < 1:
         raise ToolSelectionError("--limit must be a positive number of cases")
     result = run_stuck_bench(
         args.suite, [parse_pair(p) for p in args.pair],
+        selector=SelectorSpec.build(strategy=args.selection_strategy),
+        run=RunConfig.build(run_dir=args.out, mlflow=not args.no_mlflow, tracking_uri=args.tracking_uri,
+                            threads=args.threads),
         **({"detectors": args.detectors.split(",")} if args.detectors else {}),
         thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split, limit=args.limit,
-        consistency_k=args.consistency_k, temperature=args.temperature, out=args.out, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri, threads=args.threads, max_tokens=args.max_tokens, cache=not args.no_cache,
-        live_threshold=args.live_threshold, strategy=args.strategy, live_detector=args.live_detector,
-        selection_strategy=args.selection_strategy,
+        consistency_k=args.consistency_k, temperature=args.temperature, max_tokens=args.max_tokens,
+        cache=not args.no_cache, live_threshold=args.live_threshold, strategy=args.strategy,
+        live_detector=args.live_detector,
     )
     print(format_report(result))
     print(f"\nresults: {result.out_dir} (sweep, summary, recommendations, curves, cases; plots as PNG)")

@@ -7,9 +7,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evals.cli_experiment import add_run_flags, add_selector_flags, run_config, selector_spec, threshold
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
-from tool_selection.strategies import DEFAULT_STRATEGY, UNDECLARED_ARGUMENTS
+from tool_selection.strategies import DEFAULT_STRATEGY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """``toolsel eval`` (with compare, rescore and loop), ``optimize``, ``strategies``, ``suites`` and the
+    report commands."""
     run = subparsers.add_parser(
         "eval", help="Evaluate a selector on a suite (or compare two runs).",
         description="Evaluate a tool selector on an evaluation suite. Per-case results go to the run directory "
@@ -27,59 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           f"saved to disk or in the local cache), or path to a .jsonl file (default: {DEFAULT_SUITE}).")
     run.add_argument("--model", default=DEFAULT_MODEL, help=f"Model spec (default: {DEFAULT_MODEL}).")
     run.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
-    run.add_argument("--limit", type=int, help="Only the first N cases of the split.")
-    run.add_argument("--sample", type=int, help="A fixed seeded sample of N cases of the split (see --seed).")
-    run.add_argument("--seed", type=int, default=0, help="Seed of --sample (default: 0).")
-    run.add_argument("--threads", type=int, help="Cases evaluated in parallel (default: 1, or N with --serve N).")
-    run.add_argument("--serve", type=int, metavar="N",
-                     help="Run the local model in a llama-server with N parallel slots for this evaluation (batched "
-                          "decoding, N cases in flight unless --threads says otherwise). See 'toolsel serve model'.")
-    run.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
-                     help="Fan the cases out over Ray, --threads at a time: a local Ray instance, or the cluster at "
-                          "ADDRESS (HOST:PORT). Needs the ray extra.")
-    run.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
-    run.add_argument("--allow-tool-changes", action="store_true",
-                     help="Evaluate a compiled selector even if its tools changed since it was compiled.")
-    run.add_argument("--strategy", help="How the selector asks the model: auto (default: native-strict with a local "
-                                        "model, native with any other), native, native-cot, native-strict, json-cot, "
-                                        "json, chat-cot, text:fenced, text:call, text:tags; gate+NAME puts the relevance "
-                                        "gate first (see 'toolsel strategies').")
-    run.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy (default: --model).")
-    run.add_argument("--gate-threshold", type=threshold, help="Relevance score below which the gate answers with no call "
-                                                          "(default: 0; choose it on dev with 'toolsel bench gate' "
-                                                          "from a run with --gate-threshold=-inf, the gate open).")
-    run.add_argument("--adapter", choices=["json", "chat"], default="json",
-                     help="Former name of the strategy choice: chat = --strategy chat-cot.")
-    run.add_argument("--retrieve", type=int, metavar="K",
-                     help="Show the selector only the K tools a retriever ranks highest for each request (K below "
-                          "the size of the largest catalog in the suite).")
-    run.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"],
-                     help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
-    run.add_argument("--rerank", type=int, metavar="N",
-                     help="With --retrieve K: the model re-ranks the retriever's top N (N > K) by whether each tool "
-                          "does exactly what is asked, and the selector sees the K best (one short prompt per "
-                          "candidate).")
-    run.add_argument("--undeclared-arguments", choices=UNDECLARED_ARGUMENTS, default="refuse",
-                     help="An argument a call's tool does not declare: refuse (default: the call is invalid, as the "
-                          "tool would refuse it) or drop it and check the call again (counted per case as "
-                          "undeclared_dropped).")
-    run.add_argument("--relevance", metavar="auto|none|MODEL_JSON", default="auto",
-                     help="A relevance model: a decision it judges irrelevant (no listed tool does what is asked) "
-                          "keeps no call. 'auto' (default): a compiled selector's own, else the one shipped "
-                          "for the model, if any (the embedded 0.5B model has one); 'none'; or a file from 'toolsel "
-                          "bench relevance --save'.")
-    run.add_argument("--relevance-signals", metavar="NAMES",
-                     help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the gate): "
-                          "without --relevance they are only recorded, to fit a relevance model on train and dev runs.")
     run.add_argument("--mcp", metavar="CMD_OR_URL",
                      help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
                           "the server's tool list, and its expected calls name those tools.")
-    run.add_argument("--max-tokens", type=int, default=512, help="Generation limit per decision (default: 512).")
-    run.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
-    run.add_argument("--run-dir", help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
-    run.add_argument("--fresh", action="store_true", help="Discard results already in the run directory.")
-    run.add_argument("--no-mlflow", action="store_true", help="Do not log the run to MLflow.")
-    run.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+    add_selector_flags(run)
+    add_run_flags(run)
     run.set_defaults(handler=_eval)
 
     sub = run.add_subparsers(dest="eval_command", metavar="compare|loop|rescore")
@@ -92,6 +47,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--plot", metavar="FILE", help="Also draw B - A per metric, with its interval (PNG or SVG).")
     compare.set_defaults(handler=_compare)
 
+    _register_rescore(sub)
+    _register_loop(sub)
+    _register_optimize(subparsers)
+
+    strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
+                                       description="The selection strategies a selector can use (--strategy NAME; "
+                                                   "gate+NAME adds the relevance gate).")
+    strategies.set_defaults(handler=_strategies)
+
+    suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
+                                   description="List the available suites with case, tag and split counts.")
+    suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
+    suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
+                                                       "its tools, sources and how the cases were written.")
+    suites.add_argument("--export", metavar="FOLDER", help="Save the named suite as a Hugging Face dataset in FOLDER "
+                                                           "(save_to_disk; it loads back as --suite hf:FOLDER).")
+    suites.set_defaults(handler=_suites)
+
+    from evals.reports.cli import register as register_reports
+
+    register_reports(subparsers)
+
+
+def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore = sub.add_parser("rescore", help="Score a finished run again with today's parsers and scoring.",
                              description="Re-read the raw answer each parse failure kept, with the run's strategy "
                                          "and today's parsers, check and score every other row's calls again, and "
@@ -106,6 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rescore.add_argument("--into", metavar="DIR", help="With --undeclared-arguments: the copy's directory.")
     rescore.set_defaults(handler=_rescore)
 
+
+def _register_loop(sub: argparse._SubParsersAction) -> None:
     loop = sub.add_parser("loop", help="Run multi-step tasks through the tool-calling loop and score how they end.",
                           description="Each task of a loop suite (evals/suites/loop/NAME.jsonl) runs the agent loop: "
                                       "the model decides, tools execute, results go back, until it answers. Scored on "
@@ -130,6 +111,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
     loop.set_defaults(handler=_loop)
 
+
+def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
     opt = subparsers.add_parser(
         "optimize", help="Optimize a selector's prompt on a suite's train split and save it.",
         description="Optimize a MultiToolSelector with a DSPy optimizer: trains on the suite's train split, selects "
@@ -143,9 +126,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
     opt.add_argument("--out", help="Directory for the compiled selector (default: programs/<suite>-<optimizer>-<model>).")
     opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
-    opt.add_argument("--strategy", default=DEFAULT_STRATEGY, help="Selection strategy to optimize (see 'toolsel "
-                                                          f"strategies'; default: {DEFAULT_STRATEGY}).")
-    opt.add_argument("--adapter", choices=["json", "chat"], default="json", help="Answer format (default: json).")
+    opt.add_argument("--strategy", help=f"Selection strategy to optimize (see 'toolsel strategies'; default: "
+                                        f"{DEFAULT_STRATEGY}).")
+    opt.add_argument("--adapter", choices=["json", "chat"], help="Former name of the strategy choice: chat = "
+                                                                 "--strategy chat-cot.")
     opt.add_argument("--train-limit", type=int, help="Use only the first N train cases.")
     opt.add_argument("--dev-limit", type=int, help="Use only the first N dev cases.")
     opt.add_argument("--test-limit", type=int, help="Score only the first N test cases.")
@@ -160,38 +144,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "one shipped for the model); the optimization scores the selection alone.")
     opt.set_defaults(handler=_optimize)
 
-    strategies = subparsers.add_parser("strategies", help="List the selection strategies.",
-                                       description="The selection strategies a selector can use (--strategy NAME; "
-                                                   "gate+NAME adds the relevance gate).")
-    strategies.set_defaults(handler=_strategies)
-
-    suites = subparsers.add_parser("suites", help="List the available suites and their composition.",
-                                   description="List the available suites with case, tag and split counts.")
-    suites.add_argument("name", nargs="?", help="Show one suite's tag and split counts.")
-    suites.add_argument("--card", metavar="NAME", help="Print a suite's card: size per split and tag (counted now), "
-                                                       "its tools, sources and how the cases were written.")
-    suites.add_argument("--export", metavar="FOLDER", help="Save the named suite as a Hugging Face dataset in FOLDER "
-                                                           "(save_to_disk; it loads back as --suite hf:FOLDER).")
-    suites.set_defaults(handler=_suites)
-
-    from evals.reports.cli import register as register_reports
-
-    register_reports(subparsers)
-
-
-def threshold(text: str) -> float:
-    """A threshold flag's value: a number, -inf or inf. NaN is refused: every comparison with it is false, so it
-    would silently never (or always) trigger."""
-    value = float(text)
-    if math.isnan(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a number, or -inf or inf")
-    return value
-
 
 def _eval(args: argparse.Namespace) -> int:
-    for option, counted in (("limit", "cases"), ("sample", "cases"), ("retrieve", "tools"), ("rerank", "tools")):
-        if getattr(args, option) is not None and getattr(args, option) < 1:
-            raise ToolSelectionError(f"--{option} must be a positive number of {counted}")
     if args.mcp:
         from tool_selection.mcp import connect_mcp
 
@@ -203,26 +157,9 @@ def _eval(args: argparse.Namespace) -> int:
 def _run_eval(args: argparse.Namespace, tools=None):
     from evals.evaluation import evaluate
 
-    return evaluate(
-        args.suite, args.model, split=None if args.split == "all" else args.split, limit=args.limit,
-        threads=args.threads if args.threads is not None else (args.serve or 1), program=args.program,
-        adapter=args.adapter, max_tokens=args.max_tokens,
-        allow_tool_changes=args.allow_tool_changes, strategy=args.strategy, gate_model=args.gate_model,
-        gate_threshold=args.gate_threshold,
-        cache=not args.no_cache, run_dir=args.run_dir, fresh=args.fresh, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri, tools=tools, sample=args.sample, seed=args.seed, retrieve=args.retrieve,
-        retriever=args.retriever, rerank=args.rerank, serve=args.serve, ray=args.ray, undeclared_arguments=args.undeclared_arguments,
-        relevance=args.relevance, relevance_signals=_signal_names(args.relevance_signals),
-    )
-
-
-def _signal_names(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    from tool_selection.relevance import CHEAP_SIGNALS
-
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    return [signal for name in names for signal in (CHEAP_SIGNALS if name == "cheap" else (name,))]
+    selector, run = selector_spec(args), run_config(args)  # both checked before the model is loaded
+    return evaluate(args.suite, args.model, selector=selector, run=run,
+                    split=None if args.split == "all" else args.split, tools=tools)
 
 
 def _report(result) -> int:
@@ -257,15 +194,19 @@ def _relevance_line(result) -> str:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from evals.optimization import optimize
+    from evals.optimization import OptimizeSettings, optimize
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
 
-    result = optimize(
-        args.suite, args.model, optimizer=args.optimizer, teacher=args.teacher, budget=args.budget, out=args.out,
-        threads=args.threads, adapter=args.adapter, train_limit=args.train_limit, dev_limit=args.dev_limit,
-        evaluate_test=not args.no_test, test_limit=args.test_limit, mlflow=not args.no_mlflow,
-        tracking_uri=args.tracking_uri, strategy=args.strategy,
-        allow_false_abstention_rise=args.allow_false_abstention_rise, relevance=args.relevance,
-    )
+    strategy = "chat-cot" if args.adapter == "chat" and args.strategy is None else args.strategy
+    settings = OptimizeSettings.build(  # checked before any model loads
+        optimizer=args.optimizer, teacher=args.teacher, budget=args.budget, train_limit=args.train_limit,
+        dev_limit=args.dev_limit, test_limit=args.test_limit, evaluate_test=not args.no_test,
+        allow_false_abstention_rise=args.allow_false_abstention_rise)
+    result = optimize(args.suite, args.model, settings,
+                      selector=SelectorSpec.build(strategy=strategy, relevance=args.relevance or "none"),
+                      run=RunConfig.build(run_dir=args.out, threads=args.threads, mlflow=not args.no_mlflow,
+                                          tracking_uri=args.tracking_uri))
     print(f"\ncompiled selector: {result.out_dir}")
     print(f"optimizer {args.optimizer} ({args.budget}): {result.wall_time_s:.0f} s, {result.model_calls} model calls")
     for name, value in result.manifest.scores.items():
@@ -417,6 +358,8 @@ def _loop(args: argparse.Namespace) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
     from tool_selection.lm import get_lm, prepare_lm
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
 
     if args.suite.startswith("bfcl:"):
         return _bfcl_multi_turn(args)
@@ -431,8 +374,9 @@ def _loop(args: argparse.Namespace) -> int:
         prepare_lm(lm)
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
     run_dir = args.run_dir or Path("runs") / "loop" / slug(f"{args.suite}-{args.split}-{args.strategy}-{models}")
-    result = run_loop_suite(tasks, lms[0], strategy=args.strategy, secondary_lm=lms[1] if args.secondary else None,
-                            escalation=args.escalation, threshold=args.threshold, run_dir=run_dir,
+    result = run_loop_suite(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
+                            run=RunConfig(run_dir=run_dir), secondary_lm=lms[1] if args.secondary else None,
+                            escalation=args.escalation, threshold=args.threshold,
                             progress=lambda line: print(line, flush=True))
     s = result.summary
     print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}")

@@ -10,29 +10,28 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import dspy
 
+from evals.deprecated_keywords import fold_keywords
 from evals.metrics import per_correct
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
-from tool_selection.compiled import load_program_state
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
-from tool_selection.relevance.model import DEFAULT_RELEVANCE
-from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, check_rerank, check_undeclared_arguments
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.run_config import RunConfig
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.selector_build import apply_spec
+from tool_selection.spec import SelectorSpec, selection_params
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
-__all__ = ["build_adapter", "default_run_dir", "evaluate", "load_program"]
+__all__ = ["build_adapter", "case_params", "default_run_dir", "evaluate", "run_params", "selector_params"]
 
 RUNS_DIR = Path("runs")
 MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
@@ -46,23 +45,6 @@ def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
     if kind == "chat":
         return dspy.ChatAdapter()
     raise ValueError(f"Unknown adapter {kind!r}: use 'json' or 'chat'")
-
-
-def load_program(path: str | Path | None, *, allow_tool_changes: bool = False,
-                 strategy: str | None = None) -> MultiToolSelector:
-    """A fresh selector with ``strategy``, or a compiled one from ``path`` (a program directory, whose manifest
-    names its strategy, or DSPy state JSON saved from a selector with ``strategy``)."""
-    if path is None:
-        return MultiToolSelector(strategy=strategy or DEFAULT_STRATEGY)
-    path = Path(path)
-    if path.is_dir():
-        selector = MultiToolSelector.load(path, allow_tool_changes=allow_tool_changes)
-        if strategy is not None and strategy != selector.strategy_name:
-            raise ToolSelectionError(f"The compiled selector in {path} was built with strategy "
-                                     f"{selector.strategy_name!r}, not {strategy!r}; leave --strategy out or "
-                                     "optimize a program for that strategy.")
-        return selector
-    return load_program_state(MultiToolSelector(strategy=strategy or DEFAULT_STRATEGY), path)
 
 
 def program_fingerprint(selector: MultiToolSelector) -> str:
@@ -87,146 +69,151 @@ def default_run_dir(params: dict[str, Any]) -> Path:
     return RUNS_DIR / f"{run_label(params)}-{digest}"
 
 
-def evaluate(
-    suite: str | Suite,
-    model: str | dspy.BaseLM,
-    *,
-    split: str | None = "test",
-    limit: int | None = None,
-    threads: int = 1,
-    program: str | Path | MultiToolSelector | None = None,
-    adapter: Literal["json", "chat"] = "json",
-    max_tokens: int = 512,
-    temperature: float = 0.0,
-    cache: bool = True,
-    run_dir: str | Path | None = None,
-    fresh: bool = False,
-    mlflow: bool = True,
-    tracking_uri: str | None = None,
-    progress: bool = True,
-    allow_tool_changes: bool = False,
-    strategy: str | None = None,
-    gate_model: str | dspy.BaseLM | None = None,
-    gate_threshold: float | None = None,
-    tools: ToolRegistry | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    retrieve: int | None = None,
-    retriever: str = "hybrid",
-    rerank: int | None = None,
-    serve: int | None = None,
-    ray: str | None = None,
-    undeclared_arguments: str = "refuse",
-    relevance: str | Path | None = DEFAULT_RELEVANCE,
-    relevance_signals: Sequence[str] | None = None,
-) -> EvalResult:
+def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: SelectorSpec | MultiToolSelector | None = None,
+             run: RunConfig | None = None, split: str | None = "test", tools: ToolRegistry | None = None,
+             **deprecated: Any) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
-    ``strategy`` names how the selector asks the model (``tool_selection.strategies``; default auto, or the
-    compiled program's own); ``gate+NAME`` adds the relevance gate, with ``gate_threshold`` (default 0) and an
-    optional ``gate_model``. ``sample``: a fixed seeded sample of the split (``seed``), for categories too slow
-    to run whole. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's
-    tools, imported with ``tool_selection.mcp.connect_mcp``). ``serve``: run the local ``model`` in a llama-server
-    with this many parallel slots (``tool_selection.lm.ModelServer``) and send it ``threads`` cases at a time; the
-    server stops with the run, and if it dies the run stops with the finished cases kept. ``ray``: fan the cases
-    out over Ray, ``threads`` at a time (``"local"``: a Ray instance on this machine; else a cluster's
-    ``HOST:PORT``; see ``evals.fanout``). ``undeclared_arguments="drop"``: remove arguments a call's tool does not
-    declare before checking it (``MultiToolSelector``), recorded in the params and per case. ``retrieve``/``rerank``:
-    the selector sees the ``retrieve`` tools ``retriever`` ranks highest, or with ``rerank`` the best of its top
-    ``rerank`` as the model re-ranks them. ``relevance``: a
-    relevance model file (``tool_selection.relevance``) that drops the calls of a decision it judges irrelevant,
-    ``auto`` (the default: the model shipped for ``model``, if any, or a compiled selector's own) or ``none``;
-    ``relevance_signals``: signals to record per case (without a model: recorded only, for fitting one)."""
+    ``selector``: what the selector does (a ``SelectorSpec``: strategy, gate, retrieval, argument handling,
+    relevance, program; default ``SelectorSpec()``), or a built selector (the default spec's relevance then
+    applies to it). ``run``: how the run is carried out (a ``RunConfig``: threads, a llama-server with ``serve``
+    slots, Ray, the cache, MLflow, the run folder, ``limit``/``sample``/``seed``). ``split``: ``None`` for every
+    case. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's tools). The keywords of
+    the former signature (``strategy=``, ``threads=``, ...) still work, with a ``DeprecationWarning``."""
+    selector, run = fold_keywords("evaluate", deprecated, selector, run)
+    built, spec = _selector_and_spec(selector)
     with contextlib.ExitStack() as stack:
-        if threads < 1 or max_tokens < 1:
-            raise ToolSelectionError(f"threads and max_tokens must be at least 1 (got {threads} and {max_tokens}).")
-        if gate_threshold is not None and math.isnan(gate_threshold):
-            raise ToolSelectionError("gate_threshold (--gate-threshold) is NaN; give a number, or -inf or inf.")
-        if mlflow:
-            check_tracking_uri(tracking_uri)
-        suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
-        cases = suite_obj.split(split).sample(sample, seed).limit(limit)
-        if not len(cases):
-            raise ToolSelectionError(f"Suite {suite_obj.name!r} has no cases in split {split!r} (its splits: "
-                                     f"{dict(suite_obj.split_counts())}).")
-        if retrieve is not None:
-            _check_retrieve(retrieve, tools, cases)
-        check_rerank(rerank, retrieve)
-        if run_dir is not None and Path(run_dir).exists() and not Path(run_dir).is_dir():
-            raise ToolSelectionError(f"--run-dir {run_dir} is a file; give a directory for the per-case results.")
-        if adapter == "chat" and strategy is None:
-            strategy = "chat-cot"  # the former --adapter chat
-        if ray is not None:  # an unreachable cluster stops here, before a model is loaded
-            _connect_ray(ray, program=program, model=model, workers=threads)
-        server = stack.enter_context(_served(model, serve)) if serve is not None else None
-        job = SelectorJob(program=program, strategy=strategy, allow_tool_changes=allow_tool_changes,
-                          model=server.model_spec if server else model, gate_model=gate_model,
-                          gate_threshold=gate_threshold, retrieve=retrieve, retriever=retriever, rerank=rerank,
-                          temperature=temperature, max_tokens=max_tokens, cache=cache,
-                          undeclared_arguments=undeclared_arguments, relevance=relevance,
-                          relevance_signals=tuple(relevance_signals) if relevance_signals else None)
-        selector, lm, model_name, gate_name = job.prepare()
+        suite_obj, cases = _cases(suite, split, run, spec, tools)
+        if run.mlflow:
+            check_tracking_uri(run.tracking_uri)
+        if run.ray is not None:  # an unreachable cluster stops here, before a model is loaded
+            _connect_ray(run.ray, program=built, model=model, workers=run.threads)
+        server = stack.enter_context(_served(model, run.serve)) if run.serve is not None else None
+        job = SelectorJob(spec=spec, program=built, model=server.model_spec if server else model,
+                          temperature=run.temperature, max_tokens=run.max_tokens, cache=run.cache)
+        prepared, lm, model_name, gate_name = job.prepare()
         if server is not None:
             model_name = model
         submit = None
-        if ray is not None:
+        if run.ray is not None:
             from evals.fanout import RayCases
             from tool_selection.lm.specs import ModelSpec
 
-            submit = RayCases(job, tools=tools, workers=threads, local_model=ModelSpec.parse(job.model).is_local).submit
-        params = {
-            "kind": "eval",
-            "suite": suite_obj.name,
-            "suite_fingerprint": suite_obj.fingerprint,
-            **({"suite_ref": suite_reference(suite)} if not isinstance(suite, Suite) else {}),
-            "split": split or "all",
-            "limit": limit,
-            **({"sample": sample, "seed": seed} if sample is not None else {}),
-            "model": model_name,
-            **({"served_parallel": serve} if server is not None else {}),
-            **({"ray": ray} if ray is not None else {}),
-            "program": str(program) if program is not None and not isinstance(program, MultiToolSelector) else "zero-shot",
-            "program_fingerprint": program_fingerprint(selector),
-            "strategy": selector.strategy_name,
-            **({"retrieve": retrieve, "retriever": retriever} if retrieve is not None else {}),
-            **({"rerank": rerank} if rerank is not None else {}),
-            **({"undeclared_arguments": undeclared_arguments} if undeclared_arguments != "refuse" else {}),
-            **({"relevance": selector.relevance.describe()} if selector.relevance is not None else {}),
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "cases": len(cases),
-            **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
-            **({"gate_model": gate_name or model_name, "gate_threshold": selector.gate_threshold}
-               if selector.gate is not None else {}),
-            "threads": threads,
-            "dspy_version": dspy.__version__,
-            "git_commit": git_commit(),
-        }
-        run_path = Path(run_dir) if run_dir else default_run_dir(params)
-        try:
-            run_path.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
-        if fresh and run_path.exists():
-            for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv", MLFLOW_FILE):
-                (run_path / name).unlink(missing_ok=True)
-        result = Evaluator(suite=cases, threads=threads, progress=progress, tools=tools,
-                           health_check=server.check_alive if server else None, submit=submit)(selector, lm=lm, run_dir=run_path)
+            submit = RayCases(job, tools=tools, workers=run.threads,
+                              local_model=ModelSpec.parse(job.model).is_local).submit
+        params = run_params(case_params(suite, suite_obj, cases, split, run),
+                            selector_params(prepared, spec, built, model_name, gate_name), run, model_name, tools,
+                            served=server is not None)
+        run_path = _run_path(run, params)
+        result = Evaluator(suite=cases, threads=run.threads, progress=run.progress, tools=tools,
+                           health_check=server.check_alive if server else None,
+                           submit=submit)(prepared, lm=lm, run_dir=run_path)
         result.params = params
         if isinstance(model, str):
             _price(result, model)
-        result.results.to_parquet(run_path / TABLE_FILE, index=False)
-        result.by_tag.to_csv(run_path / "by_tag.csv", index=False)
-        write_json(run_path / "summary.json", {"params": params, "summary": result.summary})
-        if mlflow:
-            result.mlflow_run_id = log_run(
-                params=params, summary=result.summary, by_tag=result.by_tag, uri=tracking_uri,
-                artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
-                run_name=_mlflow_run_name(params, run_path), cases=result.results,
-            )
-            write_json(run_path / MLFLOW_FILE, {"run_id": result.mlflow_run_id,
-                                                "tracking_uri": resolve_tracking_uri(tracking_uri)})
+        _save(result, run_path, run)
         return result
+
+
+def _selector_and_spec(selector: Any) -> tuple[MultiToolSelector | None, SelectorSpec]:
+    """A built selector (if one was given) and the spec applied to it, or the spec to build one from."""
+    if isinstance(selector, tuple):  # program= a selector object, in the former keywords
+        return selector
+    if isinstance(selector, MultiToolSelector):
+        return selector, SelectorSpec()
+    if selector is None or isinstance(selector, SelectorSpec):
+        return None, selector or SelectorSpec()
+    raise TypeError(f"selector must be a SelectorSpec or a MultiToolSelector, got {type(selector).__name__}")
+
+
+def _cases(suite: str | Suite, split: str | None, run: RunConfig, spec: SelectorSpec,
+           tools: ToolRegistry | None) -> tuple[Suite, Suite]:
+    """The suite and the cases to run (the split, sampled, limited); refuses an empty selection and a retrieval
+    depth that keeps every tool."""
+    suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+    cases = suite_obj.split(split).sample(run.sample, run.seed).limit(run.limit)
+    if not len(cases):
+        raise ToolSelectionError(f"Suite {suite_obj.name!r} has no cases in split {split!r} (its splits: "
+                                 f"{dict(suite_obj.split_counts())}).")
+    if spec.retrieval is not None:
+        _check_retrieve(spec.retrieval.k, tools, cases)
+    return suite_obj, cases
+
+
+def selector_params(selector: MultiToolSelector, spec: SelectorSpec, built: MultiToolSelector | None,
+                    model_name: str, gate_name: str | None) -> dict[str, Any]:
+    """What an evaluation records about its selector as built: the program and its fingerprint, and
+    ``selection_params`` of the selector's own spec (its strategy as pinned, the relevance stage that runs)."""
+    selection = selection_params(
+        selector.to_spec(), relevance=selector.relevance.describe() if selector.relevance is not None else None,
+        gate_model=gate_name or model_name,
+        program="zero-shot" if built is not None or spec.program is None else spec.program)
+    return {"program": selection.pop("program"), "program_fingerprint": program_fingerprint(selector), **selection}
+
+
+def case_params(suite: str | Suite, suite_obj: Suite, cases: Suite, split: str | None,
+                run: RunConfig) -> dict[str, Any]:
+    """What an evaluation records about its cases: the suite, where it came from, the split and the selection."""
+    return {
+        "suite": suite_obj.name,
+        "suite_fingerprint": suite_obj.fingerprint,
+        **({"suite_ref": suite_reference(suite)} if not isinstance(suite, Suite) else {}),
+        "split": split or "all",
+        "limit": run.limit,
+        **({"sample": run.sample, "seed": run.seed} if run.sample is not None else {}),
+        "cases": len(cases),
+    }
+
+
+def run_params(cases: dict[str, Any], selector: dict[str, Any], run: RunConfig, model_name: str,
+               tools: ToolRegistry | None, *, served: bool) -> dict[str, Any]:
+    """What an evaluation records about itself (MLflow params, summary.json, the run folder's name and hash):
+    ``cases`` (``case_params``), the model, how it ran, and ``selector`` (``selector_params``)."""
+    cases = dict(cases)
+    count = cases.pop("cases")
+    return {
+        "kind": "eval",
+        **cases,
+        "model": model_name,
+        **({"served_parallel": run.serve} if served else {}),
+        **({"ray": run.ray} if run.ray is not None else {}),
+        **selector,
+        "max_tokens": run.max_tokens,
+        "temperature": run.temperature,
+        "cases": count,
+        **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
+        "threads": run.threads,
+        "dspy_version": dspy.__version__,
+        "git_commit": git_commit(),
+    }
+
+
+def _run_path(run: RunConfig, params: dict[str, Any]) -> Path:
+    run_path = run.run_dir or default_run_dir(params)
+    try:
+        run_path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ToolSelectionError(f"Cannot use {run_path} as the run directory: {error.strerror}.") from None
+    if run.fresh:
+        for name in ("results.jsonl", TABLE_FILE, "summary.json", "by_tag.csv", MLFLOW_FILE):
+            (run_path / name).unlink(missing_ok=True)
+    return run_path
+
+
+def _save(result: EvalResult, run_path: Path, run: RunConfig) -> None:
+    """The run's table, per-tag figures and summary in its folder, and its MLflow run."""
+    result.results.to_parquet(run_path / TABLE_FILE, index=False)
+    result.by_tag.to_csv(run_path / "by_tag.csv", index=False)
+    write_json(run_path / "summary.json", {"params": result.params, "summary": result.summary})
+    if run.mlflow:
+        result.mlflow_run_id = log_run(
+            params=result.params, summary=result.summary, by_tag=result.by_tag,
+            artifacts=[run_path / TABLE_FILE, run_path / "by_tag.csv", run_path / "summary.json"],
+            run_name=_mlflow_run_name(result.params, run_path), cases=result.results,
+            run=run,
+        )
+        write_json(run_path / MLFLOW_FILE, {"run_id": result.mlflow_run_id,
+                                            "tracking_uri": resolve_tracking_uri(run.tracking_uri)})
 
 
 def _mlflow_run_name(params: dict[str, Any], run_path: Path) -> str:
@@ -240,56 +227,25 @@ class SelectorJob:
     """What builds the selector and its LM for an evaluation: here, and again in each worker of a fanned-out one
     (``evals.fanout``), so every process asks the model the same way."""
 
-    program: str | Path | MultiToolSelector | None
-    strategy: str | None
-    allow_tool_changes: bool
+    spec: SelectorSpec
     model: str | dspy.BaseLM
-    gate_model: str | dspy.BaseLM | None
-    gate_threshold: float | None
-    retrieve: int | None
-    retriever: str
     temperature: float
     max_tokens: int
     cache: bool
-    undeclared_arguments: str = "refuse"
-    relevance: str | Path | None = None
-    relevance_signals: tuple[str, ...] | None = None
-    rerank: int | None = None
+    program: MultiToolSelector | None = None  # a built selector the spec applies to, instead of building one
 
     def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
         """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
-        selector = self.program if isinstance(self.program, MultiToolSelector) else load_program(
-            self.program, allow_tool_changes=self.allow_tool_changes, strategy=self.strategy)
         lm, model_name = _lm(self.model, temperature=self.temperature, max_tokens=self.max_tokens, cache=self.cache)
         gate_lm, gate_name = None, None
-        if self.gate_model is not None:
-            gate_lm, gate_name = _lm(self.gate_model, temperature=0.0, max_tokens=2, cache=self.cache)
-        from tool_selection.relevance import RelevanceStage, resolve_relevance
-
-        relevance = resolve_relevance(self.relevance, model_name)
-        if str(self.relevance) == "none":  # also a compiled selector's own
-            selector.relevance = None
-        elif str(self.relevance) == "auto" and selector.relevance is not None:
-            relevance = selector.relevance.model  # a compiled selector's own comes first
-        if relevance is not None or self.relevance_signals:
-            selector.relevance = RelevanceStage(relevance, signals=self.relevance_signals,
-                                                gate_lm=gate_lm if selector.gate is None else None)
-            if "gate" in selector.relevance.signals and gate_lm is None:
-                raise ToolSelectionError("The relevance signal 'gate' asks a gate model: give --gate-model.")
-        gate_for_stage = selector.relevance is not None and "gate" in selector.relevance.signals
-        if selector.gate is None and (self.gate_threshold is not None or gate_lm is not None and not gate_for_stage):
-            raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME) or the "
-                                     f"relevance signal 'gate', not {selector.strategy_name!r}.")
-        if selector.gate is not None:
-            selector.gate_lm = gate_lm or selector.gate_lm
-            if self.gate_threshold is not None:
-                selector.gate_threshold = float(self.gate_threshold)
+        if self.spec.gate.model is not None:
+            gate_lm, gate_name = _lm(self.spec.gate.model, temperature=0.0, max_tokens=2, cache=self.cache)
+        if self.program is None:
+            selector = MultiToolSelector.from_spec(self.spec, model=model_name, gate_lm=gate_lm)
+        else:
+            selector = self.program
+            apply_spec(selector, self.spec, model=model_name, gate_lm=gate_lm)
         selector.pin_strategy(lm)
-        if self.retrieve is not None:
-            selector.retrieve, selector.retriever_name = self.retrieve, self.retriever
-        if self.rerank is not None:
-            selector.rerank = self.rerank
-        selector.undeclared_arguments = check_undeclared_arguments(self.undeclared_arguments)
         return selector, lm, model_name, gate_name
 
 

@@ -34,13 +34,16 @@ import dspy
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evals.deprecated_keywords import fold_keywords
 from evals.metrics import bootstrap_ci, value_matches
 from evals.runner import _RowWriter, load_rows
 from tool_selection.agent import AgentLoop, ToolSession, Transcript
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.run_config import RunConfig
+from tool_selection.selector import MultiToolSelector
+from tool_selection.spec import SelectorSpec
 from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.toolset import ToolSet, load_tool_set
 
@@ -212,31 +215,40 @@ def summarize_loop(results: pd.DataFrame) -> dict[str, float]:
     return summary
 
 
-def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, strategy: str = DEFAULT_STRATEGY,
-                   secondary_lm: dspy.BaseLM | None = None, escalation: str = "delegate", threshold: float = 0.7,
-                   run_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> LoopResult:
-    """Run every task's loop (resumable: finished tasks in ``run_dir`` are kept) and score it."""
+LOOP_SELECTOR = SelectorSpec(relevance="none")
+"""The loop's selector unless told: the default strategy, and no relevance stage (its model was fitted on single
+decisions, not on the steps of a conversation)."""
+
+
+def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: SelectorSpec | None = None,
+                   run: RunConfig | None = None, secondary_lm: dspy.BaseLM | None = None,
+                   escalation: str = "delegate", threshold: float = 0.7,
+                   progress: Callable[[str], None] | None = None, **deprecated: Any) -> LoopResult:
+    """Run every task's loop and score it. ``selector``: how each step is decided (default ``LOOP_SELECTOR``);
+    ``run``: ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them) and ``limit`` (the
+    first N tasks). A ``secondary_lm`` takes stuck steps (``escalation``, at stuck score ``threshold``). The former
+    ``strategy=`` and ``run_dir=`` still work, with a ``DeprecationWarning``."""
+    selector, run = fold_keywords("run_loop_suite", deprecated, selector, run, selector_defaults={"relevance": "none"})
+    selector = selector or LOOP_SELECTOR
     if math.isnan(threshold):
         raise ToolSelectionError("threshold (--threshold) is NaN, which no stuck score reaches; give a number.")
-    run_path = Path(run_dir) if run_dir else None
+    if run.sample is not None:
+        raise ToolSelectionError("A loop suite runs its tasks in order: give limit, not sample.")
+    run_path = run.run_dir
+    if run_path and run.fresh:
+        (run_path / "results.jsonl").unlink(missing_ok=True)
     done = load_rows(run_path / "results.jsonl", finished_only=True) if run_path else {}
     if run_path:
         run_path.mkdir(parents=True, exist_ok=True)
     writer = _RowWriter(run_path / "results.jsonl" if run_path else None)
     rows = dict(done)
+    tasks = tasks[: run.limit]
     for index, task in enumerate(tasks, start=1):
         if task.id in rows:
             continue
         start = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="loop-task-") as root:  # each task's files start from nothing
-            loop = AgentLoop(task.tools(), strategy=strategy, lm=lm, max_tool_calls=task.max_tool_calls,
-                             secondary_lm=secondary_lm, escalation=escalation, threshold=threshold,
-                             detector=LoopStuckDetector() if secondary_lm is not None else None,
-                             session_config={"root": Path(root)})
-            with dspy.context(track_usage=True), dspy.track_usage() as tracker:
-                transcript = loop.run(task.request)
-            row = _row(task, transcript, loop.session, tracker.get_total_tokens())
-        rows[task.id] = row
+        rows[task.id] = row = _run_task(task, lm, selector, secondary_lm=secondary_lm, escalation=escalation,
+                                        threshold=threshold)
         writer.write(row)
         if progress:
             progress(f"{index}/{len(tasks)} {task.id}: {'ok' if row['success'] else 'failed'} "
@@ -246,6 +258,19 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, strategy: str = DE
         table.drop(columns=["transcript"]).to_parquet(run_path / "results.parquet", index=False)
         (run_path / "summary.json").write_text(json.dumps(summarize_loop(table), indent=2))
     return LoopResult(results=table, summary=summarize_loop(table), run_dir=run_path)
+
+
+def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, *, secondary_lm: dspy.BaseLM | None,
+              escalation: str, threshold: float) -> dict[str, Any]:
+    """One task's loop, in a folder of its own (each task's files start from nothing), as a result row."""
+    with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
+        loop = AgentLoop(task.tools(), selector=MultiToolSelector.from_spec(selector), lm=lm,
+                         max_tool_calls=task.max_tool_calls, secondary_lm=secondary_lm, escalation=escalation,
+                         threshold=threshold, detector=LoopStuckDetector() if secondary_lm is not None else None,
+                         session_config={"root": Path(root)})
+        with dspy.context(track_usage=True), dspy.track_usage() as tracker:
+            transcript = loop.run(task.request)
+        return _row(task, transcript, loop.session, tracker.get_total_tokens())
 
 
 def registry_of(task: LoopTask) -> ToolRegistry:

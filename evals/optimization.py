@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import dspy
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evals.deprecated_keywords import fold_keywords
 from evals.metrics import balanced_accuracy, score_case
 from evals.naming import slug
 from evals.runner import EvalResult
@@ -29,14 +31,18 @@ from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.named_registry import Registry
 from tool_selection.relevance import RelevanceStage, resolve_relevance
-from tool_selection.selector import MultiToolSelector, compact_demo
+from tool_selection.run_config import RunConfig
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, compact_demo
+from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
+from tool_selection.validation import validation_problems
 
 __all__ = [
     "MAX_FALSE_ABSTENTION_RISE",
     "OPTIMIZERS",
     "FalseAbstentionRiseError",
     "OptimizeResult",
+    "OptimizeSettings",
     "Optimizer",
     "OptimizerSetup",
     "UnknownOptimizerError",
@@ -289,143 +295,224 @@ class _CallCounter:
         self.callback = Callback()
 
 
-def optimize(
-    suite: str | Suite,
-    model: str | dspy.BaseLM,
-    *,
-    optimizer: str = "bootstrap",
-    teacher: str | dspy.BaseLM | None = None,
-    budget: Budget = "light",
-    out: str | Path | None = None,
-    threads: int = 1,
-    adapter: Literal["json", "chat"] = "json",
-    max_tokens: int = 512,
-    train_limit: int | None = None,
-    dev_limit: int | None = None,
-    evaluate_test: bool = True,
-    test_limit: int | None = None,
-    mlflow: bool = True,
-    tracking_uri: str | None = None,
-    strategy: str = DEFAULT_STRATEGY,
-    allow_false_abstention_rise: bool = False,
-    relevance: str | Path | None = None,
-) -> OptimizeResult:
-    """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``out``,
-    then score it on test with the harness and log everything to MLflow. With dev cases, the unoptimized
-    selector is scored on dev too, and a program whose dev false abstention is more than 10 points above its
-    is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``. ``relevance`` (``auto``,
-    ``none`` or a model file; see ``tool_selection.relevance``): a relevance model saved with the program and
-    applied after its selections; optimization itself scores the selection alone."""
-    from evals.evaluation import build_adapter, evaluate
-    from evals.tracking import git_commit, log_run
+class OptimizeSettings(BaseModel):
+    """What an optimization is (besides the suite, the model, the selector and how it runs): the optimizer, its
+    teacher (default: the student) and budget, how many train, dev and test cases, whether the test split is
+    scored, and whether a program that abstains far more than the selector it started from may be saved."""
 
-    chosen = get_optimizer(optimizer)
-    if budget not in BUDGETS:
-        raise ToolSelectionError(f"Unknown budget {budget!r}. Choose one of: {', '.join(BUDGETS)}.")
-    bad = {name: value for name, value in {"threads": threads, "max_tokens": max_tokens, "train_limit": train_limit,
-                                            "dev_limit": dev_limit, "test_limit": test_limit}.items()
-           if value is not None and value < 1}
-    if bad:
-        raise ToolSelectionError(f"These must be positive: {', '.join(f'{k}={v}' for k, v in bad.items())}.")
-    if mlflow:
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    optimizer: str = "bootstrap"
+    teacher: str | dspy.BaseLM | None = None
+    budget: Budget = "light"
+    train_limit: int | None = Field(default=None, ge=1)
+    dev_limit: int | None = Field(default=None, ge=1)
+    test_limit: int | None = Field(default=None, ge=1)
+    evaluate_test: bool = True
+    allow_false_abstention_rise: bool = False
+
+    @field_validator("optimizer")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        get_optimizer(value)  # an unknown name lists the registered ones
+        return value
+
+    @classmethod
+    def build(cls, settings: OptimizeSettings | None = None, **fields: Any) -> OptimizeSettings:
+        """``settings`` (default: the defaults) with ``fields`` changed; every bad field named in one error."""
+        if "optimizer" in fields:
+            get_optimizer(fields["optimizer"])  # its own error class, before pydantic wraps it
+        try:
+            return cls.model_validate({**(dict(settings) if settings else {}), **fields})
+        except ValidationError as error:
+            raise ToolSelectionError(f"Bad optimization settings: {validation_problems(error)}.") from None
+
+
+OPTIMIZE_RUN_KEYWORDS = ("out", "threads", "max_tokens", "mlflow", "tracking_uri")  # the former keywords of the run
+
+
+def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSettings | None = None, *,
+             selector: SelectorSpec | None = None, run: RunConfig | None = None, **fields: Any) -> OptimizeResult:
+    """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``run.run_dir``
+    (default ``programs/<suite>-<optimizer>-<model>``), then score it on test with the harness and log everything
+    to MLflow. ``settings`` and ``fields`` (``OptimizeSettings`` fields: ``optimizer=``, ``teacher=``, ``budget=``,
+    ``train_limit=``, ...) say what is optimized how; ``selector`` the selector optimized (its strategy, and a
+    relevance model saved with the program and applied after its selections: ``auto``, ``none`` (the default) or
+    a file; optimization itself scores the selection alone); ``run`` how it runs (threads, max_tokens, MLflow).
+    With dev cases, the unoptimized selector is scored on dev too, and a program whose dev false abstention is more
+    than 10 points above its is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``. The
+    former ``strategy=``, ``relevance=``, ``adapter=``, ``out=``, ``threads=``, ``max_tokens=``, ``mlflow=`` and
+    ``tracking_uri=`` still work, with a ``DeprecationWarning``."""
+    former = {key: fields.pop(key) for key in (*OPTIMIZE_RUN_KEYWORDS, "strategy", "relevance", "adapter")
+              if key in fields}
+    selector, run = fold_keywords("optimize", former, selector, run, run_keywords=OPTIMIZE_RUN_KEYWORDS,
+                                  selector_defaults={"relevance": "none"})
+    settings = OptimizeSettings.build(settings, **fields)
+    spec = selector or SelectorSpec(relevance="none")
+    if run.mlflow:
         from evals.tracking import check_tracking_uri
 
-        check_tracking_uri(tracking_uri)
-    suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
-    train = make_examples(suite_obj.split("train").limit(train_limit))
-    dev = make_examples(suite_obj.split("dev").limit(dev_limit))
-    if not train:
-        raise ToolSelectionError(f"Suite {suite_obj.name!r} has no train cases to optimize on.")
+        check_tracking_uri(run.tracking_uri)
+    job = _OptimizeJob.start(suite, model, settings, spec, run)
+    result = job.compile()
+    if settings.evaluate_test:
+        job.score_test(result)
+    if run.mlflow:
+        job.log(result)
+    return result
 
-    lm = _lm(model, max_tokens=max_tokens, constrained=adapter == "json")
-    teacher_lm = _lm(teacher, max_tokens=max_tokens, constrained=adapter == "json") if teacher else None
-    from tool_selection.lm import prepare_lm
 
-    for each in (lm, teacher_lm):
-        if each is not None:
-            prepare_lm(each)  # a broken engine stops here: DSPy's optimizers would count its error as a score
-    model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
-    teacher_name = teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
-    student = MultiToolSelector(strategy=strategy)
-    if teacher_lm is None or student.strategy.resolved_name(teacher_lm) == student.strategy.resolved_name(lm):
-        student.pin_strategy(lm)  # checks lm too
-    else:
-        student.check_lm(lm)  # auto, a local student and a hosted teacher: each model's own, per call
-    strategy = student.strategy_name
-    label = optimizer if strategy == STRUCTURED_STRATEGY else f"{optimizer}-{slug(strategy)}"
-    out_dir = Path(out) if out else Path("programs") / f"{suite_obj.name}-{label}-{slug(model_name)}"
-    tool_sets = {c.tool_set for c in suite_obj.cases}
-    tool_set = next(iter(tool_sets)) if len(tool_sets) == 1 and None not in tool_sets else None
+@dataclass
+class _OptimizeJob:
+    """One optimization, in its steps: the examples and LMs, the compilation, the test score, the MLflow run."""
 
-    optimizer_obj, optimizer_args = build_optimizer(
-        optimizer, budget, student_lm=lm, teacher_lm=teacher_lm, threads=threads,
-        log_dir=out_dir / "optimizer_log",
-    )
-    counter = _CallCounter()
-    start = time.perf_counter()
-    with dspy.context(lm=lm, adapter=build_adapter(adapter), callbacks=[counter.callback]):
-        if chosen.uses_dev:
-            compiled = optimizer_obj.compile(student, trainset=train, valset=dev or None)
+    suite: Suite
+    settings: OptimizeSettings
+    spec: SelectorSpec
+    run: RunConfig
+    lm: dspy.BaseLM
+    teacher_lm: dspy.BaseLM | None
+    model_name: str
+    train: list[dspy.Example]
+    dev: list[dspy.Example]
+    test_summary: dict[str, float] = field(default_factory=dict)
+    optimizer_args: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSettings, spec: SelectorSpec,
+              run: RunConfig) -> _OptimizeJob:
+        """The train and dev examples and the loaded LMs (a broken engine stops here: DSPy's optimizers would count
+        its error as a score)."""
+        from tool_selection.lm import prepare_lm
+
+        suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+        train = make_examples(suite_obj.split("train").limit(settings.train_limit))
+        dev = make_examples(suite_obj.split("dev").limit(settings.dev_limit))
+        if not train:
+            raise ToolSelectionError(f"Suite {suite_obj.name!r} has no train cases to optimize on.")
+        lm = _lm(model, max_tokens=run.max_tokens, constrained=spec.constrain)
+        teacher = settings.teacher
+        teacher_lm = _lm(teacher, max_tokens=run.max_tokens, constrained=spec.constrain) if teacher else None
+        for each in (lm, teacher_lm):
+            if each is not None:
+                prepare_lm(each)
+        model_name = model if isinstance(model, str) else getattr(model, "model", "custom")
+        return cls(suite_obj, settings, spec, run, lm, teacher_lm, model_name, train, dev)
+
+    @property
+    def teacher_name(self) -> str | None:
+        teacher = self.settings.teacher
+        return teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
+
+    def student(self) -> MultiToolSelector:
+        """The selector optimized, its strategy pinned to the student's model (``auto`` with a local student and a
+        hosted teacher: each model's own, per call)."""
+        student = MultiToolSelector(strategy=self.spec.strategy or DEFAULT_STRATEGY, constrain=self.spec.constrain)
+        teacher_lm = self.teacher_lm
+        if teacher_lm is None or student.strategy.resolved_name(teacher_lm) == student.strategy.resolved_name(self.lm):
+            student.pin_strategy(self.lm)  # checks lm too
         else:
-            compiled = optimizer_obj.compile(student, trainset=train)
-    _compact_demos(compiled)
-    keep_signature_fields(compiled)  # dev and test score what is saved
-    wall = time.perf_counter() - start
-    candidate_scores = _candidate_scores(compiled)
-    dev_score, dev_scores = None, {}
-    if dev:
-        dev_suite = Suite(f"{suite_obj.name}:dev", [e.case for e in dev])
-        dev_eval = evaluate(dev_suite, lm, split=None, program=compiled, adapter=adapter, mlflow=False,
-                            run_dir=out_dir / "dev_eval", fresh=True)
-        baseline = evaluate(dev_suite, lm, split=None, strategy=strategy, adapter=adapter, mlflow=False,
-                            run_dir=out_dir / "dev_eval_unoptimized", fresh=True)
-        dev_score = dev_eval.accuracy
+            student.check_lm(self.lm)
+        return student
+
+    def out_dir(self, strategy: str) -> Path:
+        optimizer = self.settings.optimizer
+        label = optimizer if strategy == STRUCTURED_STRATEGY else f"{optimizer}-{slug(strategy)}"
+        return self.run.run_dir or Path("programs") / f"{self.suite.name}-{label}-{slug(self.model_name)}"
+
+    def compile(self) -> OptimizeResult:
+        """Compile, score on dev against the unoptimized selector, and save the program with its manifest."""
+        student = self.student()
+        out_dir = self.out_dir(student.strategy_name)
+        optimizer_obj, optimizer_args = build_optimizer(
+            self.settings.optimizer, self.settings.budget, student_lm=self.lm, teacher_lm=self.teacher_lm,
+            threads=self.run.threads, log_dir=out_dir / "optimizer_log")
+        self.optimizer_args = optimizer_args
+        counter, start = _CallCounter(), time.perf_counter()
+        with dspy.context(lm=self.lm, adapter=ToolSelectionAdapter(), callbacks=[counter.callback]):
+            if get_optimizer(self.settings.optimizer).uses_dev:
+                compiled = optimizer_obj.compile(student, trainset=self.train, valset=self.dev or None)
+            else:
+                compiled = optimizer_obj.compile(student, trainset=self.train)
+        _compact_demos(compiled)
+        keep_signature_fields(compiled)  # dev and test score what is saved
+        wall = time.perf_counter() - start
+        dev_score, dev_scores = self.score_dev(compiled, student.strategy_name, out_dir)
+        manifest = self.manifest(student, optimizer_args, dev_score, dev_scores)
+        compiled.tools = registry_for(self.suite.cases[0]) if manifest.tool_set else None
+        relevance_model = resolve_relevance(self.spec.relevance, self.model_name)
+        compiled.relevance = RelevanceStage(relevance_model) if relevance_model is not None else None
+        save_compiled(compiled, out_dir, manifest)
+        return OptimizeResult(program=compiled, out_dir=out_dir, manifest=manifest, wall_time_s=wall,
+                              model_calls=counter.calls, dev_score=dev_score, candidate_scores=_candidate_scores(compiled))
+
+    def score_dev(self, compiled: MultiToolSelector, strategy: str,
+                  out_dir: Path) -> tuple[float | None, dict[str, float]]:
+        """The compiled program's dev accuracy, and its dev figures beside the unoptimized selector's (a program
+        that gains by refusing is refused here)."""
+        from evals.evaluation import evaluate
+
+        if not self.dev:
+            return None, {}
+        dev_suite = Suite(f"{self.suite.name}:dev", [e.case for e in self.dev])
+        quiet = RunConfig(mlflow=False, fresh=True)
+        dev_eval = evaluate(dev_suite, self.lm, split=None, selector=compiled,
+                            run=quiet.replace(run_dir=out_dir / "dev_eval"))
+        baseline = evaluate(dev_suite, self.lm, split=None, selector=SelectorSpec(strategy=strategy),
+                            run=quiet.replace(run_dir=out_dir / "dev_eval_unoptimized"))
         dev_scores = _dev_scores(dev_eval, baseline)
-        _check_false_abstention(dev_scores, allowed=allow_false_abstention_rise)
+        _check_false_abstention(dev_scores, allowed=self.settings.allow_false_abstention_rise)
+        return dev_eval.accuracy, dev_scores
 
-    manifest = Manifest(
-        tool_set=tool_set,
-        tools=tool_fingerprint(registry_for(suite_obj.cases[0])) if tool_set else {},
-        model=model_name, optimizer=optimizer, optimizer_args={**optimizer_args, "budget": budget},
-        teacher=teacher_name, suite=suite_obj.name, strategy=student.strategy_name,
-        scores={k: v for k, v in {"dev_accuracy": dev_score, **dev_scores}.items() if v is not None},
-    )
-    compiled.tools = registry_for(suite_obj.cases[0]) if tool_set else None
-    relevance_model = resolve_relevance(relevance, model_name)
-    compiled.relevance = RelevanceStage(relevance_model) if relevance_model is not None else None
-    save_compiled(compiled, out_dir, manifest)
-    result = OptimizeResult(program=compiled, out_dir=out_dir, manifest=manifest, wall_time_s=wall,
-                            model_calls=counter.calls, dev_score=dev_score, candidate_scores=candidate_scores)
+    def manifest(self, student: MultiToolSelector, optimizer_args: dict[str, Any], dev_score: float | None,
+                 dev_scores: dict[str, float]) -> Manifest:
+        tool_sets = {c.tool_set for c in self.suite.cases}
+        tool_set = next(iter(tool_sets)) if len(tool_sets) == 1 and None not in tool_sets else None
+        spec = student.to_spec().model_copy(update={"tools": tool_set, "relevance": self.spec.relevance})
+        return Manifest(
+            tool_set=tool_set, tools=tool_fingerprint(registry_for(self.suite.cases[0])) if tool_set else {},
+            model=self.model_name, optimizer=self.settings.optimizer,
+            optimizer_args={**optimizer_args, "budget": self.settings.budget}, teacher=self.teacher_name,
+            suite=self.suite.name, strategy=student.strategy_name, selector=spec,
+            scores={k: v for k, v in {"dev_accuracy": dev_score, **dev_scores}.items() if v is not None},
+        )
 
-    test_summary: dict[str, float] = {}
-    if evaluate_test:
-        test = evaluate(suite_obj, lm, split="test", limit=test_limit, program=compiled, adapter=adapter,
-                        mlflow=False, run_dir=out_dir / "test_eval", fresh=True)
-        test_summary = test.summary
-        manifest.scores["test_accuracy"] = test.accuracy
+    def score_test(self, result: OptimizeResult) -> None:
+        """The saved program's test figures, in its manifest too."""
+        from evals.evaluation import evaluate
+
+        test = evaluate(self.suite, self.lm, split="test", selector=result.program,
+                        run=RunConfig(limit=self.settings.test_limit, mlflow=False, fresh=True,
+                                      run_dir=result.out_dir / "test_eval"))
+        self.test_summary = test.summary
+        result.manifest.scores["test_accuracy"] = test.accuracy
         for name, value in (("balanced_accuracy", balanced_accuracy(test.results)),
                             ("false_abstention_rate", test.summary.get("false_abstention_rate", math.nan))):
             if not math.isnan(value):
-                manifest.scores[f"test_{name}"] = value
-        save_compiled(compiled, out_dir, manifest)
-    if mlflow:
+                result.manifest.scores[f"test_{name}"] = value
+        save_compiled(result.program, result.out_dir, result.manifest)
+
+    def log(self, result: OptimizeResult) -> None:
+        from evals.tracking import git_commit, log_run
+
+        settings, out_dir = self.settings, result.out_dir
         params = {
-            "kind": "optimize", "suite": suite_obj.name, "suite_fingerprint": suite_obj.fingerprint,
-            "train_cases": len(train), "dev_cases": len(dev),
-            "model": model_name, "teacher": teacher_name, "optimizer": optimizer,
-            "optimizer_args": json.dumps(optimizer_args, default=str), "budget": budget, "strategy": student.strategy_name,
+            "kind": "optimize", "suite": self.suite.name, "suite_fingerprint": self.suite.fingerprint,
+            "train_cases": len(self.train), "dev_cases": len(self.dev),
+            "model": self.model_name, "teacher": self.teacher_name, "optimizer": settings.optimizer,
+            "optimizer_args": json.dumps(self.optimizer_args, default=str),
+            "budget": settings.budget, "strategy": result.manifest.strategy,
             "dspy_version": dspy.__version__, "git_commit": git_commit(), "program_dir": str(out_dir),
         }
-        extra = {"wall_time_s": wall, "model_calls": float(counter.calls)}
-        if dev_score is not None:
-            extra["dev_accuracy"] = dev_score
-        for i, score in enumerate(candidate_scores):
+        extra = {"wall_time_s": result.wall_time_s, "model_calls": float(result.model_calls)}
+        if result.dev_score is not None:
+            extra["dev_accuracy"] = result.dev_score
+        for i, score in enumerate(result.candidate_scores):
             extra[f"candidate_{i:02d}_dev_score"] = score
         result.mlflow_run_id = log_run(
-            params=params, summary={f"test_{k}": v for k, v in test_summary.items()}, extra_metrics=extra,
-            artifacts=[out_dir / "program.json", out_dir / "manifest.json"], run_name=out_dir.name, uri=tracking_uri,
+            params=params, summary={f"test_{k}": v for k, v in self.test_summary.items()}, extra_metrics=extra,
+            artifacts=[out_dir / "program.json", out_dir / "manifest.json"], run_name=out_dir.name, run=self.run,
         )
-    return result
 
 
 def _dev_scores(optimized: EvalResult, unoptimized: EvalResult) -> dict[str, float]:

@@ -23,7 +23,8 @@ from evals.tracking import write_json
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector
-from tool_selection.strategies import GATE_PREFIX, STRUCTURED_STRATEGY, check_decision, drop_undeclared
+from tool_selection.spec import SelectorSpec
+from tool_selection.strategies import check_decision, drop_undeclared
 from tool_selection.strategies.base import as_calls, inner_predict
 
 __all__ = ["rescore_run"]
@@ -73,13 +74,13 @@ def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
     if params.get("tools"):
         raise ToolSelectionError(f"{run_dir} ran over tools given at run time ({params['tools']}); rescore needs "
                                  "the suite's own tools.")
-    strategy = (params.get("strategy") or STRUCTURED_STRATEGY).removeprefix(GATE_PREFIX)  # a gate's rows: its strategy's
-    selector = MultiToolSelector(strategy=strategy)
+    spec = SelectorSpec.from_params(params)
+    selector = MultiToolSelector(strategy=spec.base_strategy)  # a gate's rows: its strategy's
     cases = {case.id: case for case in _run_suite(run_dir, params, suite)}
     rows = load_rows(run_dir / RESULTS_FILE)
     changed = 0  # rows whose stored values differ now
     rewritten = False  # rows changed, or given a column they lacked
-    dropping = params.get("undeclared_arguments") == "drop"
+    dropping = spec.undeclared_arguments == "drop"
     for case_id, row in rows.items():
         if row.get("error_message") or case_id not in cases:
             continue

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 
 from tool_selection.errors import ToolSelectionError
-from tool_selection.tracking import DEFAULT_TRACKING_URI, EXPERIMENT, tracking_uri
+from tool_selection.run_config import RunConfig
+from tool_selection.tracking import DEFAULT_TRACKING_URI, tracking_uri
 
 __all__ = ["CASES_TABLE", "DEFAULT_TRACKING_URI", "case_table", "check_tracking_uri", "git_commit", "log_run", "results_from_mlflow",
            "tracking_uri"]
@@ -79,18 +80,19 @@ def log_run(
     by_tag: pd.DataFrame | None = None,
     artifacts: list[Path] = (),
     run_name: str | None = None,
-    uri: str | None = None,
-    experiment: str = EXPERIMENT,
     extra_metrics: dict[str, float] | None = None,
     cases: pd.DataFrame | None = None,
+    run: RunConfig | None = None,
 ) -> str:
-    """Log one run; returns its MLflow run id. ``cases``: per-case rows, logged as an MLflow table
+    """Log one run to ``run``'s tracking URI and experiment (default: ``RunConfig()``'s); returns its MLflow run
+    id. ``extra_metrics`` are logged with the summary's. ``cases``: per-case rows, logged as an MLflow table
     (``cases.json``), which the UI shows a case at a time (``case_table`` chooses the columns)."""
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri(uri))
-    mlflow.set_experiment(experiment)
-    with mlflow.start_run(run_name=run_name) as run:
+    run = run or RunConfig()
+    mlflow.set_tracking_uri(tracking_uri(run.tracking_uri))
+    mlflow.set_experiment(run.experiment)
+    with mlflow.start_run(run_name=run_name) as logged:
         mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
         metrics = {k: v for k, v in {**summary, **(extra_metrics or {})}.items()
                    if isinstance(v, int | float) and not math.isnan(v)}
@@ -106,7 +108,7 @@ def log_run(
         if cases is not None and len(cases):
             mlflow.log_table(data=case_table(cases), artifact_file=CASES_TABLE)
         mlflow.set_tags({"kind": params.get("kind", "eval")})
-        return run.info.run_id
+        return logged.info.run_id
 
 
 CASES_TABLE = "cases.json"

@@ -39,10 +39,11 @@ def _bad_inputs(tmp_path):
     unknown_set = _suite(tmp_path, [{**CASE, "tool_set": "weather"}], "unknown_set.jsonl")
     eval_ = ["eval", "--no-mlflow", "--suite"]
     return {
-        "threads 0": (eval_ + ["treasure_hunt", "--threads", "0"], "threads and max_tokens must be at least 1"),
-        "threads -3": (eval_ + ["treasure_hunt", "--threads", "-3"], "must be at least 1"),
-        "serve 0": (eval_ + ["treasure_hunt", "--serve", "0"], "parallel must be at least 1"),
-        "max tokens -5": (eval_ + ["treasure_hunt", "--max-tokens", "-5"], "must be at least 1"),
+        "threads 0": (eval_ + ["treasure_hunt", "--threads", "0"], "threads: Input should be greater than or equal to 1"),
+        "threads -3": (eval_ + ["treasure_hunt", "--threads", "-3"], "threads: Input should be greater than or equal to 1"),
+        "serve 0": (eval_ + ["treasure_hunt", "--serve", "0"], "serve: Input should be greater than or equal to 1"),
+        "max tokens -5": (eval_ + ["treasure_hunt", "--max-tokens", "-5"], "max_tokens: Input should be greater than or "
+                                                                        "equal to 1"),
         "empty split": (eval_ + [only_train, "--split", "test"], "has no cases in split 'test'"),
         "program missing": (eval_ + ["treasure_hunt", "--program", str(tmp_path / "absent.json")], "is missing"),
         "program not JSON": (eval_ + ["treasure_hunt", "--program", str(not_json)], "is not valid JSON"),
@@ -65,7 +66,7 @@ def _bad_inputs(tmp_path):
                                  "0:1:1e-9", "--pair", "local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b"],
                                 "over 1000 thresholds"),
         "train limit -1": (["optimize", "--suite", "treasure_hunt", "--no-mlflow", "--train-limit", "-1"],
-                           "must be positive: train_limit=-1"),
+                           "train_limit: Input should be greater than or equal to 1"),
         "no API key": (["optimize", "--suite", "treasure_hunt", "--no-mlflow", "--model", "openai/gpt-4o-mini"],
                        "needs OPENAI_API_KEY in the environment"),
     }

@@ -9,6 +9,9 @@ from its own light modules), so ``import tool_selection`` and ``toolsel --help``
     dspy.configure(lm=get_lm("local:qwen2.5-coder-0.5b"))
     MultiToolSelector(load_tool_set("finance")).decide("What was ACME's last closing price?")
 
+    spec = SelectorSpec(tools="finance", strategy="native", retrieval=RetrievalSpec(k=5))   # what it does, as a value
+    MultiToolSelector.from_spec(spec, model="local:qwen2.5-coder-0.5b")
+
 The evaluation harness (suites, ``evaluate``, ``optimize``, the benchmarks) is the ``evals`` package, built on this
 one; this package does not import it.
 """
@@ -31,7 +34,9 @@ if TYPE_CHECKING:
     )
     from tool_selection.lm import get_lm
     from tool_selection.registry import ToolRegistry, default_registry, register_tool
+    from tool_selection.run_config import RunConfig
     from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import GateSpec, RetrievalSpec, SelectorSpec
     from tool_selection.strategies import strategy_names
     from tool_selection.tool import BaseTool, NoArguments, StrictArguments, ToolArgument
     from tool_selection.toolset import ToolSet, ToolSetConfig, available_tool_sets, load_tool_set
@@ -46,7 +51,9 @@ _LAZY = {
     **dict.fromkeys(["ToolRegistry", "default_registry", "register_tool"], "tool_selection.registry"),
     **dict.fromkeys(["BaseTool", "NoArguments", "StrictArguments", "ToolArgument"], "tool_selection.tool"),
     **dict.fromkeys(["ToolSet", "ToolSetConfig", "available_tool_sets", "load_tool_set"], "tool_selection.toolset"),
+    **dict.fromkeys(["GateSpec", "RetrievalSpec", "SelectorSpec"], "tool_selection.spec"),
     "MultiToolSelector": "tool_selection.selector",
+    "RunConfig": "tool_selection.run_config",
     "get_lm": "tool_selection.lm",
     "strategy_names": "tool_selection.strategies",
 }
@@ -56,9 +63,13 @@ __all__ = [
     "BaseTool",
     "CallProblem",
     "DuplicateToolError",
+    "GateSpec",
     "MultiToolDecision",
     "MultiToolSelector",
     "NoArguments",
+    "RetrievalSpec",
+    "RunConfig",
+    "SelectorSpec",
     "StrictArguments",
     "ToolArgument",
     "ToolArgumentError",

@@ -24,13 +24,14 @@ from enum import StrEnum
 from typing import Any, Literal
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.defaults import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STRATEGY
 from tool_selection.errors import ToolArgumentError, ToolSelectionError, UnknownToolError
 from tool_selection.lm.model_errors import MODEL_FAILURES
 from tool_selection.registry import ToolRegistry
+from tool_selection.spec import SelectorSpec
 from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.tool import BaseTool
 from tool_selection.tool_failures import is_failure, tool_failure
@@ -201,10 +202,18 @@ class ToolSession:
 
 
 class AgentConfig(BaseModel):
-    """One agent's tools and limit: tool names or OpenAI-style function schemas (their ``name`` is looked up)."""
+    """One agent's tools, limit and selector: tool names or OpenAI-style function schemas (their ``name`` is looked
+    up), and how it decides each step (a ``SelectorSpec``; by default without a relevance stage, which was fitted
+    on single decisions, not on the steps of a conversation)."""
 
     name: str = "agent"
     tools: list[str | dict[str, Any]] = Field(default_factory=list)
+    selector: SelectorSpec = Field(default_factory=lambda: SelectorSpec(relevance="none"))
+
+    @field_validator("selector", mode="before")
+    @classmethod
+    def _no_relevance_unless_asked(cls, value: Any) -> Any:
+        return {"relevance": "none", **value} if isinstance(value, dict) else value
     max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, ge=1, le=100)
     system_prompt: str | None = Field(default=None, description="None: the loop's default; \"\" for none.")
 
@@ -268,7 +277,12 @@ class AgentLoop:
 
     @classmethod
     def from_config(cls, config: AgentConfig, available: ToolRegistry | ToolSet, **kwargs: Any) -> AgentLoop:
+        """The loop ``config`` describes over the tools it finds in ``available`` (``kwargs``: the loop's other
+        options, e.g. ``lm=``, ``secondary_lm=``)."""
+        from tool_selection.selector import MultiToolSelector
+
         registry = available.registry() if isinstance(available, ToolSet) else available
+        kwargs.setdefault("selector", MultiToolSelector.from_spec(config.selector))
         return cls(config.registry(registry), max_tool_calls=config.max_tool_calls,
                    system_prompt=LOOP_SYSTEM_PROMPT if config.system_prompt is None else config.system_prompt,
                    **kwargs)

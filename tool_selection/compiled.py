@@ -32,6 +32,8 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_valid
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.spec import SelectorSpec
+from tool_selection.strategies import STRUCTURED_STRATEGY
 from tool_selection.strategies.base import demo_without
 from tool_selection.strict_json import loads_strict
 
@@ -84,6 +86,14 @@ class Manifest(BaseModel):
     program_sha256: str | None = Field(default=None, description="sha256 of program.json's state (set on save).")
     relevance: str | None = Field(default=None, description="Fingerprint of relevance.json, the relevance model "
                                                             "saved with the program (set on save); None: none.")
+    selector: SelectorSpec | None = Field(default=None, description="What the selector does (its spec); None in "
+                                                                    "manifests saved before specs.")
+
+    def selector_spec(self) -> SelectorSpec:
+        """The spec the selector was saved with; for an older manifest, the one its tool set and strategy make."""
+        if self.selector is not None:
+            return self.selector
+        return SelectorSpec.build(tools=self.tool_set, strategy=self.strategy or STRUCTURED_STRATEGY)
 
     @model_validator(mode="after")
     def _tool_set_lists_its_tools(self) -> Manifest:

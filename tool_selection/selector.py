@@ -27,6 +27,7 @@ from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage
+from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import (
     DEFAULT_STRATEGY,
     GATE_PREFIX,
@@ -139,6 +140,8 @@ class MultiToolSelector(dspy.Module):
         self.rerank = rerank
         self._retriever = None
         self.relevance = _relevance_stage(relevance)
+        self.program_path: str | None = None  # the compiled program it was loaded from
+        self.spec: SelectorSpec | None = None  # the spec it was built from (from_spec), as given
 
     def forward(self, request: str, tools: Tools | None = None,
                 conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
@@ -229,20 +232,47 @@ class MultiToolSelector(dspy.Module):
     @classmethod
     def from_directory(cls, directory: str | Path, tools: Tools | None = None, *,
                        allow_tool_changes: bool = False) -> MultiToolSelector:
-        """A compiled selector saved by ``toolsel optimize``; refuses if its tools changed (see ``compiled``)."""
+        """A compiled selector saved by ``toolsel optimize``; refuses if its tools changed (see ``compiled``). Its
+        manifest's spec (``manifest.selector``; a manifest saved before specs names its tool set and strategy)
+        says what it does."""
         from tool_selection.compiled import MANIFEST_FILE, load_compiled, read_manifest
         from tool_selection.toolset import load_tool_set
 
         directory = Path(directory)
         manifest = read_manifest(directory)
         try:  # the tool set and strategy the manifest names
-            if tools is None and manifest.tool_set:
-                tools = load_tool_set(manifest.tool_set)
-            selector = cls(tools, strategy=getattr(manifest, "strategy", None) or STRUCTURED_STRATEGY)
+            spec = manifest.selector_spec()
+            if tools is None and spec.tools:
+                tools = load_tool_set(spec.tools)
+            selector = cls(tools, strategy=spec.strategy or STRUCTURED_STRATEGY, constrain=spec.constrain,
+                           undeclared_arguments=spec.undeclared_arguments)
         except ToolSelectionError as error:
             raise ToolSelectionError(f"{directory / MANIFEST_FILE}: {error}") from None
+        if spec.retrieval is not None:
+            selector.retrieve, selector.retriever_name = spec.retrieval.k, spec.retrieval.retriever
+            selector.rerank = spec.retrieval.rerank
+        if spec.gate.threshold is not None:
+            selector.gate_threshold = spec.gate.threshold
         selector.manifest = load_compiled(selector, directory, selector.tools, allow_tool_changes=allow_tool_changes)
+        selector.program_path, selector.spec = str(directory), spec
         return selector
+
+    @classmethod
+    def from_spec(cls, spec: SelectorSpec, *, model: str | None = None,
+                  gate_lm: dspy.BaseLM | None = None) -> MultiToolSelector:
+        """The selector ``spec`` describes. ``model``: the model it will run with, which ``relevance="auto"``
+        needs now (each shipped relevance model belongs to one model; default: the configured LM's). ``gate_lm``:
+        the gate's model, already built (default: built from ``spec.gate.model``, if any)."""
+        from tool_selection.selector_build import selector_from_spec
+
+        return selector_from_spec(cls, spec, model=model, gate_lm=gate_lm)
+
+    def to_spec(self) -> SelectorSpec:
+        """What this selector does, as a spec (its strategy as pinned, its gate threshold, retrieval and argument
+        handling as set now)."""
+        from tool_selection.selector_build import spec_of
+
+        return spec_of(self)
 
     def decide(self, request: str, tools: Tools | None = None) -> MultiToolDecision:
         """The ``MultiToolDecision`` for ``request`` (a convenience over ``__call__``)."""

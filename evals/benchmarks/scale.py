@@ -30,6 +30,8 @@ from evals.scale_registry import DOMAIN_TOOL_SETS, registry_of_size
 from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
+from tool_selection.run_config import RunConfig
+from tool_selection.spec import RetrievalSpec, SelectorSpec
 
 __all__ = ["main", "run_scale"]
 
@@ -95,23 +97,27 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     """The benchmark's table (also written to ``out``); see the module docstring."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
-    common = {"strategy": strategy, "mlflow": False, "progress": True, "cache": False, "relevance": relevance}
-    own = evaluate(suite, model, run_dir=out / "own", **common)
+    listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
+    retrieved = listed.model_copy(update={"retrieval": RetrievalSpec(k=k, retriever=retriever)})
+    run = RunConfig(mlflow=False, progress=True, cache=False)
+
+    def measured(selector: SelectorSpec, folder: str, tools=None):
+        return evaluate(suite, model, selector=selector, run=run.replace(run_dir=out / folder), tools=tools)
+
+    own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
         registry = registry_of_size(size, required, seed)
         label = f"{len(registry)} tools"
         if len(registry) <= context_tools:  # the whole listing fits the context
             rows.append(_row(f"{label}, all listed", len(registry), None,
-                             evaluate(suite, model, tools=registry, run_dir=out / f"{len(registry)}-all", **common),
-                             own))
+                             measured(listed, f"{len(registry)}-all", registry), own))
         rows.append(_row(f"{label}, top {k} ({retriever})", len(registry), k,
-                         evaluate(suite, model, tools=registry, retrieve=k, retriever=retriever,
-                                  run_dir=out / f"{len(registry)}-top{k}", **common), own))
+                         measured(retrieved, f"{len(registry)}-top{k}", registry), own))
         if rerank is not None:
+            reranked = listed.model_copy(update={"retrieval": RetrievalSpec(k=k, retriever=retriever, rerank=rerank)})
             rows.append(_row(f"{label}, top {k} of {rerank} re-ranked", len(registry), k,
-                             evaluate(suite, model, tools=registry, retrieve=k, retriever=retriever, rerank=rerank,
-                                      run_dir=out / f"{len(registry)}-top{k}-of{rerank}", **common), own))
+                             measured(reranked, f"{len(registry)}-top{k}-of{rerank}", registry), own))
     table = pd.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "scale.csv", index=False)

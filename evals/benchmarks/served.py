@@ -29,11 +29,13 @@ __all__ = ["main"]
 
 def _run(label: str, lm, args: argparse.Namespace, threads: int, run_root: Path, ray: str | None = None) -> dict:
     from evals.evaluation import evaluate
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
 
     start = time.perf_counter()
-    result = evaluate(args.suite, lm, split=args.split, sample=args.sample, seed=args.seed, threads=threads,
-                      strategy=args.strategy, cache=False, mlflow=False, progress=True, max_tokens=args.max_tokens,
-                      run_dir=run_root / label, fresh=True, ray=ray)
+    result = evaluate(args.suite, lm, split=args.split, selector=SelectorSpec.build(strategy=args.strategy),
+                      run=RunConfig(sample=args.sample, seed=args.seed, threads=threads, cache=False, mlflow=False,
+                                    max_tokens=args.max_tokens, run_dir=run_root / label, fresh=True, ray=ray))
     wall = time.perf_counter() - start
     table = result.results
     return {"config": label, "threads": threads, "cases": len(table), "wall_s": wall,

@@ -13,6 +13,7 @@ from typing import Any
 import dspy
 import pandas as pd
 
+from evals.deprecated_keywords import fold_keywords
 from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
 from evals.naming import slug
@@ -34,7 +35,9 @@ from tool_selection.collaboration import (
     resolve_lm,
 )
 from tool_selection.errors import ToolSelectionError
+from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import STRUCTURED_STRATEGY
 
 __all__ = ["GUIDE_NOTE", "run_stuck_bench"]
@@ -43,28 +46,71 @@ GUIDE_NOTE = ("Sweeps are the delegate strategy, computed offline from the per-c
               "The guide strategy changes the primary's answer and needs live runs "
               "(--live-threshold T --strategy guide).")
 DEFAULT_BENCH_DIR = Path("runs") / "stuck_bench"
+BENCH_RUN_KEYWORDS = ("out", "mlflow", "tracking_uri", "threads", "progress")  # the former keywords of the run
 Model = str | dspy.BaseLM
 
 
 def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], settings: BenchSettings | None = None,
-                    *, out: str | Path | None = None, mlflow: bool = True, tracking_uri: str | None = None,
-                    threads: int = 1, progress: bool = True, cost_fn: CostFn | None = None,
-                    **fields: Any) -> BenchResult:
-    """Run the benchmark (see the package docstring); returns the tables, also saved under ``out``.
+                    *, selector: SelectorSpec | None = None, run: RunConfig | None = None,
+                    cost_fn: CostFn | None = None, **fields: Any) -> BenchResult:
+    """Run the benchmark (see the package docstring); returns the tables, also saved under ``run.run_dir``.
 
     ``settings`` (a ``BenchSettings``) and ``fields`` (any of its fields, e.g. ``detectors=["validation"]``,
-    ``thresholds="0:1:0.1"``, ``live_threshold=0.5``) say what is measured; the keyword arguments say where results
-    go and how the run is carried out. ``cost_fn`` prices a call (default: the model catalog)."""
+    ``thresholds="0:1:0.1"``, ``live_threshold=0.5``) say what is measured; ``selector`` how the selectors ask the
+    models (its strategy: ``BenchSettings.selection_strategy``); ``run`` how the run is carried out (threads,
+    progress, MLflow, the output folder; the cases and generation limits are the settings'). ``cost_fn`` prices a
+    call (default: the model catalog). The former ``out=``, ``threads=``, ``mlflow=``, ``tracking_uri=`` and
+    ``progress=`` still work, with a ``DeprecationWarning``."""
+    former = {key: fields.pop(key) for key in BENCH_RUN_KEYWORDS if key in fields}
+    _, run = fold_keywords("run_stuck_bench", former, None, run, run_keywords=BENCH_RUN_KEYWORDS)
+    if run.limit is not None or run.sample is not None:
+        raise ToolSelectionError("The stuck benchmark's cases are its settings' limit (BenchSettings.limit), not "
+                                 "the run config's limit or sample.")
+    if selector is not None and selector.strategy is not None:
+        fields["selection_strategy"] = selector.strategy
     settings = BenchSettings.build(settings, **fields)
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
-    if not pairs:
-        raise ToolSelectionError("Give at least one model pair (PRIMARY,SECONDARY).")
     splits = list(dict.fromkeys([settings.dev_split, settings.test_split]))
     for split in splits:
         if not len(suite_obj.split(split).limit(settings.limit)):
             raise ToolSelectionError(f"Suite {suite_obj.name!r} has no {split!r} cases (it has "
                                      f"{dict(suite_obj.split_counts())}); choose splits with --dev-split/--test-split.")
     cost_fn = cost_fn or catalog_cost
+    names, models = _checked_pairs(pairs, cost_fn)
+    params = _params(settings, suite_obj, names)
+    out_dir = _out_dir(run, params, suite_obj)
+    notes = [GUIDE_NOTE, f"Recommended threshold: {RECOMMENDATION_CRITERION}."]
+    lms = _loaded(models, {p for p, _ in names}, settings)
+    per_model = {}
+    for split in splits:
+        for name, lm in lms.items():
+            table = _run_model(suite_obj, name, lm, split, out_dir, settings,
+                               detectors=settings.detectors if name in {p for p, _ in names} else (), run=run)
+            per_model[(name, split)] = price(table, name, cost_fn, settings.detectors)
+            if not (table["input_tokens"] + table["output_tokens"]).any():
+                notes.append(f"{name} ({split}): every token count is 0, so its costs are 0 (DSPy cache hits carry "
+                             "no usage); run with --no-cache or a fresh --out for costs.")
+
+    tables = assemble(names, splits, settings.detectors, settings.thresholds, per_model)
+    result = BenchResult(sweep=tables.sweep, summary=tables.summary, recommendations=tables.recommendations,
+                         curves=tables.curves, cases=tables.cases, baselines=tables.baselines, out_dir=out_dir,
+                         notes=notes + tables.notes)
+    if settings.live_threshold is not None:
+        result.live = _live_runs(result, names, lms, suite_obj.split(settings.test_split).limit(settings.limit),
+                                 settings, cost_fn, run)
+    _save(result, params)
+    if run.mlflow:
+        result.mlflow_run_id = log_run(params={**params, "out_dir": str(out_dir)}, summary=mlflow_metrics(result),
+                                       artifacts=result.files, run_name=f"stuck-bench-{out_dir.name}", run=run)
+    return result
+
+
+def _checked_pairs(pairs: Sequence[tuple[Model, Model]],
+                   cost_fn: CostFn) -> tuple[list[tuple[str, str]], dict[str, Model]]:
+    """The pairs' model names, and each model once by name; a pair of one model twice, or a model ``cost_fn``
+    cannot price, is refused before any model loads."""
+    if not pairs:
+        raise ToolSelectionError("Give at least one model pair (PRIMARY,SECONDARY).")
     names = [(model_name(a), model_name(b)) for a, b in pairs]
     for primary, secondary in names:
         if primary == secondary:
@@ -73,52 +119,33 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
     for pair in pairs:
         for model in pair:
             models.setdefault(model_name(model), model)
-    primaries = {p for p, _ in names}
     for name in models:
         check_cost(cost_fn, name)
+    return names, models
 
-    detectors = settings.detectors
-    needs_logprobs = any(settings.detector(d).needs_logprobs for d in detectors)
-    params = _params(settings, suite_obj, names)
+
+def _out_dir(run: RunConfig, params: dict[str, Any], suite: Suite) -> Path:
+    """``run.run_dir``, else a folder named for the suite and a hash of what determines the results."""
     digest = hashlib.sha256(json.dumps({k: params[k] for k in ("suite_fingerprint", "pairs", "detectors", "limit",
                                                                "consistency_k", "temperature", "max_tokens",
                                                                "selection_strategy")},
                                        sort_keys=True).encode()).hexdigest()[:8]
-    out_dir = Path(out) if out else DEFAULT_BENCH_DIR / f"{slug(suite_obj.name)}-{digest}"
+    out_dir = run.run_dir or DEFAULT_BENCH_DIR / f"{slug(suite.name)}-{digest}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    notes = [GUIDE_NOTE, f"Recommended threshold: {RECOMMENDATION_CRITERION}."]
+    return out_dir
 
+
+def _loaded(models: dict[str, Model], primaries: set[str], settings: BenchSettings) -> dict[str, dspy.BaseLM]:
+    """Each model's LM, loaded now (primaries with log-probabilities when a detector reads them)."""
+    from tool_selection.lm import prepare_lm
+
+    needs_logprobs = any(settings.detector(d).needs_logprobs for d in settings.detectors)
     lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=settings.max_tokens,
                             cache=settings.cache)
            for name, model in models.items()}
-    from tool_selection.lm import prepare_lm
-
     for lm in lms.values():
         prepare_lm(lm)
-    per_model = {}
-    for split in splits:
-        for name, lm in lms.items():
-            table = _run_model(suite_obj, name, lm, split, out_dir, settings,
-                               detectors=detectors if name in primaries else (), threads=threads, progress=progress,
-                               mlflow=mlflow, tracking_uri=tracking_uri)
-            per_model[(name, split)] = price(table, name, cost_fn, detectors)
-            if not (table["input_tokens"] + table["output_tokens"]).any():
-                notes.append(f"{name} ({split}): every token count is 0, so its costs are 0 (DSPy cache hits carry "
-                             "no usage); run with --no-cache or a fresh --out for costs.")
-
-    tables = assemble(names, splits, detectors, settings.thresholds, per_model)
-    result = BenchResult(sweep=tables.sweep, summary=tables.summary, recommendations=tables.recommendations,
-                         curves=tables.curves, cases=tables.cases, baselines=tables.baselines, out_dir=out_dir,
-                         notes=notes + tables.notes)
-    if settings.live_threshold is not None:
-        result.live = _live_runs(result, names, lms, suite_obj.split(settings.test_split).limit(settings.limit),
-                                 settings, cost_fn, threads, progress)
-    _save(result, params)
-    if mlflow:
-        result.mlflow_run_id = log_run(params={**params, "out_dir": str(out_dir)}, summary=mlflow_metrics(result),
-                                       artifacts=result.files, run_name=f"stuck-bench-{out_dir.name}",
-                                       uri=tracking_uri)
-    return result
+    return lms
 
 
 def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]]) -> dict[str, Any]:
@@ -136,8 +163,7 @@ def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]])
 
 
 def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Path, settings: BenchSettings, *,
-               detectors: Sequence[str], threads: int, progress: bool, mlflow: bool = False,
-               tracking_uri: str | None = None) -> pd.DataFrame:
+               detectors: Sequence[str], run: RunConfig) -> pd.DataFrame:
     """One model alone on one split, through the harness; scored by ``detectors`` when it is a primary. Logged
     as an ordinary zero-shot eval run (the detectors do not change the prompt), so ``toolsel eval compare`` and
     the optimization notebook find it."""
@@ -152,13 +178,13 @@ def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Pa
         program, run_dir = MultiToolSelector(strategy=strategy), out_dir / "runs" / split / name
     if strategy != STRUCTURED_STRATEGY:
         run_dir = run_dir.with_name(f"{run_dir.name}-{slug(strategy)}")
-    result = evaluate(suite, lm, split=split, limit=settings.limit, threads=threads, program=program, adapter="json",
-                      run_dir=run_dir, mlflow=mlflow, tracking_uri=tracking_uri, progress=progress)
+    result = evaluate(suite, lm, split=split, selector=program,
+                      run=run.replace(limit=settings.limit, run_dir=run_dir, fresh=False))
     return result.results.copy()
 
 
 def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str, dspy.BaseLM], cases: Suite,
-               settings: BenchSettings, cost_fn: CostFn, threads: int, progress: bool) -> pd.DataFrame:
+               settings: BenchSettings, cost_fn: CostFn, run: RunConfig) -> pd.DataFrame:
     """The protocol run for real on the test split at one threshold (the only way to measure ``guide``)."""
     split, threshold, strategy = settings.test_split, settings.live_threshold, settings.strategy
     rows = []
@@ -173,20 +199,20 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
                                               temperature=settings.temperature,
                                               selector=MultiToolSelector(strategy=settings.selection_strategy))
         run_dir = result.out_dir / "live" / f"{slug(primary)}__{slug(secondary)}-{detector}-{strategy}-{threshold:g}"
-        run = Evaluator(suite=cases, threads=threads, progress=progress)(protocol, adapter=ToolSelectionAdapter(),
-                                                                         run_dir=run_dir)
-        run.results.to_parquet(run_dir / TABLE_FILE, index=False)
+        live = Evaluator(suite=cases, threads=run.threads, progress=run.progress)(
+            protocol, adapter=ToolSelectionAdapter(), run_dir=run_dir)
+        live.results.to_parquet(run_dir / TABLE_FILE, index=False)
         secondary_cost = result.baselines.query("model == @secondary and split == @split")["cost"].iloc[0]
         cases_table = result.cases.query("pair == @label and split == @split")
         offline = sweep_thresholds(cases_table, score_column(detector), [threshold],
                                    overhead=overhead_column(detector))
-        mean, low, high = bootstrap_ci(run.results["full_match"])
-        cost = float(run.results["cost"].mean()) if "cost" in run.results else math.nan
+        mean, low, high = bootstrap_ci(live.results["full_match"])
+        cost = float(live.results["cost"].mean()) if "cost" in live.results else math.nan
         rows.append({
             "pair": label, "primary": primary, "secondary": secondary, "detector": detector, "strategy": strategy,
-            "threshold": threshold, "split": split, "cases": len(run.results), "accuracy": mean,
+            "threshold": threshold, "split": split, "cases": len(live.results), "accuracy": mean,
             "accuracy_ci_low": low, "accuracy_ci_high": high,
-            "escalation_rate": float(run.results["collab_escalated"].mean()),
+            "escalation_rate": float(live.results["collab_escalated"].mean()),
             "cost": cost, "cost_vs_secondary": cost / secondary_cost if secondary_cost > 0 else math.nan,
             "offline_delegate_accuracy": float(offline["accuracy"].iloc[0]),
             "offline_delegate_escalation_rate": float(offline["escalation_rate"].iloc[0]),

@@ -89,6 +89,14 @@ def test_an_agent_config_keeps_known_tools_and_warns_about_the_rest():
     with pytest.warns(UserWarning, match="tool 'fly' matches no registered tool"):
         loop = AgentLoop.from_config(config, TREASURE)
     assert sorted(loop.registry.names()) == ["dig", "move"] and loop.max_tool_calls == 4
+    assert loop.selector.strategy_name == "auto" and loop.selector.relevance is None
+
+
+def test_an_agent_config_holds_its_selector_spec():
+    config = AgentConfig.model_validate({"tools": ["move"], "selector": {"strategy": "native-cot",
+                                                                        "undeclared_arguments": "drop"}})
+    loop = AgentLoop.from_config(config, TREASURE)
+    assert loop.selector.strategy_name == "native-cot" and loop.selector.undeclared_arguments == "drop"
 
 
 def test_an_agent_system_prompt_joins_the_strategy_instructions(tmp_path):

@@ -249,7 +249,7 @@ def test_a_file_past_the_size_limit_is_refused_unread(saved, monkeypatch):
 def test_what_the_manifest_names_is_refused_naming_the_manifest(saved):
     manifest = json.loads((saved / "manifest.json").read_text())
     (saved / "manifest.json").write_text(json.dumps({**manifest, "strategy": "telepathy"}))
-    with pytest.raises(ToolSelectionError, match=r"manifest\.json: Unknown selection strategy 'telepathy'"):
+    with pytest.raises(ToolSelectionError, match=r"manifest\.json: strategy: Unknown selection strategy 'telepathy'"):
         _load(saved)
     (saved / "manifest.json").write_text(json.dumps({**manifest, "tool_set": "weather"}))
     with pytest.raises(ToolSelectionError, match=r"manifest\.json: Unknown tool set 'weather'"):

@@ -4,10 +4,13 @@ run resumes without redoing finished tasks."""
 import json
 
 import dspy
+import pytest
 
 from evals.loop_eval import load_loop_suite, run_loop_suite
 from tests.lm.conftest import FakeLlama
 from tool_selection.lm import LocalEngine
+from tool_selection.run_config import RunConfig
+from tool_selection.spec import SelectorSpec
 
 
 def _lm(answers, tmp_path):
@@ -29,13 +32,15 @@ def test_following_the_oracle_succeeds_and_stopping_early_does_not(tmp_path):
     task = next(t for t in load_loop_suite("multistep") if "treasure_hunt" in t.tool_sets and len(t.oracle) >= 2
                 and not any("recovery" == tag for tag in t.tags))
     lm, _ = _lm(_script(task), tmp_path)
-    result = run_loop_suite([task], lm, strategy="native", run_dir=tmp_path / "good")
+    result = run_loop_suite([task], lm, selector=SelectorSpec(strategy="native", relevance="none"),
+                            run=RunConfig(run_dir=tmp_path / "good"))
     row = result.results.iloc[0]
     assert row["success"] == 1.0 and row["calls"] == len(task.oracle) and row["stop_reason"] == "answered"
     assert result.summary["task_success"] == 1.0
 
     lazy, _ = _lm(["I would need to look around first."], tmp_path)
-    failed = run_loop_suite([task], lazy, strategy="native", run_dir=tmp_path / "lazy").results.iloc[0]
+    with pytest.warns(DeprecationWarning, match=r"run_loop_suite\(strategy=, run_dir=\) is deprecated"):
+        failed = run_loop_suite([task], lazy, strategy="native", run_dir=tmp_path / "lazy").results.iloc[0]
     assert failed["success"] == 0.0 and failed["calls"] == 0
 
 

@@ -10,6 +10,7 @@ from evals.evaluation import evaluate
 from evals.optimization import (
     OPTIMIZERS,
     FalseAbstentionRiseError,
+    OptimizeSettings,
     UnknownOptimizerError,
     describe_errors,
     feedback_metric,
@@ -26,15 +27,18 @@ from tool_selection import ToolSet
 from tool_selection.compiled import Manifest, ToolsChangedError, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
+from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.spec import SelectorSpec
 
 
 def test_bootstrap_compiles_saves_and_loads_back(suite_path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
-    result = optimize(str(suite_path), lm, optimizer="bootstrap", out=tmp_path / "prog", tracking_uri=uri,
-                      strategy="json-cot")
+    result = optimize(str(suite_path), lm, OptimizeSettings(optimizer="bootstrap"),
+                      selector=SelectorSpec(strategy="json-cot", relevance="none"),
+                      run=RunConfig(run_dir=tmp_path / "prog", tracking_uri=uri))
     demos = result.program.select.predict.demos
     assert demos, "bootstrapping correct answers must yield demonstrations"
     assert all("tools" not in d for d in demos)  # compacted
@@ -42,9 +46,11 @@ def test_bootstrap_compiles_saves_and_loads_back(suite_path, tmp_path, monkeypat
     manifest = json.loads((tmp_path / "prog" / "manifest.json").read_text())
     assert manifest["optimizer"] == "bootstrap" and manifest["dspy_version"] == dspy.__version__
     assert 0 <= manifest["scores"]["test_accuracy"] <= 1
+    assert manifest["selector"] == {**SelectorSpec().model_dump(mode="json"), "strategy": "json-cot",
+                                    "relevance": "none"}  # the spec, stored
 
     loaded = MultiToolSelector.load(tmp_path / "prog")
-    assert len(loaded.select.predict.demos) == len(demos)
+    assert len(loaded.select.predict.demos) == len(demos) and loaded.to_spec().strategy == "json-cot"
     again = evaluate(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), program=tmp_path / "prog",
                      mlflow=False, progress=False, run_dir=tmp_path / "eval")
     assert again.params["program"] == str(tmp_path / "prog")

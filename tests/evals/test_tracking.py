@@ -5,6 +5,7 @@ import pytest
 
 from evals.tracking import check_tracking_uri, git_commit, log_run, results_from_mlflow
 from tool_selection.errors import ToolSelectionError
+from tool_selection.run_config import RunConfig
 
 
 def test_a_logged_run_reads_back(tmp_path):
@@ -13,7 +14,8 @@ def test_a_logged_run_reads_back(tmp_path):
     results.to_parquet(tmp_path / "results.parquet")
     by_tag = pd.DataFrame([{"tag": "all", "cases": 2, "accuracy": 0.5, "seconds_per_correct": float("inf")}])
     run_id = log_run(params={"suite": "s", "kind": "eval", "long": "x" * 900}, summary={"accuracy": 0.5,
-                     "tool_f1": float("nan")}, by_tag=by_tag, artifacts=[tmp_path / "results.parquet"], uri=uri)
+                     "tool_f1": float("nan")}, by_tag=by_tag, artifacts=[tmp_path / "results.parquet"],
+                     run=RunConfig(tracking_uri=uri))
     frame, params = results_from_mlflow(run_id, uri)
     assert frame.equals(results) and params["suite"] == "s" and len(params["long"]) == 500
 

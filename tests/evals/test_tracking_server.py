@@ -104,10 +104,11 @@ import sys
 from pathlib import Path
 import pandas as pd
 from evals.tracking import log_run
+from tool_selection.run_config import RunConfig
 uri, name, folder = sys.argv[1:]
 path = Path(folder) / "results.parquet"
 pd.DataFrame({"id": [name + "-1", name + "-2"], "full_match": [1.0, 0.0]}).to_parquet(path)
-print(log_run(params={"suite": name, "kind": "eval"}, summary={"accuracy": 0.5}, artifacts=[path], uri=uri))
+print(log_run(params={"suite": name, "kind": "eval"}, summary={"accuracy": 0.5}, artifacts=[path], run=RunConfig(tracking_uri=uri)))
 """
 
 

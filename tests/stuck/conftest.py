@@ -161,6 +161,8 @@ def bench_run(tmp_path_factory):
     """One benchmark of the weak and strong fakes over the tiny suite, logged to MLflow in a temporary store,
     with a live guide run at 0.5."""
     from evals.stuck_bench import run_stuck_bench
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
 
     root = tmp_path_factory.mktemp("bench")
     path = root / "tiny.jsonl"
@@ -168,7 +170,7 @@ def bench_run(tmp_path_factory):
     weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
     strong = ScriptedLM(strong_answers(), name="test/strong")
     uri = f"sqlite:///{root / 'mlflow.db'}"
-    result = run_stuck_bench(str(path), [(weak, strong)], out=root / "out", tracking_uri=uri, cost_fn=relative_cost,
-                             progress=False, live_threshold=0.5, strategy="guide", live_detector="heuristic",
-                             selection_strategy="json-cot")
+    result = run_stuck_bench(str(path), [(weak, strong)], selector=SelectorSpec(strategy="json-cot"),
+                             run=RunConfig(run_dir=root / "out", tracking_uri=uri, progress=False),
+                             cost_fn=relative_cost, live_threshold=0.5, strategy="guide", live_detector="heuristic")
     return result, uri

@@ -54,10 +54,11 @@ def test_a_logged_run_carries_its_cases_as_a_table_and_view_finds_it(tmp_path):
     from evals.reports.view import resolve_run, run_address
     from evals.tracking import CASES_TABLE, log_run
     from tool_selection.errors import ToolSelectionError
+    from tool_selection.run_config import RunConfig
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     rows = _rows([1.0, 0.0], 10).assign(tags=[["single"], ["multi", "x"]], request=["a?", "b?"])
-    run_id = log_run(params=PARAMS, summary={"accuracy": 0.5}, uri=uri, cases=rows)
+    run_id = log_run(params=PARAMS, summary={"accuracy": 0.5}, run=RunConfig(tracking_uri=uri), cases=rows)
     table = mlflow.load_table(CASES_TABLE, run_ids=[run_id])
     assert list(table["outcome"]) == ["right", "wrong"] and list(table["tags"]) == ["single", "multi, x"]
 

@@ -1,0 +1,161 @@
+"""The flags of an experiment, in one place: those that say what the selector does build a ``SelectorSpec``,
+those that say how the run is carried out a ``RunConfig``; ``--spec FILE.yaml`` and ``--run-config FILE.yaml``
+start from a file, and flags given beside it change it.
+
+Every flag here defaults to None, so that building can tell a flag given from one left out; the defaults are the
+spec's and the run config's own (said in the help)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import TYPE_CHECKING, Any
+
+from tool_selection.errors import ToolSelectionError
+from tool_selection.strategies import UNDECLARED_ARGUMENTS
+
+if TYPE_CHECKING:
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
+
+__all__ = ["add_run_flags", "add_selector_flags", "run_config", "selector_spec", "threshold"]
+
+
+def threshold(text: str) -> float:
+    """A threshold flag's value: a number, -inf or inf. NaN is refused: every comparison with it is false, so it
+    would silently never (or always) trigger."""
+    value = float(text)
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a number, or -inf or inf")
+    return value
+
+
+def add_selector_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags ``selector_spec`` reads."""
+    group = parser.add_argument_group("the selector (a SelectorSpec)")
+    group.add_argument("--spec", metavar="FILE.yaml", help="A selector spec to start from (the flags below change it).")
+    group.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
+    group.add_argument("--allow-tool-changes", action="store_true", default=None,
+                       help="Evaluate a compiled selector even if its tools changed since it was compiled.")
+    group.add_argument("--strategy", help="How the selector asks the model: auto (default: native-strict with a "
+                                          "local model, native with any other), native, native-cot, native-strict, "
+                                          "json-cot, json, chat-cot, text:fenced, text:call, text:tags; gate+NAME "
+                                          "puts the relevance gate first (see 'toolsel strategies').")
+    group.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy "
+                                            "(default: --model).")
+    group.add_argument("--gate-threshold", type=threshold,
+                       help="Relevance score below which the gate answers with no call (default: 0; choose it on "
+                            "dev with 'toolsel bench gate' from a run with --gate-threshold=-inf, the gate open).")
+    group.add_argument("--adapter", choices=["json", "chat"], help="Former name of the strategy choice: chat = "
+                                                                   "--strategy chat-cot.")
+    group.add_argument("--retrieve", type=int, metavar="K",
+                       help="Show the selector only the K tools a retriever ranks highest for each request (K below "
+                            "the size of the largest catalog in the suite).")
+    group.add_argument("--retriever", choices=["bm25", "dense", "hybrid"],
+                       help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
+    group.add_argument("--rerank", type=int, metavar="N",
+                       help="With --retrieve K: the model re-ranks the retriever's top N (N > K) by whether each "
+                            "tool does exactly what is asked, and the selector sees the K best (one short prompt "
+                            "per candidate).")
+    group.add_argument("--undeclared-arguments", choices=UNDECLARED_ARGUMENTS,
+                       help="An argument a call's tool does not declare: refuse (default: the call is invalid, as "
+                            "the tool would refuse it) or drop it and check the call again (counted per case as "
+                            "undeclared_dropped).")
+    group.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+                       help="A relevance model: a decision it judges irrelevant (no listed tool does what is "
+                            "asked) keeps no call. 'auto' (default): a compiled selector's own, else the one "
+                            "shipped for the model, if any (the embedded 0.5B model has one); 'none'; or a file "
+                            "from 'toolsel bench relevance --save'.")
+    group.add_argument("--relevance-signals", metavar="NAMES",
+                       help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the "
+                            "gate): without --relevance they are only recorded, to fit a relevance model on train "
+                            "and dev runs.")
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags ``run_config`` reads."""
+    group = parser.add_argument_group("the run (a RunConfig)")
+    group.add_argument("--run-config", metavar="FILE.yaml", help="A run config to start from (the flags below "
+                                                                 "change it).")
+    group.add_argument("--limit", type=int, help="Only the first N cases of the split.")
+    group.add_argument("--sample", type=int, help="A fixed seeded sample of N cases of the split (see --seed).")
+    group.add_argument("--seed", type=int, help="Seed of --sample (default: 0).")
+    group.add_argument("--threads", type=int, help="Cases evaluated in parallel (default: 1, or N with --serve N).")
+    group.add_argument("--serve", type=int, metavar="N",
+                       help="Run the local model in a llama-server with N parallel slots for this evaluation "
+                            "(batched decoding, N cases in flight unless --threads says otherwise). See 'toolsel "
+                            "serve model'.")
+    group.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                       help="Fan the cases out over Ray, --threads at a time: a local Ray instance, or the cluster "
+                            "at ADDRESS (HOST:PORT). Needs the ray extra.")
+    group.add_argument("--max-tokens", type=int, help="Generation limit per decision (default: 512).")
+    group.add_argument("--no-cache", action="store_true", default=None,
+                       help="Do not use DSPy's cache of model answers.")
+    group.add_argument("--run-dir", help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
+    group.add_argument("--fresh", action="store_true", default=None,
+                       help="Discard results already in the run directory.")
+    group.add_argument("--no-mlflow", action="store_true", default=None, help="Do not log the run to MLflow.")
+    group.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
+                                              "sqlite:///mlflow.db).")
+
+
+def selector_spec(args: argparse.Namespace, **fixed: Any) -> SelectorSpec:
+    """The spec the selector flags describe (on ``--spec``'s, if given); ``fixed``: fields a command sets itself."""
+    from tool_selection.spec import SelectorSpec
+
+    _check_counts(args, {"retrieve": "tools", "rerank": "tools"})
+    base = SelectorSpec.load_yaml(args.spec) if getattr(args, "spec", None) else SelectorSpec()
+    fields = _given(args, {"program": "program", "allow_tool_changes": "allow_tool_changes",
+                           "strategy": "strategy", "undeclared_arguments": "undeclared_arguments",
+                           "relevance": "relevance"})
+    if getattr(args, "adapter", None) == "chat" and fields.get("strategy", base.strategy) is None:
+        fields["strategy"] = "chat-cot"  # the former --adapter chat
+    gate = _given(args, {"model": "gate_model", "threshold": "gate_threshold"})
+    if gate:
+        fields["gate"] = {**base.gate.model_dump(), **gate}  # validated with the spec, every problem at once
+    retrieval = _given(args, {"k": "retrieve", "retriever": "retriever", "rerank": "rerank"})
+    if retrieval:
+        if "k" not in retrieval and base.retrieval is None:
+            raise ToolSelectionError(f"{'rerank (--rerank) orders' if 'rerank' in retrieval else '--retriever is'} "
+                                     "the retriever's candidates: give retrieve (--retrieve) too.")
+        fields["retrieval"] = {**(base.retrieval.model_dump() if base.retrieval else {}), **retrieval}
+    if getattr(args, "relevance_signals", None) is not None:
+        fields["relevance_signals"] = tuple(signal_names(args.relevance_signals))
+    return SelectorSpec.build(**{**base.model_dump(exclude_defaults=True), **fields, **fixed})
+
+
+def run_config(args: argparse.Namespace, **fixed: Any) -> RunConfig:
+    """The run config the run flags describe (on ``--run-config``'s, if given); ``fixed``: fields a command sets
+    itself. ``--serve N`` without ``--threads`` runs N cases at a time."""
+    from tool_selection.run_config import RunConfig
+
+    _check_counts(args, {"limit": "cases", "sample": "cases"})
+    base = RunConfig.load_yaml(args.run_config) if getattr(args, "run_config", None) else RunConfig()
+    fields = _given(args, {"limit": "limit", "sample": "sample", "seed": "seed", "threads": "threads",
+                           "serve": "serve", "ray": "ray", "max_tokens": "max_tokens", "run_dir": "run_dir",
+                           "fresh": "fresh", "tracking_uri": "tracking_uri"})
+    for field, flag in (("cache", "no_cache"), ("mlflow", "no_mlflow")):
+        if getattr(args, flag, None):
+            fields[field] = False
+    if "threads" not in fields and fields.get("serve") is not None:
+        fields["threads"] = fields["serve"]
+    return RunConfig.build(**{**base.model_dump(exclude_defaults=True), **fields, **fixed})
+
+
+def signal_names(value: str) -> list[str]:
+    """``--relevance-signals``: names, with ``cheap`` for every signal but the gate."""
+    from tool_selection.relevance import CHEAP_SIGNALS
+
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    return [signal for name in names for signal in (CHEAP_SIGNALS if name == "cheap" else (name,))]
+
+
+def _check_counts(args: argparse.Namespace, counted: dict[str, str]) -> None:
+    for option, what in counted.items():
+        if getattr(args, option, None) is not None and getattr(args, option) < 1:
+            raise ToolSelectionError(f"--{option} must be a positive number of {what}")
+
+
+def _given(args: argparse.Namespace, names: dict[str, str]) -> dict[str, Any]:
+    """``{field: value}`` for each flag (``names``: field -> flag attribute) given on the command line."""
+    return {field: getattr(args, flag) for field, flag in names.items() if getattr(args, flag, None) is not None}

@@ -1,0 +1,69 @@
+"""How a run is carried out, as one value: ``RunConfig`` (what the selector does is ``SelectorSpec``).
+
+    run = RunConfig(threads=4, serve=4, run_dir="runs/finance", mlflow=False, limit=20)
+    evaluate("finance", "local:qwen2.5-coder-0.5b", selector=SelectorSpec(strategy="native"), run=run)
+
+``toolsel eval`` builds it from its flags, or reads it from ``--run-config FILE.yaml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tool_selection.defaults import EXPERIMENT
+from tool_selection.spec import _read_yaml, _validated
+
+__all__ = ["RunConfig"]
+
+
+class RunConfig(BaseModel):
+    """Threads, served slots, Ray, the model-answer cache, MLflow, the run folder, and which cases."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    threads: int = Field(default=1, ge=1, description="Cases (or optimizer evaluations) in parallel.")
+    serve: int | None = Field(default=None, ge=1, description="Serve the local model in a llama-server with this "
+                                                                "many parallel slots for the run.")
+    ray: str | None = Field(default=None, description="Fan cases out over Ray: 'local' or a cluster's HOST:PORT.")
+    cache: bool = Field(default=True, description="Use DSPy's cache of model answers.")
+    max_tokens: int = Field(default=512, ge=1, description="Generation limit per decision.")
+    temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature of the selector's model.")
+    mlflow: bool = Field(default=True, description="Log the run to MLflow.")
+    tracking_uri: str | None = Field(default=None, description="MLflow tracking URI (default: "
+                                                               "$MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+    experiment: str = Field(default=EXPERIMENT, description="MLflow experiment.")
+    run_dir: Path | None = Field(default=None, description="Where per-case results go (default: named for the run).")
+    fresh: bool = Field(default=False, description="Discard results already in the run folder instead of resuming.")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N cases.")
+    sample: int | None = Field(default=None, ge=1, description="A fixed seeded sample of N cases.")
+    seed: int = Field(default=0, description="Seed of sample.")
+    progress: bool = Field(default=True, description="Show progress.")
+
+    @field_validator("run_dir")
+    @classmethod
+    def _not_a_file(cls, value: Path | None) -> Path | None:
+        if value is not None and value.exists() and not value.is_dir():
+            raise ValueError(f"{value} is a file; give a directory for the per-case results")
+        return value
+
+    @classmethod
+    def build(cls, **fields: Any) -> RunConfig:
+        """A run config from fields, with every bad one named in one ``SpecError``."""
+        return _validated(cls, fields)
+
+    def replace(self, **fields: Any) -> RunConfig:
+        """This config with ``fields`` changed (validated again)."""
+        return _validated(type(self), {**self.model_dump(), **fields})
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+
+    @classmethod
+    def load_yaml(cls, path: str | Path) -> RunConfig:
+        """A run config from a YAML file (the fields, or a mapping under ``run:``)."""
+        return _validated(cls, _read_yaml(path, section="run"), where=str(path))

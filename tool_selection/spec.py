@@ -1,0 +1,203 @@
+"""What a selector does, as one value: ``SelectorSpec``.
+
+    spec = SelectorSpec(tools="finance", strategy="gate+native", gate=GateSpec(threshold=0.3),
+                        retrieval=RetrievalSpec(k=5))
+    selector = MultiToolSelector.from_spec(spec, model="local:qwen2.5-coder-0.5b")
+    spec.describe()         # {"strategy": "gate+native", "program": "zero-shot", "retrieve": 5, ...}
+    spec.dump_yaml("finance-gated.yaml"); SelectorSpec.load_yaml("finance-gated.yaml") == spec
+
+The same value is what ``toolsel eval`` flags build (or ``--spec FILE.yaml`` holds), what ``evaluate``,
+``optimize``, the stuck benchmark and the loop evaluation take as ``selector=``, what a compiled selector's
+manifest stores, and what run names, MLflow params and reports are made from (``describe``). How a run is carried
+out (threads, Ray, cache, MLflow, the run folder) is the other value, ``tool_selection.run_config.RunConfig``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tool_selection.defaults import DEFAULT_RELEVANCE, DEFAULT_STRATEGY
+from tool_selection.errors import ToolSelectionError
+
+__all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "selection_params"]
+
+GATE_PREFIX = "gate+"  # tool_selection.strategies.GATE_PREFIX, without importing DSPy
+
+
+class SpecError(ToolSelectionError, ValueError):
+    """A selector spec or run config that does not validate; the message names each bad field."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GateSpec(_Frozen):
+    """The relevance gate of a ``gate+NAME`` strategy (its model also serves the relevance signal ``gate``)."""
+
+    model: str | None = Field(default=None, description="Model spec the gate asks (default: the selector's model).")
+    threshold: float | None = Field(default=None, description="Relevance score below which the gate answers with "
+                                                              "no call (default 0, or a compiled selector's own).")
+
+    @field_validator("threshold")
+    @classmethod
+    def _a_number(cls, value: float | None) -> float | None:
+        if value is not None and math.isnan(value):
+            raise ValueError("gate_threshold (--gate-threshold) is NaN; give a number, or -inf or inf")
+        return value
+
+
+class RetrievalSpec(_Frozen):
+    """Retrieval in front of the selection: only the ``k`` tools ``retriever`` ranks highest are shown; with
+    ``rerank=N`` the retriever gives N and the selection's model orders them before the ``k`` best are kept."""
+
+    k: int = Field(ge=1, description="Tools shown per request.")
+    retriever: str = Field(default="hybrid", description="A registered retriever (bm25, dense, hybrid, ...).")
+    rerank: int | None = Field(default=None, ge=1, description="Candidates the model re-ranks (more than k).")
+
+    @model_validator(mode="after")
+    def _rerank_deeper(self) -> RetrievalSpec:
+        if self.rerank is not None and self.rerank <= self.k:
+            raise ValueError(f"rerank={self.rerank} must exceed retrieve={self.k}: the model re-ranks the "
+                             f"retriever's top {self.rerank} and keeps {self.k}.")
+        return self
+
+
+class SelectorSpec(_Frozen):
+    """Everything that decides what a selector does (see the module docstring); frozen, so it can be shared,
+    hashed into run names and compared."""
+
+    tools: str | None = Field(default=None, description="A tool set name (load_tool_set); None: the tools come "
+                                                        "with each request (a suite's cases carry their own).")
+    program: str | None = Field(default=None, description="A compiled selector directory, or DSPy state JSON (as "
+                                                          "written: run names and params record it so).")
+    allow_tool_changes: bool = Field(default=False, description="Load a compiled selector whose tools changed.")
+    strategy: str | None = Field(default=None, description="A strategy name, gate+NAME for the relevance gate "
+                                                           "(None: the compiled program's own, else auto).")
+    gate: GateSpec = Field(default_factory=GateSpec)
+    retrieval: RetrievalSpec | None = None
+    undeclared_arguments: Literal["refuse", "drop"] = Field(
+        default="refuse", description="An argument its tool does not declare: refuse the call, or drop it.")
+    constrain: bool = Field(default=True, description="Constrain decoding where the strategy can.")
+    relevance: str = Field(default=DEFAULT_RELEVANCE, description="auto (the model's shipped relevance model, or "
+                                                                   "a compiled selector's own), none, or a file.")
+    relevance_signals: tuple[str, ...] | None = Field(default=None, description="Signals recorded per case.")
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from tool_selection.strategies import parse_strategy
+
+        parse_strategy(value)  # an unknown name stops here, with the known ones and a close match
+        return value.strip()
+
+    @field_validator("program", "relevance", mode="before")
+    @classmethod
+    def _path_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, Path) else value
+
+    @classmethod
+    def build(cls, **fields: Any) -> SelectorSpec:
+        """A spec from fields, with every bad one named in one ``SpecError``."""
+        return _validated(cls, fields)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> SelectorSpec:
+        """The spec a finished run's params describe (what ``selection_params`` recorded). A run that names no
+        strategy ran ``json-cot`` (runs made before strategies were named); a relevance stage is recorded as a
+        description, so a run that had one comes back with ``relevance="auto"``, one that had none with ``none``."""
+        program = params.get("program")
+        fields: dict[str, Any] = {
+            "strategy": params.get("strategy") or "json-cot",
+            "program": None if program in (None, "", "zero-shot") else program,
+            "undeclared_arguments": params.get("undeclared_arguments", "refuse"),
+            "relevance": "auto" if params.get("relevance") else "none",
+        }
+        if params.get("retrieve") is not None:
+            fields["retrieval"] = {"k": params["retrieve"], "retriever": params.get("retriever", "hybrid"),
+                                   "rerank": params.get("rerank")}
+        if str(fields["strategy"]).startswith(GATE_PREFIX):
+            fields["gate"] = {"model": params.get("gate_model"), "threshold": params.get("gate_threshold")}
+        return _validated(cls, fields)
+
+    # ------------------------------------------------------------- views
+    @property
+    def gated(self) -> bool:
+        return (self.strategy or "").startswith(GATE_PREFIX)
+
+    @property
+    def base_strategy(self) -> str | None:
+        """The strategy without the gate (what a gated run's selection rows were made with)."""
+        return None if self.strategy is None else self.strategy.removeprefix(GATE_PREFIX)
+
+    def describe(self) -> dict[str, Any]:
+        """The spec as run names, MLflow params and reports record it (``selection_params``)."""
+        return selection_params(self, relevance=None if self.relevance == "none" else self.relevance)
+
+    # -------------------------------------------------------------- YAML
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+
+    def dump_yaml(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_yaml(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def load_yaml(cls, path: str | Path) -> SelectorSpec:
+        """A spec from a YAML file (the fields, or a mapping under ``selector:``)."""
+        return _validated(cls, _read_yaml(path, section="selector"), where=str(path))
+
+
+def selection_params(spec: SelectorSpec, *, relevance: str | None, gate_model: str | None = None,
+                     program: str | None = None) -> dict[str, Any]:
+    """What a run's params say about its selector, from ``spec`` (as declared, or as built: ``relevance`` is the
+    description of the relevance stage that runs, ``gate_model`` the gate's model name, ``program`` the program's
+    label). Only what departs from the defaults is recorded, besides the strategy and the program."""
+    params: dict[str, Any] = {
+        "program": program or spec.program or "zero-shot",
+        "strategy": spec.strategy or DEFAULT_STRATEGY,
+    }
+    if spec.retrieval is not None:
+        params.update(retrieve=spec.retrieval.k, retriever=spec.retrieval.retriever)
+        if spec.retrieval.rerank is not None:
+            params["rerank"] = spec.retrieval.rerank
+    if spec.undeclared_arguments != "refuse":
+        params["undeclared_arguments"] = spec.undeclared_arguments
+    if relevance is not None:
+        params["relevance"] = relevance
+    if spec.gated:
+        params.update(gate_model=gate_model or spec.gate.model, gate_threshold=spec.gate.threshold)
+    return params
+
+
+def _validated(cls: type[BaseModel], fields: dict[str, Any], where: str = "") -> Any:
+    from tool_selection.validation import validation_problems
+
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as error:
+        raise SpecError(f"{where}: {validation_problems(error)}" if where else validation_problems(error)) from None
+
+
+def _read_yaml(path: str | Path, *, section: str) -> dict[str, Any]:
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise SpecError(f"Cannot read {path}: {error}") from None
+    if isinstance(data, dict) and isinstance(data.get(section), dict):
+        data = data[section]
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a mapping of {section} fields, got {type(data).__name__}.")
+    return data
