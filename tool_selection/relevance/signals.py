@@ -32,6 +32,7 @@ from dspy.utils.callback import BaseCallback
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
+from tool_selection.lm.short_answers import expected_truncation
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.gate import TOP_LOGPROBS, gate_score
 
@@ -244,8 +245,9 @@ def describe_calls(decision: MultiToolDecision) -> str:
 
 
 def _yes_no(lm: dspy.BaseLM, evidence: Evidence, messages: list[dict[str, Any]], **kwargs: Any) -> float:
-    outputs = lm(messages=messages, max_tokens=2, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS,
-                 **kwargs)
+    with expected_truncation():  # two tokens are all the answer needs
+        outputs = lm(messages=messages, max_tokens=2, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS,
+                     **kwargs)
     output = outputs[0] if outputs else ""
     text = output.get("text") if isinstance(output, dict) else output
     usage = getattr(lm, "history", None) and lm.history[-1].get("usage") or {}

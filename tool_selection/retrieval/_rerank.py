@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import dspy
 
+from tool_selection.lm.short_answers import expected_truncation
 from tool_selection.registry import ToolRegistry
 from tool_selection.retrieval._base import RetrievedTool, check_k
 from tool_selection.strategies.gate import TOP_LOGPROBS, gate_score
@@ -44,8 +45,9 @@ class LLMReranker:
     def score(self, request: str, tool: type[BaseTool]) -> float:
         """log P(Yes) - log P(No) for one candidate (higher: more likely to do what is asked)."""
         lm = self.lm or dspy.settings.lm
-        outputs = lm(messages=self.messages(request, tool), max_tokens=2, temperature=0.0, logprobs=True,
-                     top_logprobs=TOP_LOGPROBS)
+        with expected_truncation():  # two tokens are all the answer needs
+            outputs = lm(messages=self.messages(request, tool), max_tokens=2, temperature=0.0, logprobs=True,
+                         top_logprobs=TOP_LOGPROBS)
         output = outputs[0] if outputs else ""
         if isinstance(output, dict):
             return gate_score(str(output.get("text") or ""), output.get("logprobs"))

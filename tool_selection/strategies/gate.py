@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from tool_selection.lm.short_answers import expected_truncation
 from tool_selection.parsing import safe_text
 from tool_selection.registry import ToolRegistry
 
@@ -87,7 +88,8 @@ class GateAdapter(dspy.Adapter):
     def __call__(self, lm, lm_kwargs, signature, demos, inputs):
         lm_kwargs = {**lm_kwargs, "max_tokens": 2, "temperature": 0.0, "logprobs": True,
                      "top_logprobs": TOP_LOGPROBS}
-        return super().__call__(lm, lm_kwargs, signature, demos, inputs)
+        with expected_truncation():  # two tokens are all the answer needs
+            return super().__call__(lm, lm_kwargs, signature, demos, inputs)
 
     def _call_postprocess(self, processed_signature, original_signature, outputs, lm, lm_kwargs):
         values = []
