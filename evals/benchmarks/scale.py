@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -91,14 +92,15 @@ def _row(label: str, size: int | None, retrieve: int | None, result, reference=N
     return row
 
 
-def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, k: int = 5, retriever: str = "hybrid",
+def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, k: int | Sequence[int] = 5,
+              retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, relevance: str = "auto", out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
-    retrieved = listed.model_copy(update={"retrieval": RetrievalSpec(k=k, retriever=retriever)})
+    depths = [k] if isinstance(k, int) else list(k)
     run = RunConfig(mlflow=False, progress=True, cache=False)
 
     def measured(selector: SelectorSpec, folder: str, tools=None):
@@ -112,12 +114,15 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
         if len(registry) <= context_tools:  # the whole listing fits the context
             rows.append(_row(f"{label}, all listed", len(registry), None,
                              measured(listed, f"{len(registry)}-all", registry), own))
-        rows.append(_row(f"{label}, top {k} ({retriever})", len(registry), k,
-                         measured(retrieved, f"{len(registry)}-top{k}", registry), own))
-        if rerank is not None:
-            reranked = listed.model_copy(update={"retrieval": RetrievalSpec(k=k, retriever=retriever, rerank=rerank)})
-            rows.append(_row(f"{label}, top {k} of {rerank} re-ranked", len(registry), k,
-                             measured(reranked, f"{len(registry)}-top{k}-of{rerank}", registry), own))
+        for depth in depths:
+            retrieved = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever)})
+            rows.append(_row(f"{label}, top {depth} ({retriever})", len(registry), depth,
+                             measured(retrieved, f"{len(registry)}-top{depth}", registry), own))
+            if rerank is not None and rerank > depth:
+                reranked = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
+                                                                                rerank=rerank)})
+                rows.append(_row(f"{label}, top {depth} of {rerank} re-ranked", len(registry), depth,
+                                 measured(reranked, f"{len(registry)}-top{depth}-of{rerank}", registry), own))
     table = pd.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "scale.csv", index=False)
@@ -134,8 +139,11 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
 
     own = table[table["setting"] == "own tool set"].iloc[0]
     reranked = table["setting"].str.endswith("re-ranked")
-    series = [("top-k retrieved", table[table["retrieve_k"].notna() & ~reranked], "o"),
-              ("top-k of the re-ranked", table[reranked], "^")]
+    series = []
+    for depth in sorted(table["retrieve_k"].dropna().unique()):
+        at_depth = table["retrieve_k"] == depth
+        series += [(f"top {depth:g} retrieved", table[at_depth & ~reranked], "o"),
+                   (f"top {depth:g} of the re-ranked", table[at_depth & reranked], "^")]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for label, rows, marker in series:
         if not len(rows):
@@ -177,11 +185,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", default=DEFAULT_STRATEGY,
                         help=f"Selection strategy (default: {DEFAULT_STRATEGY}, as toolsel eval).")
     parser.add_argument("--cases", type=int, default=60, help="Cases in the sample (default: 60).")
-    parser.add_argument("--k", type=int, default=5, help="Tools the selector sees with retrieval (default: 5).")
+    parser.add_argument("--k", type=int, nargs="+", default=[5],
+                        help="Tools the selector sees with retrieval, one row per value (default: 5).")
     parser.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"])
     parser.add_argument("--rerank", type=int, metavar="N",
                         help="Also a row per size where the model re-ranks the retriever's top N before the top --k "
-                             "are kept (N > k).")
+                             "are kept (for each k below N).")
     parser.add_argument("--relevance", default="auto",
                         help="Relevance stage for every row (auto, none or a model file; default: auto).")
     parser.add_argument("--sizes", nargs="+", default=["10", "100", "1000", "all"],

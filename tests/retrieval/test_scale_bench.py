@@ -37,5 +37,6 @@ def test_the_plot_draws_plain_and_re_ranked_retrieval(tmp_path):
         rows.append(_row(f"{size} tools, top 5 (hybrid)", size, 5, _result([0.0, 0.0], retrieval_recall=0.5), own))
         rows.append(_row(f"{size} tools, top 5 of 20 re-ranked", size, 5, _result([1.0, 0.0], retrieval_recall=1.0),
                          own))
+        rows.append(_row(f"{size} tools, top 20 (hybrid)", size, 20, _result([1.0, 1.0], retrieval_recall=1.0), own))
     _plot(pd.DataFrame(rows), tmp_path / "scale.png")
     assert (tmp_path / "scale.png").stat().st_size > 10_000
