@@ -79,9 +79,12 @@ class Cell:
 
     @property
     def settings(self) -> str:
-        """The selector as ``SelectorSpec.describe`` says it, less the strategy (a column of its own)."""
+        """The selector as ``SelectorSpec.describe`` says it, less the strategy (a column of its own) and the
+        zero-shot program."""
         described = self.spec.describe()
         described.pop("strategy")
+        if described.get("program") == "zero-shot":
+            described.pop("program")
         return ", ".join(f"{key}={value}" for key, value in described.items())
 
     @property
@@ -100,7 +103,7 @@ class SweepPlan(BaseModel):
     run: RunConfig = Field(default_factory=RunConfig, description="How every cell runs (the cell picks the folder).")
     axes: dict[str, list[Any]] = Field(default_factory=dict, description=f"Values to sweep, per axis: {AXES}.")
     baseline: dict[str, Any] = Field(default_factory=dict, description="Axis values of the cell the others are "
-                                                                      "compared with (default: each axis' first).")
+                                                                      "compared with (default: every axis' first).")
 
     @field_validator("split")
     @classmethod
@@ -184,8 +187,9 @@ class SweepPlan(BaseModel):
 
     @property
     def baseline_values(self) -> dict[str, Any]:
-        """The baseline's value on every axis but the suite: as given, else the axis' first."""
-        return {axis: self.baseline.get(axis, values[0]) for axis, values in self.axes.items() if axis != "suite"}
+        """The axis values that make a cell the baseline: as given (the other axes stay the compared cell's), else
+        the first value of every axis but the suite."""
+        return dict(self.baseline) or {axis: values[0] for axis, values in self.axes.items() if axis != "suite"}
 
     def cells(self) -> list[Cell]:
         """Every cell, in axis order (suites outermost), each spec and suite checked: an unknown strategy or suite,
@@ -412,6 +416,8 @@ def sweep_markdown(plan: SweepPlan, cells: pd.DataFrame, paired: pd.DataFrame) -
     for r in cells.to_dict("records"):
         ran = isinstance(r.get("cases"), (int, float)) and not math.isnan(r["cases"])
         status = r["status"] if r["status"] != "failed" else f"failed: {r['error']}"
+        if ran and r["cached"]:  # DSPy's cache records neither time nor tokens
+            status += f"; {int(r['cached'])} answers cached"
         lines.append([r["suite"], r["model"], r["strategy"], r["settings"],
                       str(int(r["cases"])) if ran else "-",
                       f"{_pct(r['accuracy'])} [{_pct(r['accuracy_low'])}, {_pct(r['accuracy_high'])}]" if ran else "-",
