@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evals.reports.collect import collect
 from evals.sweep import SweepError, SweepPlan, parse_baseline, run_sweep
 from evals.sweep_cli import add_arguments, sweep_plan
 from tests.evals.test_runner import ANSWERS, CountingLM
@@ -118,6 +119,8 @@ def test_a_sweep_runs_each_cell_then_writes_the_table_the_paired_rows_and_the_fi
     markdown = (out / "sweep.md").read_text()
     assert "| mini | scripted | json-cot |" in markdown and "50.0 [" in markdown and "failed:" in markdown
     assert SweepPlan.load_yaml(out / "sweep.yaml") == plan  # the plan, written first, loads back
+    reported = {key[:2] for key in collect([out]).runs}  # toolsel report reads the sweep's folder
+    assert {("dummy", "json-cot"), ("dummy", "json")} <= reported
 
     again_scripted = CountingLM(ANSWERS)
     lines.clear()
