@@ -129,9 +129,15 @@ class SweepPlan(BaseModel):
                      if len({json.dumps(v) for v in values}) < len(values)]
         if problems:
             raise ValueError("; ".join(problems))
+        axes = {name: [_typed(name, value) for value in values] for name, values in axes.items()}
         # suite and model first (the table's order), then the selector's axes as given
         return {"suite": axes.get("suite", [DEFAULT_SUITE]), "model": axes.get("model", [DEFAULT_MODEL]),
                 **{name: values for name, values in axes.items() if name not in ("suite", "model")}}
+
+    @field_validator("baseline")
+    @classmethod
+    def _typed_baseline(cls, baseline: dict[str, Any]) -> dict[str, Any]:
+        return {axis: _typed(axis, value) for axis, value in baseline.items()}
 
     @model_validator(mode="after")
     def _baseline_on_the_axes(self) -> SweepPlan:
@@ -247,6 +253,17 @@ class SweepPlan(BaseModel):
         """The cell ``cell`` is compared with: the baseline's values, ``cell``'s suite and other values."""
         wanted = {**cell.values, **self.baseline_values}
         return next((other for other in cells if other.values == wanted), None)
+
+
+def _typed(axis: str, value: Any) -> Any:
+    """A numeric axis' value written as text (``"-inf"``, ``"5"``) as its number, so that values compare."""
+    convert = SELECTOR_AXES.get(axis, (None, str))[1]
+    if not isinstance(value, str) or convert is str:
+        return value
+    try:
+        return convert(value)
+    except ValueError:
+        raise ValueError(f"{axis} value {value!r} is not a number ({convert.__name__})") from None
 
 
 def parse_baseline(text: str | None) -> dict[str, Any]:

@@ -140,3 +140,11 @@ def test_the_command_line_runs_a_sweep_and_a_bad_one_stops_with_one_message(suit
     with pytest.raises(SystemExit):
         main(["sweep", "--help"])
     assert "toolsel sweep --suite treasure_hunt,events" in capsys.readouterr().out
+
+
+def test_numeric_axis_values_written_as_text_compare_as_numbers():
+    plan = SweepPlan.build(name="x", axes={"strategy": ["gate+native"], "gate_threshold": ["-inf", 0.3]},
+                           baseline={"gate_threshold": "0.3"})
+    assert plan.axes["gate_threshold"] == [float("-inf"), 0.3] and plan.baseline == {"gate_threshold": 0.3}
+    with pytest.raises(SweepError, match="retrieve value 'two' is not a number"):
+        SweepPlan.build(name="x", axes={"retrieve": ["two"]})
