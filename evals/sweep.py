@@ -267,7 +267,7 @@ def _typed(axis: str, value: Any) -> Any:
 
 
 def parse_baseline(text: str | None) -> dict[str, Any]:
-    """``--baseline strategy=native,model=local:...``: axis values (converted as the axis' flag converts them)."""
+    """``--baseline strategy=native,gate_threshold=0.3``: axis values (numbers for the numeric axes)."""
     baseline: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         axis, sep, value = part.partition("=")
@@ -275,7 +275,10 @@ def parse_baseline(text: str | None) -> dict[str, Any]:
         if not sep or axis not in AXES:
             raise SweepError(f"--baseline {text!r}: give AXIS=VALUE pairs (axes: {', '.join(AXES)}), e.g. "
                              "--baseline strategy=native")
-        baseline[axis] = SELECTOR_AXES[axis][1](value.strip()) if axis in SELECTOR_AXES else value.strip()
+        try:
+            baseline[axis] = _typed(axis, value.strip())
+        except ValueError as error:
+            raise SweepError(f"--baseline {text!r}: {error}") from None
     return baseline
 
 

@@ -71,6 +71,7 @@ def test_a_sweep_file_gives_the_plan_and_flags_change_it(tmp_path):
     (["--strategy", "native", "--baseline", "strategy=json"], "baseline strategy=json is not among"),
     (["--suite", "events,finance", "--baseline", "suite=events"], "cannot name a suite"),
     (["--baseline", "colour=red"], "give AXIS=VALUE pairs"),
+    (["--retrieve", "2", "--baseline", "retrieve=two"], "retrieve value 'two' is not a number"),
     (["--retrieve", "two"], "comma list of int"),
     (["--retriever", "bm25"], "sweep or set retrieve too"),
     (["--run-dir", "somewhere"], "name the sweep's folder with --out"),
