@@ -197,6 +197,11 @@ class SweepPlan(BaseModel):
         the first value of every axis but the suite."""
         return dict(self.baseline) or {axis: values[0] for axis, values in self.axes.items() if axis != "suite"}
 
+    @property
+    def swept_axes(self) -> list[str]:
+        """The axes with more than one value, but the suite (cells are told apart by these)."""
+        return [axis for axis, values in self.axes.items() if axis != "suite" and len(values) > 1]
+
     def cells(self) -> list[Cell]:
         """Every cell, in axis order (suites outermost), each spec and suite checked: an unknown strategy or suite,
         or settings that do not go together, stop here, before any model loads."""
@@ -405,7 +410,8 @@ def paired_table(plan: SweepPlan, cells: list[Cell], rows: Mapping[str, pd.DataF
         row = compared.iloc[0]
         varied = {axis: value for axis, value in cell.values.items() if value != baseline.values[axis]}
         records.append({
-            "suite": cell.suite_name, "cell": ", ".join(f"{k}={v}" for k, v in cell.values.items() if k != "suite"),
+            "suite": cell.suite_name,
+            "cell": ", ".join(f"{k}={v}" for k, v in cell.values.items() if k in plan.swept_axes) or cell.title,
             "baseline": ", ".join(f"{k}={v}" for k, v in baseline.values.items() if k in varied),
             "cases": int(row["n"]), "baseline_accuracy": row["a"], "accuracy": row["b"],
             "difference_points": 100 * row["difference"], "low_points": 100 * row["ci_low"],
@@ -446,7 +452,7 @@ def sweep_markdown(plan: SweepPlan, cells: pd.DataFrame, paired: pd.DataFrame) -
     text = f"## Sweep {plan.name} ({plan.split})\n\n" + _markdown(
         ["suite", "model", "strategy", "settings", "cases", "accuracy % [95% CI]", "abstention %",
          "false abstention %", "s/case", "tokens/case", "status"], lines)
-    baseline = ", ".join(f"{k}={v}" for k, v in plan.baseline_values.items())
+    baseline = ", ".join(f"{k}={v}" for k, v in plan.baseline_values.items() if k in plan.swept_axes)
     text += f"\n\n## Paired against the baseline ({baseline}; same suite, same cases)\n\n"
     if paired.empty:
         return text + "(no cell to compare: every axis but the suite has one value, or the baseline did not run)"
@@ -468,6 +474,7 @@ def sweep_figure(cells: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(8, 0.35 * sum(heights) + 0.9 * len(suites) + 0.6))
     axes = fig.subplots(len(suites), 1, squeeze=False, sharex=True, gridspec_kw={"height_ratios": heights})[:, 0]
     models = list(dict.fromkeys(ran["model"]))
+    shared_settings = ran["settings"].nunique() == 1  # said by every cell alike: left out of the labels
     for ax, suite in zip(axes, suites, strict=True):
         rows = ran[ran["suite"] == suite].iloc[::-1]
         for y, r in enumerate(rows.to_dict("records")):
@@ -475,11 +482,12 @@ def sweep_figure(cells: pd.DataFrame) -> Figure:
             ax.errorbar(accuracy, y, xerr=[[accuracy - 100 * r["accuracy_low"]], [100 * r["accuracy_high"] - accuracy]],
                         fmt="o", capsize=3, color=f"C{models.index(r['model']) % 10}")
         labels = [f"{r['strategy']}" + (f" ({r['model']})" if len(models) > 1 else "")
-                  + (f", {r['settings']}" if r["settings"] else "") for r in rows.to_dict("records")]
+                  + (f", {r['settings']}" if r["settings"] and not shared_settings else "")
+                  for r in rows.to_dict("records")]
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_title(suite, fontsize=9, loc="left")
         ax.grid(axis="x", alpha=0.3)
-    axes[-1].set(xlabel="accuracy (full match), % with 95% CI", xlim=(0, 100))
+    axes[-1].set(xlabel="accuracy (full match), % with 95% CI", xlim=(-3, 103))  # 0 and 100 drawn whole
     fig.tight_layout()
     return fig
