@@ -16,7 +16,9 @@ detectors, optimizers, retrievers and tool sets.
 Things register three ways: a decorator, ``add``, or an entry point in the registry's group (a third-party package
 declares ``[project.entry-points."tool_selection.strategies"] mine = "my_package.module:MyStrategy"``). Built-in
 modules and entry points are imported on first lookup, and an entry point's object only when it is asked for, so
-listing names stays light.
+listing names stays light. Built-in strategies, detectors, optimizers and retrievers come from ``builtins``
+modules, built-in tool sets from the entry points ``pyproject.toml`` declares; a third-party package uses the
+entry-point groups (docs/guide/architecture.md, "Adding a strategy or tool set from another package").
 """
 
 from __future__ import annotations

@@ -24,8 +24,49 @@ from evals.gate import choose_threshold, gated_results
 from evals.metrics import bootstrap_ci
 from evals.runner import load_results
 from evals.stats import compare_paired
+from tool_selection.spec import SelectorSpec, SpecError
+from tool_selection.strategies import GATE_PREFIX, STRUCTURED_STRATEGY, UNDECLARED_ARGUMENTS
+from tool_selection.strategies.native import Native, NativeStrict
 
 __all__ = ["main"]
+
+DEFAULT_UNDECLARED = SelectorSpec.model_fields["undeclared_arguments"].default
+
+
+def run_spec(strategy: str) -> SelectorSpec | None:
+    """The selector a run's strategy directory stands for: a strategy name (``gate+NAME`` too), or a name with
+    the undeclared-argument handling appended (``native-drop``); None for a name no registered strategy has."""
+    for handling in UNDECLARED_ARGUMENTS:
+        base = strategy.removesuffix(f"-{handling}")
+        if handling != DEFAULT_UNDECLARED and base != strategy:
+            try:
+                return SelectorSpec.build(strategy=base, undeclared_arguments=handling)
+            except SpecError:
+                break
+    try:
+        return SelectorSpec.build(strategy=strategy)
+    except SpecError:
+        return None
+
+
+def spec_label(spec: SelectorSpec, *, gate: bool = True) -> str:
+    """A spec's directory name (``run_spec``'s inverse), without the gate unless ``gate``."""
+    described = spec.describe()
+    name = described["strategy"] if gate else spec.base_strategy
+    handling = described.get("undeclared_arguments")
+    return f"{name}-{handling}" if handling else name
+
+
+def pair_title(strategy: str) -> str:
+    """A strategy as the paired tables' titles name it, the undeclared-argument handling spelled out."""
+    spec = run_spec(strategy)
+    handling = spec.describe().get("undeclared_arguments") if spec is not None else None
+    return f"{spec.strategy}, undeclared arguments: {handling}" if handling else strategy
+
+
+def pair_heading(a: str, b: str) -> str:
+    """The title of the paired table of ``a`` and ``b``."""
+    return f"{pair_title(a)} (A) vs {pair_title(b)} (B)"
 
 
 def safe_name(strategy: str) -> str:
@@ -85,15 +126,22 @@ HEADER = ("| suite | model | strategy | cases | accuracy % [95% CI] | tool-set e
           "|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+def _gated(strategy: str) -> bool:
+    spec = run_spec(strategy)
+    return spec is not None and spec.gated
+
+
 def _shown(strategy: str) -> str:
-    """The strategy a run's rows stand for: ``gate+native`` runs were made with the gate open."""
-    return "native" if strategy == "gate+native" else strategy
+    """The strategy a run's rows stand for: ``gate+NAME`` runs were made with the gate open, so they stand for
+    ``NAME``."""
+    spec = run_spec(strategy)
+    return strategy if spec is None else spec_label(spec, gate=False)
 
 
 def strategy_table(runs: dict) -> str:
     lines = [HEADER]
     for (model, strategy, label), frame in sorted(runs.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
-        note = " (gate open)" if strategy == "gate+native" else ""
+        note = " (gate open)" if _gated(strategy) else ""
         lines.append(_row(model, _shown(strategy), label, figures(frame), note))
     return "\n".join(lines)
 
@@ -103,8 +151,8 @@ def gate_table(runs: dict) -> str:
     lines = ["| model | gate model threshold (dev) | split | cases | accuracy % [95% CI] | abstention % (irrelevance) | "
              "false abstention % (multiple) | gate closed % | native alone, same cases % | paired B-A [95% CI], p |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for model in sorted({m for m, _, _ in runs}):
-        parts = [runs.get((model, "gate+native", f"bfcl_{c}")) for c in ("multiple", "irrelevance")]
+    for model, gated in sorted({(m, s) for m, s, _ in runs if _gated(s)}):
+        parts = [runs.get((model, gated, f"bfcl_{c}")) for c in ("multiple", "irrelevance")]
         if any(p is None or "gate_score" not in p for p in parts):
             continue
         both = pd.concat(parts, ignore_index=True)
@@ -127,10 +175,10 @@ DOMAIN_SUITES = ("treasure_hunt", "events", "ecommerce", "finance", "language")
 def _run(runs: dict, model: str, strategy: str, label: str) -> pd.DataFrame | None:
     """A strategy's rows; ``gate+NAME`` runs made with the gate open stand for ``NAME``."""
     frame = runs.get((model, strategy, label))
-    return frame if frame is not None else runs.get((model, f"gate+{strategy}", label))
+    return frame if frame is not None else runs.get((model, f"{GATE_PREFIX}{strategy}", label))
 
 
-def paired_table(runs: dict, a: str = "json-cot", b: str = "native") -> str:
+def paired_table(runs: dict, a: str = STRUCTURED_STRATEGY, b: str = Native.name) -> str:
     """Per suite and model, B - A on the cases both ran; the domain suites also pooled (case ids are unique)."""
     lines = [f"| suite | model | cases | {a} % | {b} % | B-A points [95% CI] | McNemar p | verdict |",
              "|---|---|---|---|---|---|---|---|"]
@@ -155,19 +203,22 @@ def paired_table(runs: dict, a: str = "json-cot", b: str = "native") -> str:
     return "\n".join(lines)
 
 
-NAMED_PAIRS = (("json-cot", "native"), ("native", "native-strict"), ("native-drop", "native-strict"))
-PAIR_TITLES = {("native-drop", "native-strict"): "native, undeclared arguments dropped (A) vs native-strict (B)"}
+NATIVE_DROPPING = spec_label(SelectorSpec(strategy=Native.name, undeclared_arguments="drop"))
+NAMED_PAIRS = ((STRUCTURED_STRATEGY, Native.name), (Native.name, NativeStrict.name),
+               (NATIVE_DROPPING, NativeStrict.name))
+"""The paired comparisons always made: the structured answer against the model's own format, and the two ways
+of keeping calls valid (a grammar, or dropping undeclared arguments) against each other."""
 
 
 def strategy_pairs(runs: dict) -> list[tuple[str, str]]:
-    """The pairs the report compares: the named ones, then native (the default) against every other strategy
-    present (``text:*``, ``native-cot``, ...), each pair once."""
+    """The pairs the report compares: the named ones, then native (the hosted default) against every other
+    strategy present (``text:*``, ``native-cot``, ...), each pair once."""
     present = {_shown(strategy) for _, strategy, _ in runs}
     pairs = list(NAMED_PAIRS)
     seen = {frozenset(pair) for pair in pairs}
-    for strategy in sorted(present - {"native", "native-drop"}):
-        if frozenset(("native", strategy)) not in seen:
-            pairs.append(("native", strategy))
+    for strategy in sorted(present - {Native.name, NATIVE_DROPPING}):
+        if frozenset((Native.name, strategy)) not in seen:
+            pairs.append((Native.name, strategy))
     return pairs
 
 
@@ -235,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     for a, b in strategy_pairs(runs):
         table = paired_table(runs, a, b)
         if table.count("\n") > 1:  # more than the header: the two ran some of the same cases
-            print(f"\n## Paired: {PAIR_TITLES.get((a, b), f'{a} (A) vs {b} (B)')}, same cases\n\n{table}")
+            print(f"\n## Paired: {pair_heading(a, b)}, same cases\n\n{table}")
     print("\n## Fastest per correct decision\n\n" + fastest_per_correct(runs))
     if args.plot:
         print(f"\nPlot: {plot_accuracy(runs, args.plot)}")

@@ -22,8 +22,7 @@ def markdown_report(collected: Collected) -> str:
         for a, b in strategy_report.strategy_pairs(runs):
             table = strategy_report.paired_table(runs, a, b)
             if table.count("\n") > 1:  # more than the header: the two ran some of the same cases
-                title = strategy_report.PAIR_TITLES.get((a, b), f"{a} (A) vs {b} (B)")
-                sections.append(f"## Paired: {title}, same cases\n\n{table}")
+                sections.append(f"## Paired: {strategy_report.pair_heading(a, b)}, same cases\n\n{table}")
         sections.append("## Fastest per correct decision\n\n" + strategy_report.fastest_per_correct(runs))
     if collected.loops:
         sections.append("## Tool-calling loop\n\n" + loop_report.loop_table(collected.loops))

@@ -144,3 +144,15 @@ def test_a_strategy_with_a_colon_is_kept_under_a_safe_name_and_read_back(tmp_pat
     keep_results(tmp_path / "runs", tmp_path / "results")
     assert sorted(p.name for p in (tmp_path / "results" / model).iterdir()) == ["native-drop", "text_call"]
     assert set(_load_runs(tmp_path / "results")) == {(model, "text:call", "events"), (model, "native-drop", "events")}
+
+
+def test_strategy_directories_are_read_as_specs_of_registered_strategies():
+    from evals.benchmarks.strategy_report import NAMED_PAIRS, _shown, pair_heading, run_spec
+
+    assert run_spec("gate+native").gated and _shown("gate+native") == "native"
+    assert run_spec("native-drop").undeclared_arguments == "drop" and _shown("native-drop") == "native-drop"
+    assert _shown("gate+native-drop") == "native-drop"
+    assert run_spec("text_call") is None and _shown("text_call") == "text_call"  # not a strategy's name: kept
+    assert run_spec("nope-drop") is None
+    assert NAMED_PAIRS[2] == ("native-drop", "native-strict")
+    assert pair_heading(*NAMED_PAIRS[2]) == "native, undeclared arguments: drop (A) vs native-strict (B)"
