@@ -1,6 +1,6 @@
 """The evaluation harness, built on ``tool_selection``: suites, metrics, the runner, optimizers and benchmarks.
 
-    from evals import evaluate, optimize, compare_runs
+    from evals import evaluate, optimize, compare_runs, run_sweep
     result = evaluate("finance", "local:qwen2.5-coder-0.5b", split="test")   # an EvalResult
     result.summary["accuracy"], result.results, result.by_tag
 
@@ -21,12 +21,14 @@ if TYPE_CHECKING:
     from evals.stats import compare_runs
     from evals.stuck_bench import BenchResult, run_stuck_bench
     from evals.suite import Case, Suite, available_suites, load_suite
+    from evals.sweep import SweepPlan, SweepResult, run_sweep
 
 _LAZY = {
     **dict.fromkeys(["EvalResult", "Evaluator", "load_results"], "evals.runner"),
     **dict.fromkeys(["Case", "Suite", "available_suites", "load_suite"], "evals.suite"),
     **dict.fromkeys(["OptimizeResult", "optimize"], "evals.optimization"),
     **dict.fromkeys(["BenchResult", "run_stuck_bench"], "evals.stuck_bench"),
+    **dict.fromkeys(["SweepPlan", "SweepResult", "run_sweep"], "evals.sweep"),
     "compare_runs": "evals.stats",
     "evaluate": "evals.evaluation",
 }
@@ -38,6 +40,8 @@ __all__ = [
     "Evaluator",
     "OptimizeResult",
     "Suite",
+    "SweepPlan",
+    "SweepResult",
     "available_suites",
     "compare_runs",
     "evaluate",
@@ -45,6 +49,7 @@ __all__ = [
     "load_suite",
     "optimize",
     "run_stuck_bench",
+    "run_sweep",
 ]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.cli_experiment import add_run_flags, add_selector_flags, run_config, selector_spec, threshold
+from tool_selection.cli import add_deferred_command
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.strategies import DEFAULT_STRATEGY
@@ -68,6 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from evals.reports.cli import register as register_reports
 
     register_reports(subparsers)
+    add_deferred_command(subparsers, "sweep", module="evals.sweep_cli",
+                         help="Suites x models x strategies (and other settings) in one command: a table with "
+                              "intervals, paired comparisons and a figure.")
 
 
 def _register_rescore(sub: argparse._SubParsersAction) -> None:

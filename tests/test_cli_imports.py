@@ -23,7 +23,7 @@ def test_building_the_parser_imports_no_heavy_library():
 def test_a_commands_help_imports_no_heavy_library():
     code = ("import contextlib, io\nfrom tool_selection.cli import main\n"
             "for argv in (['--help'], ['eval', '--help'], ['eval', 'compare', '--help'], ['report', '--help'], "
-            "['view', '--help'], ['models', 'pull', '--help'], ['bench', 'stuck', '--help'], ['optimize', '--help']):\n"
+            "['view', '--help'], ['models', 'pull', '--help'], ['bench', 'stuck', '--help'], ['optimize', '--help'], ['sweep', '--help']):\n"
             "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
             "        main(argv)")
     assert _loaded_after(code) == []

@@ -3,6 +3,10 @@
 # must run alone). Every run is resumable: run this again after an interruption.
 #   evals/benchmarks/measure_strategies.sh MODEL_NAME [PHASE...]    (MODEL_NAME: qwen2.5-coder-0.5b or -1.5b)
 # then: python -m evals.benchmarks.strategy_report
+# New measurements: the same runs as sweeps, one table, paired comparisons and a figure at the end:
+#   toolsel sweep evals/sweeps/strategies.yaml        (the domain phases)
+#   toolsel sweep evals/sweeps/strategies-bfcl.yaml   (the BFCL phases, sampled; see the file for the gate)
+# This script stays for the kept results/strategies rows, whose MODEL/STRATEGY/SUITE layout it writes.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODEL=${1:-qwen2.5-coder-0.5b}; shift || true

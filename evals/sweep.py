@@ -1,0 +1,493 @@
+"""Sweeps: suites x models x selector settings, one ``evaluate`` call per cell, then one table, paired
+comparisons against a baseline cell and one figure (``toolsel sweep``).
+
+    plan = SweepPlan.build(name="strategies", axes={"suite": ["treasure_hunt", "events"],
+                                                    "strategy": ["native", "native-strict"]},
+                           run=RunConfig(limit=5, mlflow=False))
+    result = run_sweep(plan)            # runs/sweeps/strategies/{sweep.yaml, CELL/..., sweep.csv, sweep.md, sweep.png}
+    result.cells, result.paired
+
+A plan is a base ``SelectorSpec`` and ``RunConfig``, the split, and axes to vary: ``suite`` and ``model``, and the
+selector settings in ``SELECTOR_AXES`` (``strategy``, ``gate_threshold``, ``retrieve``, ...). Each cell runs in its
+own folder under the sweep's, named for its values and a hash of what determines its rows, so a re-run reads the
+finished cells back and resumes the unfinished ones (``evaluate``'s resumable runs). Paired comparisons are made
+within a suite: each cell against the cell that has the baseline's values and the same values on every other axis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evals.naming import slug
+from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
+from tool_selection.errors import ToolSelectionError
+from tool_selection.run_config import RunConfig
+from tool_selection.spec import SelectorSpec, SpecError
+
+if TYPE_CHECKING:
+    import dspy
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = ["AXES", "Cell", "SELECTOR_AXES", "SweepPlan", "SweepResult", "parse_baseline", "run_sweep"]
+
+SWEEPS_DIR = Path("runs") / "sweeps"
+PLAN_FILE = "sweep.yaml"
+
+# selector axis -> (where it goes in a SelectorSpec's fields, how a command-line value converts)
+SELECTOR_AXES: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
+    "strategy": (("strategy",), str),
+    "program": (("program",), str),
+    "relevance": (("relevance",), str),
+    "undeclared_arguments": (("undeclared_arguments",), str),
+    "gate_model": (("gate", "model"), str),
+    "gate_threshold": (("gate", "threshold"), float),
+    "retrieve": (("retrieval", "k"), int),
+    "retriever": (("retrieval", "retriever"), str),
+    "rerank": (("retrieval", "rerank"), int),
+}
+AXES = ("suite", "model", *SELECTOR_AXES)
+# run settings that change a cell's rows (the rest, such as threads or MLflow, do not)
+ROW_SETTINGS = ("limit", "sample", "seed", "max_tokens", "temperature")
+
+
+class SweepError(SpecError):
+    """A sweep plan that cannot run (unknown axis, suite or strategy, a bad baseline); said before any model loads."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One evaluation of a sweep: a suite, a model and a selector spec, with the axis values that made it."""
+
+    index: int
+    values: dict[str, Any]  # axis -> value, in the plan's axis order
+    suite: str
+    suite_name: str
+    model: str
+    spec: SelectorSpec
+    folder: str  # under the sweep's folder
+
+    @property
+    def settings(self) -> str:
+        """The selector as ``SelectorSpec.describe`` says it, less the strategy (a column of its own) and the
+        zero-shot program."""
+        described = self.spec.describe()
+        described.pop("strategy")
+        if described.get("program") == "zero-shot":
+            described.pop("program")
+        return ", ".join(f"{key}={value}" for key, value in described.items())
+
+    @property
+    def title(self) -> str:
+        return ", ".join(f"{axis} {value}" for axis, value in self.values.items())
+
+
+class SweepPlan(BaseModel):
+    """What a sweep runs (``sweep.yaml``): a name, the split, the base selector and run, the axes and the baseline."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="The sweep's folder name under runs/sweeps.")
+    split: str = Field(default="test", description="train, dev, test or all.")
+    selector: SelectorSpec = Field(default_factory=SelectorSpec, description="Each cell's spec before its axes.")
+    run: RunConfig = Field(default_factory=RunConfig, description="How every cell runs (the cell picks the folder).")
+    axes: dict[str, list[Any]] = Field(default_factory=dict, description=f"Values to sweep, per axis: {AXES}.")
+    baseline: dict[str, Any] = Field(default_factory=dict, description="Axis values of the cell the others are "
+                                                                      "compared with (default: every axis' first).")
+
+    @field_validator("split")
+    @classmethod
+    def _known_split(cls, value: str) -> str:
+        if value not in ("train", "dev", "test", "all"):
+            raise ValueError(f"split {value!r} is not one of train, dev, test, all")
+        return value
+
+    @field_validator("run")
+    @classmethod
+    def _no_run_dir(cls, value: RunConfig) -> RunConfig:
+        if value.run_dir is not None:
+            raise ValueError("a sweep gives every cell its own folder: leave run_dir (--run-dir) out and name the "
+                             "sweep's folder with --out")
+        return value
+
+    @field_validator("axes")
+    @classmethod
+    def _known_axes(cls, axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        problems = [f"unknown axis {name!r} (axes: {', '.join(AXES)})" for name in axes if name not in AXES]
+        problems += [f"axis {name!r} has no values" for name, values in axes.items() if not values]
+        problems += [f"axis {name!r} repeats a value" for name, values in axes.items()
+                     if len({json.dumps(v) for v in values}) < len(values)]
+        if problems:
+            raise ValueError("; ".join(problems))
+        axes = {name: [_typed(name, value) for value in values] for name, values in axes.items()}
+        # suite and model first (the table's order), then the selector's axes as given
+        return {"suite": axes.get("suite", [DEFAULT_SUITE]), "model": axes.get("model", [DEFAULT_MODEL]),
+                **{name: values for name, values in axes.items() if name not in ("suite", "model")}}
+
+    @field_validator("baseline")
+    @classmethod
+    def _typed_baseline(cls, baseline: dict[str, Any]) -> dict[str, Any]:
+        return {axis: _typed(axis, value) for axis, value in baseline.items()}
+
+    @model_validator(mode="after")
+    def _baseline_on_the_axes(self) -> SweepPlan:
+        if "suite" in self.baseline:
+            raise ValueError("the baseline cannot name a suite: cells are compared within each suite")
+        for axis, value in self.baseline.items():
+            if axis not in self.axes:
+                raise ValueError(f"baseline axis {axis!r} is not swept (axes: {', '.join(self.axes)})")
+            if value not in self.axes[axis]:
+                raise ValueError(f"baseline {axis}={value} is not among the {axis} values "
+                                 f"{', '.join(map(str, self.axes[axis]))}")
+        return self
+
+    @classmethod
+    def build(cls, **fields: Any) -> SweepPlan:
+        """A plan from fields, every bad one named in one ``SweepError``."""
+        from tool_selection.validation import validation_problems
+
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as error:
+            raise SweepError("Bad sweep plan: " + validation_problems(error).replace("(section): ", "")) from None
+
+    @classmethod
+    def load_yaml(cls, path: str | Path) -> SweepPlan:
+        """A plan from a sweep file (what ``sweep.yaml`` holds; its ``cells`` list is only a record); the name
+        defaults to the file's stem."""
+        import yaml
+
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise SweepError(f"Cannot read the sweep file {path}: {error}") from None
+        if not isinstance(data, dict):
+            raise SweepError(f"{path}: expected a mapping (name, split, selector, run, axes, baseline), got "
+                             f"{type(data).__name__}.")
+        data.pop("cells", None)
+        data.setdefault("name", path.parent.name if path.name == PLAN_FILE else path.stem)
+        try:
+            return cls.build(**data)
+        except SweepError as error:
+            raise SweepError(f"{path}: {error}") from None
+
+    def to_yaml(self, cells: list[Cell] | None = None) -> str:
+        import yaml
+
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        data.update(name=self.name, axes=self.axes)
+        if cells:
+            data["cells"] = [{"folder": cell.folder, **cell.values} for cell in cells]
+        return yaml.safe_dump(data, sort_keys=False)
+
+    @property
+    def baseline_values(self) -> dict[str, Any]:
+        """The axis values that make a cell the baseline: as given (the other axes stay the compared cell's), else
+        the first value of every axis but the suite."""
+        return dict(self.baseline) or {axis: values[0] for axis, values in self.axes.items() if axis != "suite"}
+
+    @property
+    def swept_axes(self) -> list[str]:
+        """The axes with more than one value, but the suite (cells are told apart by these)."""
+        return [axis for axis, values in self.axes.items() if axis != "suite" and len(values) > 1]
+
+    def cells(self) -> list[Cell]:
+        """Every cell, in axis order (suites outermost), each spec and suite checked: an unknown strategy or suite,
+        or settings that do not go together, stop here, before any model loads."""
+        from evals.suite import load_suite
+
+        suites, problems = {}, []
+        for suite in self.axes["suite"]:
+            try:
+                loaded = load_suite(suite)
+                if not len(loaded.split(None if self.split == "all" else self.split)):
+                    problems.append(f"suite {suite!r} has no {self.split!r} cases (its splits: "
+                                    f"{dict(loaded.split_counts())})")
+                suites[suite] = loaded
+            except ToolSelectionError as error:
+                problems.append(f"suite {suite!r}: {error}")
+        cells = []
+        for index, combination in enumerate(itertools.product(*self.axes.values())):
+            values = dict(zip(self.axes, combination, strict=True))
+            try:
+                spec = self._spec(values)
+            except SpecError as error:
+                problems.append(f"{', '.join(f'{k}={v}' for k, v in values.items() if k in SELECTOR_AXES)}: {error}")
+                continue
+            if values["suite"] in suites:
+                cells.append(self._cell(index, values, suites[values["suite"]], spec))
+        if problems:
+            raise SweepError("Bad sweep plan (nothing was run): " + "; ".join(dict.fromkeys(problems)))
+        return cells
+
+    def _spec(self, values: dict[str, Any]) -> SelectorSpec:
+        fields = self.selector.model_dump(exclude_defaults=True)
+        for axis, value in values.items():
+            if axis in SELECTOR_AXES:
+                *parents, name = SELECTOR_AXES[axis][0]
+                target = fields
+                for parent in parents:
+                    base = getattr(self.selector, parent)
+                    target = target.setdefault(parent, base.model_dump() if base is not None else {})
+                target[name] = value
+        if "retrieval" in fields and "k" not in fields["retrieval"]:
+            raise SpecError("retriever and rerank order the retriever's candidates: sweep or set retrieve too")
+        return SelectorSpec.build(**fields)
+
+    def _cell(self, index: int, values: dict[str, Any], suite: Any, spec: SelectorSpec) -> Cell:
+        identity = {"suite": values["suite"], "suite_fingerprint": suite.fingerprint, "split": self.split,
+                    "model": values["model"], "selector": spec.model_dump(mode="json"),
+                    **{name: getattr(self.run, name) for name in ROW_SETTINGS}}
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+        label = "-".join(slug(str(value)) for value in (suite.name, *list(values.values())[1:]))
+        return Cell(index=index, values=values, suite=values["suite"], suite_name=suite.name, model=values["model"],
+                    spec=spec, folder=f"{label[:100]}-{digest}")
+
+    def baseline_of(self, cell: Cell, cells: list[Cell]) -> Cell | None:
+        """The cell ``cell`` is compared with: the baseline's values, ``cell``'s suite and other values."""
+        wanted = {**cell.values, **self.baseline_values}
+        return next((other for other in cells if other.values == wanted), None)
+
+
+def _typed(axis: str, value: Any) -> Any:
+    """A numeric axis' value written as text (``"-inf"``, ``"5"``) as its number, so that values compare."""
+    convert = SELECTOR_AXES.get(axis, (None, str))[1]
+    if not isinstance(value, str) or convert is str:
+        return value
+    try:
+        return convert(value)
+    except ValueError:
+        raise ValueError(f"{axis} value {value!r} is not a number ({convert.__name__})") from None
+
+
+def parse_baseline(text: str | None) -> dict[str, Any]:
+    """``--baseline strategy=native,gate_threshold=0.3``: axis values (numbers for the numeric axes)."""
+    baseline: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        axis, sep, value = part.partition("=")
+        axis = axis.strip().replace("-", "_")
+        if not sep or axis not in AXES:
+            raise SweepError(f"--baseline {text!r}: give AXIS=VALUE pairs (axes: {', '.join(AXES)}), e.g. "
+                             "--baseline strategy=native")
+        try:
+            baseline[axis] = _typed(axis, value.strip())
+        except ValueError as error:
+            raise SweepError(f"--baseline {text!r}: {error}") from None
+    return baseline
+
+
+@dataclass
+class SweepResult:
+    """A finished sweep: one row per cell, the paired comparisons, and where it all is."""
+
+    plan: SweepPlan
+    out_dir: Path
+    cells: pd.DataFrame
+    paired: pd.DataFrame
+    rows: dict[str, pd.DataFrame] = field(default_factory=dict)  # cell folder -> per-case rows
+    figure: Path | None = None
+
+    def markdown(self) -> str:
+        return sweep_markdown(self.plan, self.cells, self.paired)
+
+
+def run_sweep(plan: SweepPlan, out_dir: str | Path | None = None, *, lms: Mapping[str, dspy.BaseLM] | None = None,
+              progress: Callable[[str], None] = print) -> SweepResult:
+    """Run every cell of ``plan`` (finished cells are read back; a cell that fails is reported and skipped), then
+    write ``sweep.csv``, ``sweep.md`` and ``sweep.png`` in ``out_dir`` (default ``runs/sweeps/NAME``). ``lms``:
+    LM objects to use for some model names (scripted LMs in tests) instead of loading them from their spec."""
+    from evals.evaluation import evaluate
+    from evals.runs import open_run
+
+    cells = plan.cells()  # every problem of the plan, before any model loads
+    out_dir = Path(out_dir) if out_dir is not None else SWEEPS_DIR / slug(plan.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / PLAN_FILE).write_text(plan.to_yaml(cells), encoding="utf-8")
+    progress(f"sweep {plan.name}: {len(cells)} cells in {out_dir}")
+    rows: dict[str, pd.DataFrame] = {}
+    outcomes: dict[str, dict[str, Any]] = {}
+    for number, cell in enumerate(cells, 1):
+        run_dir = out_dir / cell.folder
+        head = f"cell {number}/{len(cells)}: {cell.title}"
+        if (run_dir / "summary.json").is_file() and not plan.run.fresh:
+            rows[cell.folder] = open_run(run_dir).rows
+            outcomes[cell.folder] = {"status": "done before"}
+            progress(f"{head}: finished before, read from {run_dir}")
+            continue
+        progress(f"{head} ...")
+        started = time.monotonic()
+        try:
+            result = evaluate(cell.suite, (lms or {}).get(cell.model, cell.model), selector=cell.spec,
+                              run=plan.run.replace(run_dir=run_dir), split=None if plan.split == "all" else plan.split)
+        except Exception as error:  # a bad model, a broken engine, a refused setting: the sweep goes on
+            message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            outcomes[cell.folder] = {"status": "failed", "error": message}
+            progress(f"{head}: failed ({type(error).__name__}: {message})")
+            continue
+        rows[cell.folder] = result.results
+        outcomes[cell.folder] = {"status": "ran"}
+        accuracy = result.summary.get("accuracy", math.nan)
+        progress(f"{head}: accuracy {_pct(accuracy)}% over {len(result.results)} cases "
+                 f"({time.monotonic() - started:.0f} s)")
+    table = cell_table(cells, rows, outcomes)
+    paired = paired_table(plan, cells, rows)
+    result = SweepResult(plan, out_dir, table, paired, rows)
+    table.to_csv(out_dir / "sweep.csv", index=False)
+    paired.to_csv(out_dir / "sweep_paired.csv", index=False)
+    (out_dir / "sweep.md").write_text(result.markdown() + "\n", encoding="utf-8")
+    if rows:
+        from evals.reports.figures import save_figure
+
+        result.figure = save_figure(sweep_figure(table), out_dir / "sweep.png")
+    return result
+
+
+def _mean(rows: pd.DataFrame, column: str) -> float:
+    import pandas as pd
+
+    if column not in rows:
+        return math.nan
+    values = pd.to_numeric(rows[column], errors="coerce").dropna()
+    return float(values.mean()) if len(values) else math.nan
+
+
+def cell_table(cells: list[Cell], rows: Mapping[str, pd.DataFrame],
+               outcomes: Mapping[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per cell: suite, model, strategy, the other settings, cases, accuracy with its 95% interval,
+    abstention and false abstention (where the cases define them), seconds and tokens per case, and status."""
+    import pandas as pd
+
+    from evals.metrics import bootstrap_ci
+    from evals.runs import cached_cases
+
+    records = []
+    for cell in cells:
+        record: dict[str, Any] = {"suite": cell.suite_name, "model": cell.model,
+                                  "strategy": cell.spec.describe()["strategy"], "settings": cell.settings}
+        cell_rows = rows.get(cell.folder)
+        if cell_rows is not None and len(cell_rows):
+            accuracy, low, high = bootstrap_ci(cell_rows["full_match"])
+            record.update(cases=len(cell_rows), accuracy=accuracy, accuracy_low=low, accuracy_high=high,
+                          abstention=_mean(cell_rows, "abstention_correct"),
+                          false_abstention=_mean(cell_rows, "false_abstention"),
+                          seconds_per_case=_mean(cell_rows, "latency_s"),
+                          tokens_per_case=_mean(cell_rows, "input_tokens") + _mean(cell_rows, "output_tokens"),
+                          cached=cached_cases(cell_rows))
+        record.update(outcomes.get(cell.folder, {}), folder=cell.folder)
+        records.append(record)
+    columns = ["suite", "model", "strategy", "settings", "cases", "accuracy", "accuracy_low", "accuracy_high",
+               "abstention", "false_abstention", "seconds_per_case", "tokens_per_case", "cached", "status", "error",
+               "folder"]
+    return pd.DataFrame(records).reindex(columns=columns)
+
+
+def paired_table(plan: SweepPlan, cells: list[Cell], rows: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Accuracy of each cell against its baseline cell on the cases both scored: the difference in points with
+    its 95% paired bootstrap interval and McNemar's exact p (``evals.stats.compare_paired``)."""
+    import pandas as pd
+
+    from evals.stats import compare_paired
+
+    records = []
+    for cell in cells:
+        baseline = plan.baseline_of(cell, cells)
+        if baseline is None or baseline is cell or cell.folder not in rows or baseline.folder not in rows:
+            continue
+        compared = compare_paired(rows[baseline.folder], rows[cell.folder], {"accuracy": "full_match"})
+        if compared.empty:
+            continue
+        row = compared.iloc[0]
+        varied = {axis: value for axis, value in cell.values.items() if value != baseline.values[axis]}
+        records.append({
+            "suite": cell.suite_name,
+            "cell": ", ".join(f"{k}={v}" for k, v in cell.values.items() if k in plan.swept_axes) or cell.title,
+            "baseline": ", ".join(f"{k}={v}" for k, v in baseline.values.items() if k in varied),
+            "cases": int(row["n"]), "baseline_accuracy": row["a"], "accuracy": row["b"],
+            "difference_points": 100 * row["difference"], "low_points": 100 * row["ci_low"],
+            "high_points": 100 * row["ci_high"], "mcnemar_p": row["p_value"], "verdict": row["verdict"].replace(
+                "B better", "better than baseline").replace("A better", "worse than baseline"),
+        })
+    columns = ["suite", "cell", "baseline", "cases", "baseline_accuracy", "accuracy", "difference_points",
+               "low_points", "high_points", "mcnemar_p", "verdict"]
+    return pd.DataFrame(records).reindex(columns=columns)
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:.1f}"
+
+
+def _number(value: Any, digits: int = 2) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _markdown(header: list[str], lines: list[list[str]]) -> str:
+    rows = [header, ["---"] * len(header), *lines]
+    return "\n".join("| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows)
+
+
+def sweep_markdown(plan: SweepPlan, cells: pd.DataFrame, paired: pd.DataFrame) -> str:
+    """The cell table and the paired table in markdown (rates in %, differences in points)."""
+    lines = []
+    for r in cells.to_dict("records"):
+        ran = isinstance(r.get("cases"), (int, float)) and not math.isnan(r["cases"])
+        status = r["status"] if r["status"] != "failed" else f"failed: {r['error']}"
+        if ran and r["cached"]:  # DSPy's cache records neither time nor tokens
+            status += f"; {int(r['cached'])} answers cached"
+        lines.append([r["suite"], r["model"], r["strategy"], r["settings"],
+                      str(int(r["cases"])) if ran else "-",
+                      f"{_pct(r['accuracy'])} [{_pct(r['accuracy_low'])}, {_pct(r['accuracy_high'])}]" if ran else "-",
+                      _pct(r["abstention"]), _pct(r["false_abstention"]), _number(r["seconds_per_case"]),
+                      _number(r["tokens_per_case"], 0), status])
+    text = f"## Sweep {plan.name} ({plan.split})\n\n" + _markdown(
+        ["suite", "model", "strategy", "settings", "cases", "accuracy % [95% CI]", "abstention %",
+         "false abstention %", "s/case", "tokens/case", "status"], lines)
+    baseline = ", ".join(f"{k}={v}" for k, v in plan.baseline_values.items() if k in plan.swept_axes)
+    text += f"\n\n## Paired against the baseline ({baseline}; same suite, same cases)\n\n"
+    if paired.empty:
+        return text + "(no cell to compare: every axis but the suite has one value, or the baseline did not run)"
+    return text + _markdown(
+        ["suite", "cell", "vs", "cases", "baseline %", "cell %", "difference (points) [95% CI]", "McNemar p",
+         "verdict"],
+        [[r["suite"], r["cell"], r["baseline"], str(r["cases"]), _pct(r["baseline_accuracy"]), _pct(r["accuracy"]),
+          f"{r['difference_points']:+.1f} [{r['low_points']:+.1f}, {r['high_points']:+.1f}]",
+          _number(r["mcnemar_p"], 3), r["verdict"]] for r in paired.to_dict("records")])
+
+
+def sweep_figure(cells: pd.DataFrame) -> Figure:
+    """Accuracy with its 95% interval per cell, one panel per suite (cells that did not run are left out)."""
+    from matplotlib.figure import Figure
+
+    ran = cells[cells["accuracy"].notna()]
+    suites = list(dict.fromkeys(ran["suite"]))
+    heights = [max(len(ran[ran["suite"] == suite]), 1) for suite in suites]
+    fig = Figure(figsize=(8, 0.35 * sum(heights) + 0.9 * len(suites) + 0.6))
+    axes = fig.subplots(len(suites), 1, squeeze=False, sharex=True, gridspec_kw={"height_ratios": heights})[:, 0]
+    models = list(dict.fromkeys(ran["model"]))
+    shared_settings = ran["settings"].nunique() == 1  # said by every cell alike: left out of the labels
+    for ax, suite in zip(axes, suites, strict=True):
+        rows = ran[ran["suite"] == suite].iloc[::-1]
+        for y, r in enumerate(rows.to_dict("records")):
+            accuracy = 100 * r["accuracy"]
+            ax.errorbar(accuracy, y, xerr=[[accuracy - 100 * r["accuracy_low"]], [100 * r["accuracy_high"] - accuracy]],
+                        fmt="o", capsize=3, color=f"C{models.index(r['model']) % 10}")
+        labels = [f"{r['strategy']}" + (f" ({r['model']})" if len(models) > 1 else "")
+                  + (f", {r['settings']}" if r["settings"] and not shared_settings else "")
+                  for r in rows.to_dict("records")]
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_title(suite, fontsize=9, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1].set(xlabel="accuracy (full match), % with 95% CI", xlim=(-3, 103))  # 0 and 100 drawn whole
+    fig.tight_layout()
+    return fig

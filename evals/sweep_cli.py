@@ -1,0 +1,107 @@
+"""Evaluate suites x models x selector settings in one command: one resumable run per cell, then one table with
+95% intervals, paired comparisons against a baseline cell, and one figure (see evals.sweep).
+
+Comma lists make the axes (--suite treasure_hunt,events --strategy native,native-strict); a sweep file
+(FILE.yaml: name, split, selector, run, axes, baseline) holds the same, and flags given beside it change it."""
+
+from __future__ import annotations
+
+import argparse
+
+from evals.cli_experiment import add_run_flags
+from tool_selection.errors import ToolSelectionError
+
+__all__ = ["add_arguments", "run_from_args"]
+
+EPILOG = """examples:
+  toolsel sweep --suite treasure_hunt,events --strategy native,native-strict --limit 5
+  toolsel sweep --suite bfcl:irrelevance --strategy gate+native --gate-threshold=-inf,0.3,0.5 --baseline gate_threshold=-inf
+  toolsel sweep evals/sweeps/strategies.yaml --model local:qwen2.5-coder-1.5b
+A re-run of the same sweep reads its finished cells back and resumes the others."""
+
+# flag -> axis, for the selector axes (comma lists)
+AXIS_FLAGS = {"strategy": "strategy", "program": "program", "relevance": "relevance",
+              "undeclared_arguments": "undeclared_arguments", "gate_model": "gate_model",
+              "gate_threshold": "gate_threshold", "retrieve": "retrieve", "retriever": "retriever", "rerank": "rerank"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("file", nargs="?", metavar="FILE.yaml", help="A sweep file (see evals/sweeps/); the flags "
+                                                                     "below change it.")
+    parser.add_argument("--name", help="The sweep's name (default: the file's name, or one made from the axes).")
+    parser.add_argument("--out", metavar="DIR", help="The sweep's folder (default: runs/sweeps/NAME).")
+    parser.add_argument("--baseline", metavar="AXIS=VALUE[,...]",
+                        help="The cell every other is compared with, within each suite and on the same values of "
+                             "the axes it does not name (default: each axis' first value), e.g. strategy=native.")
+    axes = parser.add_argument_group("axes (comma lists; each value a cell)")
+    axes.add_argument("--suite", help="Suites (names, bfcl:CATEGORY, hf:..., or .jsonl paths; default: "
+                                      "treasure_hunt).")
+    axes.add_argument("--model", help="Model specs (default: local:qwen2.5-coder-0.5b).")
+    axes.add_argument("--strategy", help="Strategies (see 'toolsel strategies'; gate+NAME for the relevance gate).")
+    axes.add_argument("--program", help="Compiled selector directories.")
+    axes.add_argument("--relevance", metavar="auto|none|MODEL_JSON", help="Relevance models.")
+    axes.add_argument("--undeclared-arguments", metavar="refuse|drop", help="Handling of undeclared arguments.")
+    axes.add_argument("--gate-model", help="Models of the relevance gate (gate+NAME strategies).")
+    axes.add_argument("--gate-threshold", metavar="T[,T...]", help="Gate thresholds (write --gate-threshold=-inf,0.3).")
+    axes.add_argument("--retrieve", metavar="K[,K...]", help="Tools shown per request after retrieval.")
+    axes.add_argument("--retriever", help="Retrievers (bm25, dense, hybrid).")
+    axes.add_argument("--rerank", metavar="N[,N...]", help="Candidates the model re-ranks (each above --retrieve).")
+    parser.add_argument("--split", choices=["train", "dev", "test", "all"], help="Split (default: test).")
+    parser.add_argument("--spec", metavar="FILE.yaml", help="The selector spec every cell starts from.")
+    add_run_flags(parser)
+    for action in parser._actions:
+        if action.dest == "run_dir":  # every cell has its own folder under --out
+            action.help = argparse.SUPPRESS
+
+
+def _values(text: str) -> list[str]:
+    return [value.strip() for value in text.split(",") if value.strip()]
+
+
+def sweep_plan(args: argparse.Namespace):
+    """The plan the file and the flags describe (checked, but no suite loaded yet)."""
+    from evals.cli_experiment import run_config
+    from evals.naming import slug
+    from evals.sweep import SELECTOR_AXES, SweepError, SweepPlan, parse_baseline
+    from tool_selection.spec import SelectorSpec
+
+    if args.run_dir:
+        raise ToolSelectionError("--run-dir names one run's folder; a sweep gives every cell its own: name the "
+                                 "sweep's folder with --out DIR.")
+    base = SweepPlan.load_yaml(args.file) if args.file else None
+    axes = dict(base.axes) if base else {}
+    for flag, axis in {"suite": "suite", "model": "model", **AXIS_FLAGS}.items():
+        if getattr(args, flag, None) is not None:
+            convert = SELECTOR_AXES[axis][1] if axis in SELECTOR_AXES else str
+            try:
+                axes[axis] = [convert(value) for value in _values(getattr(args, flag))]
+            except ValueError:
+                raise SweepError(f"--{flag.replace('_', '-')} {getattr(args, flag)!r}: give a comma list of "
+                                 f"{convert.__name__} values.") from None
+    flag_run = run_config(args)
+    run = flag_run if base is None else base.run.replace(**flag_run.model_dump(exclude_defaults=True))
+    selector = SelectorSpec.load_yaml(args.spec) if args.spec else (base.selector if base else SelectorSpec())
+    name = args.name or (base.name if base else slug("-".join("+".join(map(str, values)) for values in axes.values()))
+                         or "sweep")
+    baseline = parse_baseline(args.baseline) if args.baseline else (base.baseline if base else {})
+    return SweepPlan.build(name=name, split=args.split or (base.split if base else "test"), selector=selector,
+                           run=run, axes=axes, baseline=baseline)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    from evals.sweep import run_sweep
+
+    plan = sweep_plan(args)
+    result = run_sweep(plan, args.out, progress=lambda line: print(line, flush=True))
+    print()
+    print(result.markdown())
+    print(f"\ntable: {result.out_dir / 'sweep.csv'} (and sweep.md); plan: {result.out_dir / 'sweep.yaml'}")
+    if result.figure is not None:
+        print(f"figure: {result.figure}")
+    failed = int((result.cells["status"] == "failed").sum())
+    if failed:
+        print(f"\n{failed} of {len(result.cells)} cells failed (see the status column); run the sweep again to retry "
+              "them, the finished cells are kept.")
+    return 1 if failed else 0
