@@ -137,6 +137,9 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if table["registry_tools"].dropna().nunique() == 1:  # one size: a bar per setting reads better than a curve
+        _plot_settings(table, path, plt)
+        return
     own = table[table["setting"] == "own tool set"].iloc[0]
     reranked = table["setting"].str.endswith("re-ranked")
     series = []
@@ -173,6 +176,26 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def _plot_settings(table: pd.DataFrame, path: Path, plt) -> None:
+    """Accuracy (with its interval) and recall, and prompt tokens, one bar each per setting."""
+    labels = [label.replace(", ", "\n", 1) for label in table["setting"]]
+    positions = range(len(table))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    left.bar([x - 0.2 for x in positions], table["accuracy"], width=0.4, label="accuracy",
+             yerr=[table["accuracy"] - table["accuracy_low"], table["accuracy_high"] - table["accuracy"]], capsize=3)
+    left.bar([x + 0.2 for x in positions], table["recall_at_k"].fillna(0), width=0.4, label="recall@k")
+    left.set_ylabel("share of cases")
+    left.set_ylim(0, 1)
+    right.bar(list(positions), table["prompt_tokens"], width=0.5, color="tab:gray")
+    right.set_ylabel("prompt tokens per case")
+    for axis in (left, right):
+        axis.set_xticks(list(positions), labels, fontsize="small")
+    left.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="toolsel bench scale", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,11 +220,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Registry sizes (a number or 'all').")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(OUT), help=f"Output directory (default: {OUT}).")
+    parser.add_argument("--markdown", action="store_true",
+                        help="Print the kept table in --out (scale.csv) as the results page's markdown and redraw its "
+                             "scale.png; no model.")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
 
+def markdown_table(table: pd.DataFrame) -> str:
+    """The end-to-end table as the results page shows it: accuracy and recall in percent, the paired change
+    against the own tool set in points with its interval and McNemar's p."""
+    lines = ["| tools the selector chooses from | cases | Recall@k | accuracy % [95% CI] | paired vs own tool set, "
+             "points [95% CI], p | prompt tokens | s/case |", "|---|---|---|---|---|---|---|"]
+    for row in table.to_dict("records"):
+        recall = "-" if pd.isna(row["recall_at_k"]) else f"{row['recall_at_k']:.3f}"
+        paired = "-"
+        if not pd.isna(row.get("vs_own", float("nan"))):
+            p_value = row["vs_own_p"]
+            p_text = "p<0.001" if p_value < 0.001 else f"p={p_value:.2f}"
+            paired = (f"{100 * row['vs_own']:+.1f} [{100 * row['vs_own_low']:+.1f}, {100 * row['vs_own_high']:+.1f}], "
+                      f"{p_text}")
+        lines.append(f"| {row['setting']} | {row['cases']} | {recall} | {100 * row['accuracy']:.1f} "
+                     f"[{100 * row['accuracy_low']:.1f}, {100 * row['accuracy_high']:.1f}] | {paired} | "
+                     f"{row['prompt_tokens']:,.0f} | {row['seconds']:.1f} |")
+    return "\n".join(lines)
+
+
 def run_from_args(args: argparse.Namespace) -> int:
+    if args.markdown:
+        table = pd.read_csv(Path(args.out) / "scale.csv")
+        _plot(table, Path(args.out) / "scale.png")  # redrawn from the kept table
+        print(markdown_table(table))
+        return 0
     sizes = [None if s == "all" else int(s) for s in args.sizes]
     if args.retrieval_only:
         table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed)

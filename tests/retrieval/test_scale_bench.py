@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from evals.benchmarks.scale import _plot, _row, retrieval_table
+from evals.benchmarks.scale import _plot, _row, markdown_table, retrieval_table
 from evals.suite import Suite, load_suite
 
 
@@ -38,5 +38,24 @@ def test_the_plot_draws_plain_and_re_ranked_retrieval(tmp_path):
         rows.append(_row(f"{size} tools, top 5 of 20 re-ranked", size, 5, _result([1.0, 0.0], retrieval_recall=1.0),
                          own))
         rows.append(_row(f"{size} tools, top 20 (hybrid)", size, 20, _result([1.0, 1.0], retrieval_recall=1.0), own))
+    _plot(pd.DataFrame(rows), tmp_path / "scale.png")
+    assert (tmp_path / "scale.png").stat().st_size > 10_000
+
+
+def test_the_kept_table_prints_as_the_pages_markdown():
+    own = _result([1.0, 1.0, 1.0, 0.0])
+    table = pd.DataFrame([_row("own tool set", None, None, own),
+                          _row("1000 tools, top 5 (hybrid)", 1000, 5, _result([1.0, 0.0, 0.0, 0.0], retrieval_recall=0.5),
+                               own)])
+    lines = markdown_table(table).splitlines()
+    assert lines[2] == "| own tool set | 4 | - | 75.0 [25.0, 100.0] | - | 100 | 1.0 |"
+    assert lines[3].startswith("| 1000 tools, top 5 (hybrid) | 4 | 0.500 | 25.0 [") and "| -50.0 [" in lines[3]
+    assert "p=0.50" in lines[3]
+
+
+def test_one_registry_size_is_drawn_as_a_bar_per_setting(tmp_path):
+    own = _result([1.0, 0.0])
+    rows = [_row("own tool set", None, None, own),
+            _row("1000 tools, top 5 (hybrid)", 1000, 5, _result([0.0, 0.0], retrieval_recall=0.5), own)]
     _plot(pd.DataFrame(rows), tmp_path / "scale.png")
     assert (tmp_path / "scale.png").stat().st_size > 10_000
