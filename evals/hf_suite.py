@@ -17,9 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from evals.suite import MAX_LISTED_PROBLEMS, Case, Suite, SuiteError, expected_call_problems
+from evals.suite import MAX_LISTED_PROBLEMS, Case, Suite, SuiteError, expected_call_problems, validated_case
 
 __all__ = ["HF_PREFIX", "JSON_COLUMNS", "case_from_row", "load_hf_suite", "row_from_case"]
 
@@ -59,12 +57,7 @@ def case_from_row(row: dict[str, Any], split: str | None = None) -> Case:
             data.pop(column)
     if split is not None and not data.get("split"):
         data["split"] = split
-    try:
-        return Case.model_validate(data)
-    except ValidationError as error:
-        problems = "; ".join(f"field '{'.'.join(str(p) for p in e['loc']) or '(case)'}': {e['msg']}"
-                             for e in error.errors(include_url=False))
-        raise ValueError(f"case {str(data.get('id', '?'))[:80]!r}: {problems}") from None
+    return validated_case(data)
 
 
 def load_hf_suite(reference: str) -> Suite:

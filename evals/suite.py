@@ -341,6 +341,11 @@ def _parse_case(raw: bytes | None) -> Case | None:
         raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from None
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object per line, got {type(data).__name__}")
+    return validated_case(data)
+
+
+def validated_case(data: dict[str, Any]) -> Case:
+    """``data`` as a case; a ``ValueError`` names the case and each field that is wrong."""
     try:
         return Case.model_validate(data)
     except ValidationError as error:
