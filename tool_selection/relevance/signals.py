@@ -32,9 +32,8 @@ from dspy.utils.callback import BaseCallback
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
-from tool_selection.lm.short_answers import expected_truncation
 from tool_selection.registry import ToolRegistry
-from tool_selection.strategies.gate import TOP_LOGPROBS, gate_score
+from tool_selection.strategies.gate import ask_yes_no
 
 __all__ = [
     "CHEAP_SIGNALS",
@@ -245,16 +244,12 @@ def describe_calls(decision: MultiToolDecision) -> str:
 
 
 def _yes_no(lm: dspy.BaseLM, evidence: Evidence, messages: list[dict[str, Any]], **kwargs: Any) -> float:
-    with expected_truncation():  # two tokens are all the answer needs
-        outputs = lm(messages=messages, max_tokens=2, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS,
-                     **kwargs)
-    output = outputs[0] if outputs else ""
-    text = output.get("text") if isinstance(output, dict) else output
+    score = ask_yes_no(lm, messages, **kwargs)
     usage = getattr(lm, "history", None) and lm.history[-1].get("usage") or {}
     evidence.cost["input_tokens"] = evidence.cost.get("input_tokens", 0.0) + float(usage.get("prompt_tokens") or 0)
     evidence.cost["output_tokens"] = evidence.cost.get("output_tokens", 0.0) + float(
         usage.get("completion_tokens") or 0)
-    return gate_score(str(text or ""), output.get("logprobs") if isinstance(output, dict) else None)
+    return score
 
 
 def _verify(evidence: Evidence) -> float:

@@ -13,10 +13,9 @@ from collections.abc import Sequence
 
 import dspy
 
-from tool_selection.lm.short_answers import expected_truncation
 from tool_selection.registry import ToolRegistry
 from tool_selection.retrieval._base import RetrievedTool, check_k
-from tool_selection.strategies.gate import TOP_LOGPROBS, gate_score
+from tool_selection.strategies.gate import ask_yes_no
 from tool_selection.tool import BaseTool
 
 __all__ = ["RERANK_QUESTION", "LLMReranker"]
@@ -44,14 +43,7 @@ class LLMReranker:
 
     def score(self, request: str, tool: type[BaseTool]) -> float:
         """log P(Yes) - log P(No) for one candidate (higher: more likely to do what is asked)."""
-        lm = self.lm or dspy.settings.lm
-        with expected_truncation():  # two tokens are all the answer needs
-            outputs = lm(messages=self.messages(request, tool), max_tokens=2, temperature=0.0, logprobs=True,
-                         top_logprobs=TOP_LOGPROBS)
-        output = outputs[0] if outputs else ""
-        if isinstance(output, dict):
-            return gate_score(str(output.get("text") or ""), output.get("logprobs"))
-        return gate_score(str(output), None)
+        return ask_yes_no(self.lm or dspy.settings.lm, self.messages(request, tool))
 
     def rerank(self, request: str, registry: ToolRegistry, hits: Sequence[RetrievedTool]) -> list[RetrievedTool]:
         """``hits`` (best first) ordered by the model's score; equal scores keep the retriever's order."""

@@ -21,7 +21,7 @@ from tool_selection.lm.short_answers import expected_truncation
 from tool_selection.parsing import safe_text
 from tool_selection.registry import ToolRegistry
 
-__all__ = ["GateAdapter", "GateVerdict", "IsRelevant", "gate_score", "run_gate"]
+__all__ = ["GateAdapter", "GateVerdict", "IsRelevant", "ask_yes_no", "gate_score", "run_gate"]
 
 TEXT_ONLY_SCORE = 10.0
 TOP_LOGPROBS = 20
@@ -76,6 +76,18 @@ def gate_score(text: str, logprobs: Any) -> float:
     if answer.startswith("no"):
         return -TEXT_ONLY_SCORE
     return 0.0
+
+
+def ask_yes_no(lm: dspy.BaseLM, messages: list[dict[str, Any]], **lm_kwargs: Any) -> float:
+    """``gate_score`` of ``lm``'s answer to ``messages``, a Yes/No question (two tokens, greedy, with the top
+    alternatives' log-probabilities)."""
+    with expected_truncation():  # two tokens are all the answer needs
+        outputs = lm(messages=messages, max_tokens=2, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS,
+                     **lm_kwargs)
+    output = outputs[0] if outputs else ""
+    if isinstance(output, dict):
+        return gate_score(str(output.get("text") or ""), output.get("logprobs"))
+    return gate_score(str(output), None)
 
 
 class GateAdapter(dspy.Adapter):
