@@ -397,7 +397,7 @@ def _loop(args: argparse.Namespace) -> int:
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
     from evals.bfcl_multi_turn import load_multi_turn, multi_turn_n_ctx, run_multi_turn, sample_tasks
     from evals.naming import slug
-    from tool_selection.lm import get_lm, prepare_lm
+    from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
 
     categories = args.suite.removeprefix("bfcl:").split("+")
@@ -407,7 +407,8 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
         raise ToolSelectionError(f"{args.suite!r} has no {args.split!r} tasks.")
     specs = (args.model, *([args.secondary] if args.secondary else []))
     lms = [get_lm(spec, max_tokens=args.max_tokens, cache=not args.no_cache,
-                  n_ctx=multi_turn_n_ctx(args.n_ctx) if ModelSpec.parse(spec).is_local else None) for spec in specs]
+                  local=LocalEngineOptions(n_ctx=multi_turn_n_ctx(args.n_ctx)) if ModelSpec.parse(spec).is_local
+                  else None) for spec in specs]
     for lm in lms:
         prepare_lm(lm)
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
