@@ -154,3 +154,13 @@ def test_the_default_loop_decodes_a_local_models_calls_under_the_tools_grammar(t
     assert [(c.tool_name, c.ok) for c in transcript.calls] == [("move", True)]
     assert [call["grammar"] is not None for call in llama.calls] == [False, True, False, False]
     assert "<tool>" not in llama.calls[0]["prompt"] and "<tool>" in llama.calls[-1]["prompt"]  # the result went back
+
+
+def test_limits_and_escalation_are_checked_when_made():
+    from tool_selection.errors import ToolSelectionError
+
+    assert (LoopLimits().steps, LoopLimits(max_tool_calls=3).steps, LoopLimits(max_steps=1).steps) == (12, 5, 1)
+    with pytest.raises(ToolSelectionError, match="max_tool_calls must be at least 1, got 0"):
+        LoopLimits(max_tool_calls=0)
+    with pytest.raises(ToolSelectionError, match="escalation strategy must be 'delegate' or 'guide', got 'vote'"):
+        LoopEscalation(strategy="vote")
