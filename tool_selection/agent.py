@@ -6,7 +6,8 @@ correct: an unknown tool, invalid arguments with the tool's own message, a faile
 structured failure) go back as tool turns; the turn ends when the model answers without a call, or when the
 per-turn tool-call limit is reached (failed calls count; ``LoopLimits``). With a ``LoopEscalation``, a
 ``LoopStuckDetector`` (``tool_selection.stuck.loop``) scores every step; a stuck primary hands the step to a
-secondary model (``delegate``) or gets its written guidance (``guide``), a bounded number of times. Every call, argument, result, error, timing and escalation is kept on a typed ``Transcript``.
+secondary model (``delegate``) or gets its written guidance (``guide``), a bounded number of times. Every call,
+argument, result, error, timing and escalation is kept on a typed ``Transcript``.
 
 Tools of one tool set that declare the same configuration field (treasure_hunt's game ``state``, ecommerce's
 ``shop``) share one value for the whole session (``ToolSession``), so the world the loop acts on persists from
