@@ -35,15 +35,19 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.bfcl import BFCL_VERSION, bfcl_data_dir, split_for
+from evals.deprecated_keywords import fold_keywords
+from evals.loop_eval import LOOP_SELECTOR
 from evals.metrics import bootstrap_ci
 from evals.runner import _RowWriter, load_rows
 from evals.suite import SuiteError, read_json_lines
-from tool_selection.agent import AgentLoop, Message, Role, Transcript
+from tool_selection.agent import AgentLoop, LoopEscalation, LoopLimits, Message, Role, Transcript
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
 from tool_selection.registry import ToolRegistry
-from tool_selection.strategies import DEFAULT_STRATEGY
+from tool_selection.run_config import RunConfig
+from tool_selection.selector import MultiToolSelector
+from tool_selection.spec import SelectorSpec
 from tool_selection.tool_failures import tool_failure
 
 __all__ = ["MULTI_TURN_CATEGORIES", "BfclBackends", "MultiTurnTask", "check_multi_turn", "load_multi_turn",
@@ -53,9 +57,11 @@ MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_
                          "multi_turn_long_context")
 MAX_STEPS_PER_TURN = 20  # BFCL's MAXIMUM_STEP_LIMIT: a turn that needs more is force-terminated
 MAX_CALLS_PER_TURN = 40  # the longest ground-truth turn (long_context) makes 34 calls
+TURN_LIMITS = LoopLimits(max_tool_calls=MAX_CALLS_PER_TURN, max_steps=MAX_STEPS_PER_TURN)
 MULTI_TURN_N_CTX = 16384  # Qwen2.5-Coder is trained for 32k; two classes' docs plus a conversation fit in 16k
 CHARS_PER_TOKEN = 3.0  # a conservative estimate for JSON-heavy text (Qwen's tokenizer averages more)
 TURN_RESERVE_TOKENS = 3072  # room kept for the turn being run: its calls, results and answers
+MULTI_TURN_RUN_KEYWORDS = ("run_dir", "max_tokens")  # run_multi_turn's former keywords of the run
 
 
 def multi_turn_n_ctx(n_ctx: int | None = None) -> int:
@@ -306,13 +312,15 @@ def _context_tokens(lm: dspy.BaseLM | None) -> int | None:
 
 
 # ------------------------------------------------------------------------------------------------------ runs
-def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, strategy: str = DEFAULT_STRATEGY,
-             max_tokens: int = 512, **loop_options: Any) -> dict[str, Any]:
+def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorSpec = LOOP_SELECTOR,
+             max_tokens: int = 512, escalation: LoopEscalation | None = None) -> dict[str, Any]:
     """Run one task's turns through the loop on fresh back ends and score it with BFCL's checker: one row.
-    ``loop_options`` go to every turn's ``AgentLoop`` (a ``secondary_lm`` and its ``escalation``, ``threshold``)."""
+    Every turn's ``AgentLoop`` decides with a selector built from ``selector`` and escalates stuck steps as
+    ``escalation`` says; ``max_tokens`` (the model's generation limit) is kept free in the context."""
     from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
 
     start = time.perf_counter()
+    decide = MultiToolSelector.from_spec(selector)
     backends = BfclBackends(task)
     functions = list(task.functions)
     n_ctx = _context_tokens(lm)
@@ -332,8 +340,8 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, strategy: str = DEF
             history, s, d = trim_history(history, budget)
             summarised, dropped = summarised + s, dropped + d
         earlier = [Message(role=Role(m["role"]), content=m["content"]) for m in messages[:-1]]
-        loop = AgentLoop(registry, strategy=strategy, lm=lm, max_tool_calls=MAX_CALLS_PER_TURN,
-                         max_steps=MAX_STEPS_PER_TURN, session_config={"backends": backends}, **loop_options)
+        loop = AgentLoop(registry, selector=decide, lm=lm, limits=TURN_LIMITS, escalation=escalation,
+                         session_config={"backends": backends})
         transcript = loop.run(messages[-1]["content"] if messages else "", history=[*history, *earlier])
         transcripts.append(transcript)
         model_result.append([[call_string(c.tool_name, c.arguments) for c in step.calls
@@ -389,13 +397,21 @@ def sample_tasks(tasks: list[MultiTurnTask], size: int | None, seed: int) -> lis
     return [task for index, task in enumerate(tasks) if index in chosen]
 
 
-def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, strategy: str = DEFAULT_STRATEGY,
-                   max_tokens: int = 512, run_dir: Any = None, progress: Callable[[str], None] | None = None,
-                   **loop_options: Any) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Run every task (resumable: finished tasks in ``run_dir`` are kept) and summarise."""
-    from pathlib import Path
-
-    run_path = Path(run_dir) if run_dir else None
+def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, selector: SelectorSpec | None = None,
+                   run: RunConfig | None = None, escalation: LoopEscalation | None = None,
+                   progress: Callable[[str], None] | None = None,
+                   **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Run every task and summarise. ``selector``: how each step is decided (default ``LOOP_SELECTOR``); ``run``:
+    ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them), ``sample``/``seed`` and
+    ``limit`` (which tasks: a seeded sample, then the first N), ``max_tokens`` (the model's generation limit, kept
+    free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
+    The former ``strategy=``, ``run_dir=`` and ``max_tokens=`` still work, with a ``DeprecationWarning``."""
+    selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
+                                  selector_defaults={"relevance": "none"})
+    tasks = sample_tasks(tasks, run.sample, run.seed)[: run.limit]
+    run_path = run.run_dir
+    if run_path and run.fresh:
+        (run_path / "results.jsonl").unlink(missing_ok=True)
     rows = dict(load_rows(run_path / "results.jsonl", finished_only=True)) if run_path else {}
     if run_path:
         run_path.mkdir(parents=True, exist_ok=True)
@@ -403,7 +419,7 @@ def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, strate
     for index, task in enumerate(tasks, start=1):
         if task.id in rows:
             continue
-        row = run_task(task, lm, strategy=strategy, max_tokens=max_tokens, **loop_options)
+        row = run_task(task, lm, selector=selector or LOOP_SELECTOR, max_tokens=run.max_tokens, escalation=escalation)
         rows[task.id] = row
         writer.write(row)
         if progress:

@@ -361,6 +361,7 @@ def _suites(args: argparse.Namespace) -> int:
 def _loop(args: argparse.Namespace) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
+    from tool_selection.agent import LoopEscalation
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
@@ -378,9 +379,10 @@ def _loop(args: argparse.Namespace) -> int:
         prepare_lm(lm)
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
     run_dir = args.run_dir or Path("runs") / "loop" / slug(f"{args.suite}-{args.split}-{args.strategy}-{models}")
+    escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
+                                threshold=args.threshold)
     result = run_loop_suite(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
-                            run=RunConfig(run_dir=run_dir), secondary_lm=lms[1] if args.secondary else None,
-                            escalation=args.escalation, threshold=args.threshold,
+                            run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True))
     s = result.summary
     print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}")
@@ -395,27 +397,33 @@ def _loop(args: argparse.Namespace) -> int:
 
 
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
-    from evals.bfcl_multi_turn import load_multi_turn, multi_turn_n_ctx, run_multi_turn, sample_tasks
+    from evals.bfcl_multi_turn import load_multi_turn, multi_turn_n_ctx, run_multi_turn
     from evals.naming import slug
-    from tool_selection.lm import get_lm, prepare_lm
+    from tool_selection.agent import LoopEscalation
+    from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
 
     categories = args.suite.removeprefix("bfcl:").split("+")
     tasks = [t for t in load_multi_turn(categories) if args.split == "all" or t.split == args.split]
-    tasks = sample_tasks(tasks, args.sample, args.seed)[: args.limit]
     if not tasks:
         raise ToolSelectionError(f"{args.suite!r} has no {args.split!r} tasks.")
     specs = (args.model, *([args.secondary] if args.secondary else []))
     lms = [get_lm(spec, max_tokens=args.max_tokens, cache=not args.no_cache,
-                  n_ctx=multi_turn_n_ctx(args.n_ctx) if ModelSpec.parse(spec).is_local else None) for spec in specs]
+                  local=LocalEngineOptions(n_ctx=multi_turn_n_ctx(args.n_ctx)) if ModelSpec.parse(spec).is_local
+                  else None) for spec in specs]
     for lm in lms:
         prepare_lm(lm)
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
     sample = f"-sample{args.sample}-seed{args.seed}" if args.sample else ""
     run_dir = args.run_dir or Path("runs") / "loop" / slug(f"{args.suite}-{args.split}{sample}-{args.strategy}-{models}")
-    escalation = {"secondary_lm": lms[1], "escalation": args.escalation, "threshold": args.threshold} if args.secondary else {}
-    table, s = run_multi_turn(tasks, lms[0], strategy=args.strategy, max_tokens=args.max_tokens, run_dir=run_dir,
-                              progress=lambda line: print(line, flush=True), **escalation)
+    escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
+                                threshold=args.threshold)
+    run = RunConfig.build(run_dir=run_dir, max_tokens=args.max_tokens, sample=args.sample, seed=args.seed,
+                          limit=args.limit)
+    table, s = run_multi_turn(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
+                              run=run, escalation=escalation, progress=lambda line: print(line, flush=True))
     print(f"\n{args.suite} ({args.split}{', ' + sample[1:] if sample else ''}, {int(s['tasks'])} tasks), {models}, "
           f"strategy {args.strategy}; scored by BFCL's multi-turn checker")
     print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "

@@ -37,14 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evals.deprecated_keywords import fold_keywords
 from evals.metrics import bootstrap_ci, value_matches
 from evals.runner import _RowWriter, load_rows
-from tool_selection.agent import AgentLoop, ToolSession, Transcript
+from tool_selection.agent import AgentLoop, LoopEscalation, LoopLimits, ToolSession, Transcript
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
-from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.toolset import ToolSet, load_tool_set
 
 __all__ = ["LoopResult", "LoopTask", "StateCheck", "load_loop_suite", "run_loop_suite", "score_task"]
@@ -221,17 +220,14 @@ decisions, not on the steps of a conversation)."""
 
 
 def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: SelectorSpec | None = None,
-                   run: RunConfig | None = None, secondary_lm: dspy.BaseLM | None = None,
-                   escalation: str = "delegate", threshold: float = 0.7,
+                   run: RunConfig | None = None, escalation: LoopEscalation | None = None,
                    progress: Callable[[str], None] | None = None, **deprecated: Any) -> LoopResult:
     """Run every task's loop and score it. ``selector``: how each step is decided (default ``LOOP_SELECTOR``);
     ``run``: ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them) and ``limit`` (the
-    first N tasks). A ``secondary_lm`` takes stuck steps (``escalation``, at stuck score ``threshold``). The former
-    ``strategy=`` and ``run_dir=`` still work, with a ``DeprecationWarning``."""
+    first N tasks). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``). The
+    former ``strategy=`` and ``run_dir=`` still work, with a ``DeprecationWarning``."""
     selector, run = fold_keywords("run_loop_suite", deprecated, selector, run, selector_defaults={"relevance": "none"})
     selector = selector or LOOP_SELECTOR
-    if math.isnan(threshold):
-        raise ToolSelectionError("threshold (--threshold) is NaN, which no stuck score reaches; give a number.")
     if run.sample is not None:
         raise ToolSelectionError("A loop suite runs its tasks in order: give limit, not sample.")
     run_path = run.run_dir
@@ -247,8 +243,7 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: Selector
         if task.id in rows:
             continue
         start = time.perf_counter()
-        rows[task.id] = row = _run_task(task, lm, selector, secondary_lm=secondary_lm, escalation=escalation,
-                                        threshold=threshold)
+        rows[task.id] = row = _run_task(task, lm, selector, escalation)
         writer.write(row)
         if progress:
             progress(f"{index}/{len(tasks)} {task.id}: {'ok' if row['success'] else 'failed'} "
@@ -260,13 +255,12 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: Selector
     return LoopResult(results=table, summary=summarize_loop(table), run_dir=run_path)
 
 
-def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, *, secondary_lm: dspy.BaseLM | None,
-              escalation: str, threshold: float) -> dict[str, Any]:
+def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec,
+              escalation: LoopEscalation | None) -> dict[str, Any]:
     """One task's loop, in a folder of its own (each task's files start from nothing), as a result row."""
     with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
         loop = AgentLoop(task.tools(), selector=MultiToolSelector.from_spec(selector), lm=lm,
-                         max_tool_calls=task.max_tool_calls, secondary_lm=secondary_lm, escalation=escalation,
-                         threshold=threshold, detector=LoopStuckDetector() if secondary_lm is not None else None,
+                         limits=LoopLimits(max_tool_calls=task.max_tool_calls), escalation=escalation,
                          session_config={"root": Path(root)})
         with dspy.context(track_usage=True), dspy.track_usage() as tracker:
             transcript = loop.run(task.request)

@@ -4,9 +4,10 @@
 far; each call runs through the tool's validating entry point; results (and errors, as observations the model can
 correct: an unknown tool, invalid arguments with the tool's own message, a failed execution, a tool's
 structured failure) go back as tool turns; the turn ends when the model answers without a call, or when the
-per-turn tool-call limit is reached (failed calls count). A ``LoopStuckDetector`` (``tool_selection.stuck.loop``) scores every step; a stuck
-primary hands the step to a secondary model (``delegate``) or gets its written guidance (``guide``), a bounded
-number of times. Every call, argument, result, error, timing and escalation is kept on a typed ``Transcript``.
+per-turn tool-call limit is reached (failed calls count; ``LoopLimits``). With a ``LoopEscalation``, a
+``LoopStuckDetector`` (``tool_selection.stuck.loop``) scores every step; a stuck primary hands the step to a
+secondary model (``delegate``) or gets its written guidance (``guide``), a bounded number of times. Every call,
+argument, result, error, timing and escalation is kept on a typed ``Transcript``.
 
 Tools of one tool set that declare the same configuration field (treasure_hunt's game ``state``, ecommerce's
 ``shop``) share one value for the whole session (``ToolSession``), so the world the loop acts on persists from
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import warnings
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -43,6 +46,8 @@ __all__ = [
     "AgentLoop",
     "Attachment",
     "CallRecord",
+    "LoopEscalation",
+    "LoopLimits",
     "Message",
     "Role",
     "Step",
@@ -240,50 +245,82 @@ LOOP_SYSTEM_PROMPT = (
 does exactly what is asked), which makes a model refuse the first step of a multi-step request."""
 
 
+@dataclass(frozen=True)
+class LoopLimits:
+    """How long one user turn may run: ``max_tool_calls`` calls (failed ones count), and ``max_steps`` decisions
+    (default: ``max_tool_calls + 2``)."""
+
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    max_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tool_calls < 1:
+            raise ToolSelectionError(f"max_tool_calls must be at least 1, got {self.max_tool_calls}.")
+
+    @property
+    def steps(self) -> int:
+        return self.max_steps or self.max_tool_calls + 2
+
+
+@dataclass(frozen=True)
+class LoopEscalation:
+    """What the loop does with a stuck step: ``detector`` scores every step (default: a ``LoopStuckDetector`` when
+    there is a ``secondary_lm``); a step whose score reaches ``threshold`` goes to ``secondary_lm`` with
+    ``strategy`` ``delegate`` (it decides the step) or ``guide`` (it writes guidance the primary decides with), at
+    most ``max_escalations`` times per turn. Without a ``secondary_lm`` nothing escalates."""
+
+    secondary_lm: dspy.BaseLM | None = None
+    strategy: Literal["delegate", "guide"] = "delegate"
+    threshold: float = 0.7
+    max_escalations: int = 2
+    detector: LoopStuckDetector | None = None
+
+    def __post_init__(self) -> None:
+        if self.strategy not in ("delegate", "guide"):
+            raise ToolSelectionError(f"escalation strategy must be 'delegate' or 'guide', got {self.strategy!r}.")
+        if math.isnan(self.threshold):
+            raise ToolSelectionError("threshold (--threshold) is NaN, which no stuck score reaches; give a number.")
+
+
 class AgentLoop:
     """Runs user turns over ``tools`` with a selector (default: ``MultiToolSelector(strategy=strategy)``).
 
-    ``lm``: the primary model (default: the configured one). ``secondary_lm``: the model a stuck step goes to,
-    with ``escalation`` ``delegate`` (it decides the step) or ``guide`` (it writes guidance the primary decides
-    with), at most ``max_escalations`` times per turn, when the detector's score reaches ``threshold``.
-    ``system_prompt`` opens every turn (default ``LOOP_SYSTEM_PROMPT``; None or "" for none).
+    ``lm``: the primary model (default: the configured one). ``limits``: calls and steps per turn
+    (``LoopLimits``). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
+    ``system_prompt`` opens every turn (default ``LOOP_SYSTEM_PROMPT``; None or "" for none). ``session_config``
+    starts the tools' session (``ToolSession``).
     """
 
     def __init__(self, tools: ToolRegistry | ToolSet, *, selector: Any = None, strategy: str = DEFAULT_STRATEGY,
-                 lm: dspy.BaseLM | None = None, max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
-                 max_steps: int | None = None, system_prompt: str | None = LOOP_SYSTEM_PROMPT,
-                 detector: LoopStuckDetector | None = None, secondary_lm: dspy.BaseLM | None = None,
-                 escalation: Literal["delegate", "guide"] = "delegate", threshold: float = 0.7,
-                 max_escalations: int = 2, session_config: dict[str, Any] | None = None):
+                 lm: dspy.BaseLM | None = None, limits: LoopLimits | None = None,
+                 system_prompt: str | None = LOOP_SYSTEM_PROMPT, escalation: LoopEscalation | None = None,
+                 session_config: dict[str, Any] | None = None):
         from tool_selection.selector import MultiToolSelector
 
-        if max_tool_calls < 1:
-            raise ToolSelectionError(f"max_tool_calls must be at least 1, got {max_tool_calls}.")
-        if escalation not in ("delegate", "guide"):
-            raise ToolSelectionError(f"escalation must be 'delegate' or 'guide', got {escalation!r}.")
+        limits = limits or LoopLimits()
+        self.escalation = escalation or LoopEscalation()
         self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
         self.selector = selector or MultiToolSelector(self.registry, strategy=strategy)
         self.lm = lm
-        self.max_tool_calls = max_tool_calls
-        self.max_steps = max_steps or max_tool_calls + 2
+        self.max_tool_calls, self.max_steps = limits.max_tool_calls, limits.steps
         self.system_prompt = system_prompt
-        self.detector = detector or (LoopStuckDetector() if secondary_lm is not None else None)
-        self.secondary_lm = secondary_lm
-        self.escalation = escalation
-        self.threshold = threshold
-        self.max_escalations = max_escalations
+        self.detector = self.escalation.detector or (LoopStuckDetector() if self.secondary_lm is not None else None)
         self.session = ToolSession(self.registry, **(session_config or {}))
         self._guide = None
+
+    @property
+    def secondary_lm(self) -> dspy.BaseLM | None:
+        return self.escalation.secondary_lm
 
     @classmethod
     def from_config(cls, config: AgentConfig, available: ToolRegistry | ToolSet, **kwargs: Any) -> AgentLoop:
         """The loop ``config`` describes over the tools it finds in ``available`` (``kwargs``: the loop's other
-        options, e.g. ``lm=``, ``secondary_lm=``)."""
+        options, e.g. ``lm=``, ``escalation=``)."""
         from tool_selection.selector import MultiToolSelector
 
         registry = available.registry() if isinstance(available, ToolSet) else available
         kwargs.setdefault("selector", MultiToolSelector.from_spec(config.selector))
-        return cls(config.registry(registry), max_tool_calls=config.max_tool_calls,
+        return cls(config.registry(registry), limits=LoopLimits(max_tool_calls=config.max_tool_calls),
                    system_prompt=LOOP_SYSTEM_PROMPT if config.system_prompt is None else config.system_prompt,
                    **kwargs)
 
@@ -340,9 +377,10 @@ class AgentLoop:
         if self.detector is not None:
             step.stuck_score, step.stuck_reasons = self.detector.score(transcript.steps, decision, request,
                                                                        self.registry)
-            if (self.secondary_lm is not None and step.stuck_score >= self.threshold
-                    and escalations < self.max_escalations):
-                if self.escalation == "delegate":
+            escalation = self.escalation
+            if (escalation.secondary_lm is not None and step.stuck_score >= escalation.threshold
+                    and escalations < escalation.max_escalations):
+                if escalation.strategy == "delegate":
                     step.decision, step.decided_by = self._decide(request, conversation, self.secondary_lm), "secondary"
                 else:
                     step.guidance = self._guidance(request, decision, step.stuck_reasons)

@@ -27,7 +27,7 @@ from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage
-from tool_selection.spec import SelectorSpec
+from tool_selection.spec import RetrievalSpec, SelectorSpec
 from tool_selection.strategies import (
     DEFAULT_STRATEGY,
     GATE_PREFIX,
@@ -91,16 +91,6 @@ def check_undeclared_arguments(value: str) -> str:
     return value
 
 
-def check_rerank(rerank: int | None, retrieve: int | None) -> None:
-    if rerank is None:
-        return
-    if retrieve is None:
-        raise ToolSelectionError("rerank (--rerank) orders the retriever's candidates: give retrieve (--retrieve) too.")
-    if rerank <= retrieve:
-        raise ToolSelectionError(f"rerank={rerank} must exceed retrieve={retrieve}: the model re-ranks the retriever's "
-                                 f"top {rerank} and keeps {retrieve}.")
-
-
 class MultiToolSelector(dspy.Module):
     """Chooses zero or more tool calls for a request from the available tools.
 
@@ -112,19 +102,16 @@ class MultiToolSelector(dspy.Module):
     optional other model for the gate. ``undeclared_arguments="drop"`` removes arguments a call's tool does not
     declare (small models copy schema keys such as ``"type": "object"`` into their calls) and records how many in
     the row (``undeclared_dropped``); the default, ``"refuse"``, leaves such a call invalid, as the tool would.
-    ``retrieve=K`` shows the model only the K tools ``retriever`` ranks highest; with ``rerank=N`` the retriever
-    gives N and the selection's model orders them by "does this function do exactly what the request asks?"
-    (``tool_selection.retrieval.LLMReranker``) before the K best are kept.
+    ``retrieval=RetrievalSpec(k=K)`` shows the model only the K tools its ``retriever`` ranks highest; with
+    ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
+    the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept.
     """
 
     def __init__(self, tools: Tools | None = None, *, strategy: str = DEFAULT_STRATEGY, constrain: bool = True,
-                 gate_threshold: float = 0.0, gate_lm: dspy.BaseLM | None = None, retrieve: int | None = None,
-                 retriever: str = "hybrid", rerank: int | None = None, undeclared_arguments: str = "refuse",
+                 gate_threshold: float = 0.0, gate_lm: dspy.BaseLM | None = None,
+                 retrieval: RetrievalSpec | None = None, undeclared_arguments: str = "refuse",
                  relevance: RelevanceStage | RelevanceModel | str | Path | None = None):
         super().__init__()
-        if retrieve is not None and retrieve < 1:
-            raise ToolSelectionError(f"retrieve must be a positive number of tools, got {retrieve}.")
-        check_rerank(rerank, retrieve)
         self.undeclared_arguments = check_undeclared_arguments(undeclared_arguments)
         gated, name = parse_strategy(strategy)
         self.tools = None if tools is None else _as_registry(tools)
@@ -135,9 +122,9 @@ class MultiToolSelector(dspy.Module):
         self.gate = dspy.Predict(IsRelevant) if gated else None
         self.gate_threshold = float(gate_threshold)
         self.gate_lm = gate_lm
-        self.retrieve = retrieve
-        self.retriever_name = retriever
-        self.rerank = rerank
+        self.retrieve = retrieval.k if retrieval else None
+        self.retriever_name = retrieval.retriever if retrieval else "hybrid"
+        self.rerank = retrieval.rerank if retrieval else None
         self._retriever = None
         self.relevance = _relevance_stage(relevance)
         self.program_path: str | None = None  # the compiled program it was loaded from

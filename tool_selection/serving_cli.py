@@ -107,11 +107,13 @@ def _serve_selector(args: argparse.Namespace) -> int:
 
 
 def _serve_model(args: argparse.Namespace) -> int:
-    from tool_selection.lm.server import ModelServer
+    from tool_selection.lm.server import ModelServer, ServerOptions
+    from tool_selection.lm.specs import LocalEngineOptions
 
     name = args.name if args.name.startswith(("local:", "LOCAL:")) else f"local:{args.name}"
-    server = ModelServer(name, parallel=args.parallel, port=args.port, n_threads=args.n_threads, n_ctx=args.n_ctx,
-                         build=args.build)
+    server = ModelServer(name, parallel=args.parallel, local=LocalEngineOptions(n_threads=args.n_threads,
+                                                                                n_ctx=args.n_ctx),
+                         options=ServerOptions(port=args.port, build=args.build))
     signal.signal(signal.SIGTERM, _interrupt)  # a service manager's stop stops the server too
     with server:
         print(f"serving {server.spec} with {args.parallel} parallel slot(s) at {server.base_url}", flush=True)

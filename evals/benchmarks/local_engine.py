@@ -172,9 +172,10 @@ def _add_perf(mode: Mode, before: dict[str, float], after: dict[str, float]) -> 
 def run(model: str, n: int, max_tokens: int, group: int, n_threads: int | None) -> dict[str, Mode]:
     import llama_cpp
 
-    from tool_selection.lm import get_lm
+    from tool_selection.lm import LocalEngineOptions, get_lm
 
-    lm = get_lm(model, cache=False, max_tokens=max_tokens, temperature=0.0, n_threads=n_threads)
+    lm = get_lm(model, cache=False, max_tokens=max_tokens, temperature=0.0,
+                local=LocalEngineOptions(n_threads=n_threads))
     engine = lm.engine
     adapter = dspy.ChatAdapter(use_json_adapter_fallback=False)
     predict = dspy.Predict(SelectTool)

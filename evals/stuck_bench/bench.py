@@ -28,6 +28,7 @@ from evals.suite import Suite, load_suite
 from evals.tracking import git_commit, log_run, write_json
 from tool_selection.collaboration import (
     CostFn,
+    EscalationPolicy,
     ModelCollaborationProtocol,
     catalog_cost,
     check_cost,
@@ -194,9 +195,9 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
         if detector is None:
             chosen = result.recommendations[result.recommendations["pair"] == label]
             detector = str(chosen["detector"].iloc[0]) if len(chosen) else "validation"
-        protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], detector=settings.detector(detector),
-                                              threshold=threshold, strategy=strategy, cost_fn=cost_fn,
-                                              temperature=settings.temperature,
+        policy = EscalationPolicy(detector=settings.detector(detector), threshold=threshold, strategy=strategy,
+                                  temperature=settings.temperature)
+        protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], escalation=policy, cost_fn=cost_fn,
                                               selector=MultiToolSelector(strategy=settings.selection_strategy))
         run_dir = result.out_dir / "live" / f"{slug(primary)}__{slug(secondary)}-{detector}-{strategy}-{threshold:g}"
         live = Evaluator(suite=cases, threads=run.threads, progress=run.progress)(

@@ -8,7 +8,7 @@ import pytest
 
 from tests.lm.conftest import FakeLlama
 from tool_selection import load_tool_set
-from tool_selection.agent import LOOP_SYSTEM_PROMPT, AgentConfig, AgentLoop, Role
+from tool_selection.agent import LOOP_SYSTEM_PROMPT, AgentConfig, AgentLoop, LoopEscalation, LoopLimits, Role
 from tool_selection.lm import LocalEngine
 from tool_selection.stuck.loop import LoopStuckDetector
 
@@ -59,7 +59,7 @@ def test_errors_are_observations_the_model_can_correct(tmp_path):
 
 def test_the_call_limit_counts_failed_calls(tmp_path):
     lm, _ = lm_for([call("move", direction="sideways")] * 5, tmp_path)
-    transcript = AgentLoop(TREASURE, strategy="native", lm=lm, max_tool_calls=3).run("Go.")
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm, limits=LoopLimits(max_tool_calls=3)).run("Go.")
     assert transcript.stop_reason == "call_limit" and len(transcript.calls) == 3
 
 
@@ -67,7 +67,8 @@ def test_a_stuck_primary_delegates_the_step_to_the_secondary(tmp_path):
     primary, _ = lm_for([call("move", direction="sideways"), call("move", direction="sideways"), "gave up"],
                         tmp_path, "small")
     secondary, big = lm_for([call("move", direction="north"), "You are on the jungle path."], tmp_path, "large")
-    loop = AgentLoop(TREASURE, strategy="native", lm=primary, secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.9)
+    escalation = LoopEscalation(secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.9)
+    loop = AgentLoop(TREASURE, strategy="native", lm=primary, escalation=escalation)
     transcript = loop.run("Go north.")
     assert [s.decided_by for s in transcript.steps] == ["primary", "secondary", "primary"]
     assert transcript.steps[1].stuck_reasons[0].startswith("repeats a failed call")
@@ -77,8 +78,8 @@ def test_a_stuck_primary_delegates_the_step_to_the_secondary(tmp_path):
 def test_escalations_are_bounded(tmp_path):
     primary, _ = lm_for([call("move", direction="sideways")] * 6, tmp_path, "small")
     secondary, big = lm_for([call("move", direction="sideways")] * 6, tmp_path, "large")
-    loop = AgentLoop(TREASURE, strategy="native", lm=primary, secondary_lm=secondary, threshold=0.5, max_escalations=2,
-                     max_tool_calls=6)
+    loop = AgentLoop(TREASURE, strategy="native", lm=primary, limits=LoopLimits(max_tool_calls=6),
+                     escalation=LoopEscalation(secondary_lm=secondary, threshold=0.5, max_escalations=2))
     transcript = loop.run("Go.")
     assert transcript.escalations == 2 and len(big.calls) == 2
 
@@ -153,3 +154,13 @@ def test_the_default_loop_decodes_a_local_models_calls_under_the_tools_grammar(t
     assert [(c.tool_name, c.ok) for c in transcript.calls] == [("move", True)]
     assert [call["grammar"] is not None for call in llama.calls] == [False, True, False, False]
     assert "<tool>" not in llama.calls[0]["prompt"] and "<tool>" in llama.calls[-1]["prompt"]  # the result went back
+
+
+def test_limits_and_escalation_are_checked_when_made():
+    from tool_selection.errors import ToolSelectionError
+
+    assert (LoopLimits().steps, LoopLimits(max_tool_calls=3).steps, LoopLimits(max_steps=1).steps) == (12, 5, 1)
+    with pytest.raises(ToolSelectionError, match="max_tool_calls must be at least 1, got 0"):
+        LoopLimits(max_tool_calls=0)
+    with pytest.raises(ToolSelectionError, match="escalation strategy must be 'delegate' or 'guide', got 'vote'"):
+        LoopEscalation(strategy="vote")

@@ -79,8 +79,10 @@ def test_tool_calls_run_through_the_loop_and_are_recorded_with_their_results(mod
     models.script(SMALL, "Please write and run it.")
     models.script(LARGE, call("run_python", code="print(sum([1, 2, 3]))"), "It prints 6.")
     data = config(turns=2, tools=[{"name": "code_execution", "parameters": {"timeout": 15}}])
-    discussion = manager(models, data)
+    heard = []
+    discussion = manager(models, data, on_call=lambda name, record: heard.append((name, record.tool_name, record.ok)))
     transcript = discussion.run()
+    assert heard == [("model2", "run_python", True)]  # each call reported as it returns (--verbose)
     assistant = transcript.turns[1]
     assert assistant.content == "It prints 6."
     (used,) = assistant.metadata.tool_calls

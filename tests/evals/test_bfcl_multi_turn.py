@@ -20,6 +20,10 @@ from tool_selection.agent import Message, Role
 from tool_selection.decision import ToolCall
 from tool_selection.lm import LocalEngine
 from tool_selection.lm.engine import LoadSettings
+from tool_selection.run_config import RunConfig
+from tool_selection.spec import SelectorSpec
+
+NATIVE = SelectorSpec(strategy="native", relevance="none")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +79,7 @@ def test_a_missing_function_is_offered_from_its_turn(miss_func, tmp_path):
     assert "sort" not in {f["name"] for f in task.functions}
     assert [f["name"] for f in task.added_functions[3]] == ["sort"] and task.turns[3] == []
     lm, llama = _lm(["Not yet."] * len(task.turns), tmp_path)
-    run_multi_turn([task], lm, strategy="native")
+    run_multi_turn([task], lm, selector=NATIVE)
     assert len(llama.calls) == len(task.turns)
     assert ["sort" in _offered(call) for call in llama.calls] == [False, False, False, True, True]
     assert "I have updated some more functions" in llama.calls[3]["messages"][-1]["content"]
@@ -86,14 +90,14 @@ def test_a_missing_function_is_offered_from_its_turn(miss_func, tmp_path):
 def test_replaying_the_ground_truth_scores_100_and_doing_nothing_0(task_id, base, miss_func, tmp_path):
     task = {**base, **miss_func}[task_id]
     lm, _ = _lm(_ground_truth_script(task), tmp_path)
-    table, summary = run_multi_turn([task], lm, strategy="native", run_dir=tmp_path / "replay")
+    table, summary = run_multi_turn([task], lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "replay"))
     row = table.iloc[0]
     assert row["success"] == 1.0 and row["turn_success"] == 1.0 and row["error_type"] is None
     assert row["calls"] == sum(len(turn) for turn in task.ground_truth) and row["tool_errors"] == 0
     assert summary["task_success"] == 1.0 and (tmp_path / "replay" / "summary.json").exists()
 
     idle, _ = _lm(["I cannot help with that."] * len(task.turns), tmp_path)
-    table, summary = run_multi_turn([task], idle, strategy="native")
+    table, summary = run_multi_turn([task], idle, selector=NATIVE)
     row = table.iloc[0]
     assert row["success"] == 0.0 and row["turns_passed"] == 0 and summary["turn_success"] == 0.0
     assert row["error_type"] == "multi_turn:empty_turn_model_response"
@@ -127,7 +131,7 @@ def test_a_turn_that_reaches_the_step_limit_force_terminates_the_task(base, tmp_
     task = base["multi_turn_base_1"]
     call = '<tool_call>\n{"name": "pwd", "arguments": {}}\n</tool_call>'
     lm, _ = _lm([call] * 30, tmp_path)
-    row = run_multi_turn([task], lm, strategy="native")[0].iloc[0]
+    row = run_multi_turn([task], lm, selector=NATIVE)[0].iloc[0]
     assert row["ended"] == "step_limit" and row["turns_run"] == 1 and row["success"] == 0.0
     assert row["error_type"] == "multi_turn:force_terminated"
 
@@ -156,9 +160,9 @@ def test_the_report_reads_a_run(base, tmp_path, capsys):
 
     task = base["multi_turn_base_1"]
     lm, _ = _lm(_ground_truth_script(task), tmp_path)
-    run_multi_turn([task], lm, strategy="native", run_dir=tmp_path / "run")
+    run_multi_turn([task], lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     idle, _ = _lm(["No."] * 4, tmp_path)
-    run_multi_turn([base["multi_turn_base_2"]], idle, strategy="native", run_dir=tmp_path / "run")
+    run_multi_turn([base["multi_turn_base_2"]], idle, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     assert main([f"scripted={tmp_path / 'run'}"]) == 0
     row = capsys.readouterr().out.splitlines()[-1]
     assert row.startswith("| scripted | 2 | 50.0 [0, 100] | 44.4 | 50 / 50 / 50 | 3.00 |")
@@ -190,8 +194,16 @@ def test_the_replay_benchmark_names_the_entries_whose_ground_truth_does_not_pass
 def test_a_resumed_run_keeps_finished_tasks_failed_ones_included(base, tmp_path):
     tasks = [base["multi_turn_base_1"], base["multi_turn_base_2"]]
     idle, first = _lm(["No."] * 4, tmp_path)
-    run_multi_turn(tasks[:1], idle, strategy="native", run_dir=tmp_path / "run")
+    with pytest.warns(DeprecationWarning, match=r"run_multi_turn\(strategy=, run_dir=\) is deprecated"):
+        run_multi_turn(tasks[:1], idle, strategy="native", run_dir=tmp_path / "run")  # the former keywords
     lm, second = _lm(_ground_truth_script(tasks[1]), tmp_path)
-    table, _ = run_multi_turn(tasks, lm, strategy="native", run_dir=tmp_path / "run")
+    table, _ = run_multi_turn(tasks, lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     assert list(table["success"]) == [0.0, 1.0] and len(first.calls) == 4
     assert len(second.calls) == len(_ground_truth_script(tasks[1]))  # the failed first task was not run again
+
+
+def test_the_run_config_picks_the_tasks(base, tmp_path):
+    tasks = [base["multi_turn_base_1"], base["multi_turn_base_2"]]
+    idle, _ = _lm(["No."] * 8, tmp_path)
+    table, _ = run_multi_turn(tasks, idle, selector=NATIVE, run=RunConfig(limit=1))
+    assert list(table["id"]) == ["multi_turn_base_1"]

@@ -350,11 +350,11 @@ def test_a_closed_engine_refuses_calls(tmp_path):
 
 def test_the_engine_is_saved_and_loaded_with_the_lm(tmp_path):
     pytest.importorskip("llama_cpp")
-    from tool_selection.lm import get_lm
+    from tool_selection.lm import LocalEngineOptions, get_lm
 
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(b"GGUF")
-    lm = get_lm(f"local:{gguf}", constrained=True, n_ctx=2048)
+    lm = get_lm(f"local:{gguf}", constrained=True, local=LocalEngineOptions(n_ctx=2048))
     state = lm.dump_state()
     assert state["engine"]["state"] == {"spec": f"local:{gguf}", "constrained": True,
                                         "settings": {"n_ctx": 2048, "n_threads": None, "n_batch": 512,

@@ -3,7 +3,14 @@
 import dspy
 import pytest
 
-from tool_selection.lm import LocalEngine, LocalEngineError, ModelFileError, ModelSpecError, get_lm
+from tool_selection.lm import (
+    LocalEngine,
+    LocalEngineError,
+    LocalEngineOptions,
+    ModelFileError,
+    ModelSpecError,
+    get_lm,
+)
 from tool_selection.lm import engine as engine_module
 
 
@@ -18,7 +25,15 @@ def test_hosted_specs_become_plain_dspy_lms():
 
 def test_local_only_options_are_refused_for_hosted_models():
     with pytest.raises(ModelSpecError, match=r"\['n_ctx'\] apply to local models"):
-        get_lm("openai/gpt-4o-mini", n_ctx=8192)
+        get_lm("openai/gpt-4o-mini", local=LocalEngineOptions(n_ctx=8192))
+
+
+def test_the_former_local_keywords_fold_into_local_engine_options_with_a_warning():
+    with pytest.warns(DeprecationWarning, match=r"get_lm\(n_ctx=\) is deprecated: pass local=LocalEngineOptions"):
+        with pytest.raises(ModelSpecError, match=r"\['n_ctx'\] apply to local models"):
+            get_lm("openai/gpt-4o-mini", n_ctx=8192)
+    with pytest.raises(TypeError, match="not both"):
+        get_lm("openai/gpt-4o-mini", local=LocalEngineOptions(), n_threads=2)
 
 
 def test_a_catalog_model_is_assembled_and_wrapped_without_loading(tiny_model, installed_parts, model_dir):
@@ -31,7 +46,7 @@ def test_a_catalog_model_is_assembled_and_wrapped_without_loading(tiny_model, in
     assert not any(path == str(engine.model_path) for path, _ in engine_module._LOADED)  # loaded on first call
     assert lm.kwargs["logprobs"] is True and lm.num_retries == 0 and lm.cache is False
     assert lm.supports_response_schema
-    assert get_lm("local:tiny", n_ctx=1024).engine.settings.n_ctx == 1024
+    assert get_lm("local:tiny", local=LocalEngineOptions(n_ctx=1024)).engine.settings.n_ctx == 1024
 
 
 def test_a_missing_model_file_is_a_clear_error(tmp_path, model_dir):

@@ -13,8 +13,8 @@ from pathlib import Path
 import dspy
 import pytest
 
-from tool_selection.lm import ModelSpec, ModelSpecError, ServedLM, ServerError, get_lm
-from tool_selection.lm.server import ModelServer, served_lm
+from tool_selection.lm import LocalEngineOptions, ModelSpec, ModelSpecError, ServedLM, ServerError, get_lm
+from tool_selection.lm.server import ModelServer, ServerOptions, served_lm
 from tool_selection.lm.server_build import SERVER_BINARY_ENV, server_plan
 from tool_selection.selector import MultiToolSelector
 
@@ -28,7 +28,7 @@ def test_served_spec_parses_and_rejects_a_bare_name():
 
 
 def test_server_starts_with_parallel_slots_and_stops(fake_llama_server):
-    server = ModelServer(fake_llama_server, parallel=3, n_ctx=1024, n_threads=2)
+    server = ModelServer(fake_llama_server, parallel=3, local=LocalEngineOptions(n_ctx=1024, n_threads=2))
     with server:
         assert server.healthy()
         command = server.command()
@@ -63,7 +63,7 @@ def test_a_server_that_exits_at_start_is_a_clear_error(fake_llama_server, monkey
 
 def test_a_server_that_never_comes_up_is_stopped_and_reported(fake_llama_server, monkeypatch):
     monkeypatch.setenv("FAKE_SERVER_MODE", "slow")
-    server = ModelServer(fake_llama_server, start_timeout_s=1.5)
+    server = ModelServer(fake_llama_server, options=ServerOptions(start_timeout_s=1.5))
     with pytest.raises(ServerError, match="did not come up within 2 s"):
         server.start()
     assert server.process is None

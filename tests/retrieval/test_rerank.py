@@ -5,7 +5,6 @@ import dspy
 import pytest
 
 from tests.retrieval.conftest import needs_bm25s
-from tool_selection.errors import ToolSelectionError
 from tool_selection.retrieval import LLMReranker, RetrievedTool
 from tool_selection.retrieval._rerank import RERANK_QUESTION
 
@@ -32,12 +31,13 @@ def test_keep_must_be_a_positive_count():
 def test_the_selector_keeps_the_best_of_the_re_ranked_candidates(make_lm, small_registry):
     from tool_selection.retrieval import get_retriever
     from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import RetrievalSpec
 
     request = "Book a flight to Oslo and tell me the weather there"
     candidates = [hit.name for hit in get_retriever("bm25").fit(small_registry).retrieve(request, 3)]
     lm, llama = make_lm(["No", "No", "Yes", '{"reasoning": "r", "tool_calls": []}'], cache=False)
-    selector = MultiToolSelector(small_registry, strategy="json-cot", retrieve=1, rerank=3, retriever="bm25",
-                                 relevance=None)
+    selector = MultiToolSelector(small_registry, strategy="json-cot",
+                                 retrieval=RetrievalSpec(k=1, rerank=3, retriever="bm25"), relevance=None)
     with dspy.context(lm=lm):
         prediction = selector(request=request)
     assert prediction.row_extras["retrieved"] == [candidates[2]]  # the model's Yes beat the retriever's first two
@@ -47,9 +47,8 @@ def test_the_selector_keeps_the_best_of_the_re_ranked_candidates(make_lm, small_
     assert candidates[2] in listing and not any(name in listing for name in candidates[:2])
 
 
-@pytest.mark.parametrize(("retrieve", "rerank", "problem"), [(None, 10, "give retrieve"), (5, 5, "must exceed")])
-def test_rerank_needs_a_deeper_retrieval(retrieve, rerank, problem):
-    from tool_selection.selector import MultiToolSelector
+def test_rerank_needs_a_deeper_retrieval():
+    from tool_selection.spec import RetrievalSpec
 
-    with pytest.raises(ToolSelectionError, match=problem):
-        MultiToolSelector(strategy="json-cot", retrieve=retrieve, rerank=rerank)
+    with pytest.raises(ValueError, match="rerank=5 must exceed retrieve=5"):
+        RetrievalSpec(k=5, rerank=5)

@@ -5,20 +5,22 @@ import json
 import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
+from pydantic import ValidationError
 
 pytest.importorskip("bm25s", reason="the retrieval extra is not installed")
 
 from evals.runner import Evaluator
 from evals.suite import load_suite
-from tool_selection import ToolSelectionError, load_tool_set
+from tool_selection import load_tool_set
 from tool_selection.selector import MultiToolSelector
+from tool_selection.spec import RetrievalSpec
 
 
 def test_only_the_retrieved_tools_reach_the_prompt():
     finance = load_tool_set("finance")
     lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": "convert_currency", "arguments": {
         "amount": 100, "from_currency": "USD", "to_currency": "EUR"}}])}], adapter=dspy.JSONAdapter())
-    selector = MultiToolSelector(finance, retrieve=2, retriever="bm25", strategy="json-cot")
+    selector = MultiToolSelector(finance, retrieval=RetrievalSpec(k=2, retriever="bm25"), strategy="json-cot")
     with dspy.context(lm=lm):
         prediction = selector(request="Convert 100 US dollars to euros at today's exchange rate")
     retrieved = prediction.row_extras["retrieved"]
@@ -30,7 +32,7 @@ def test_only_the_retrieved_tools_reach_the_prompt():
 def test_the_harness_reports_retrieval_recall(tmp_path):
     cases = load_suite("finance").split("test").limit(3)
     lm = DummyLM([{"reasoning": "r", "tool_calls": "[]"}] * 3, adapter=dspy.JSONAdapter())
-    selector = MultiToolSelector(retrieve=1, retriever="bm25", strategy="json-cot")
+    selector = MultiToolSelector(retrieval=RetrievalSpec(k=1, retriever="bm25"), strategy="json-cot")
     result = Evaluator(suite=cases, progress=False)(selector, lm=lm)
     recall = result.results["retrieval_recall"]
     assert recall.notna().any() and ((recall.dropna() >= 0) & (recall.dropna() <= 1)).all()
@@ -38,5 +40,5 @@ def test_the_harness_reports_retrieval_recall(tmp_path):
 
 
 def test_retrieve_must_be_positive():
-    with pytest.raises(ToolSelectionError, match="positive number of tools"):
-        MultiToolSelector(retrieve=0, strategy="json-cot")
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        MultiToolSelector(retrieval=RetrievalSpec(k=0), strategy="json-cot")

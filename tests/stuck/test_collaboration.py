@@ -11,6 +11,7 @@ from evals.suite import load_suite
 from tests.stuck.conftest import TOOLS, ScriptedLM, answer, relative_cost, strong_answers, weak_answers
 from tool_selection.collaboration import (
     CollaborationConfigError,
+    EscalationPolicy,
     ModelCollaborationProtocol,
     build_protocols,
     load_collaboration_config,
@@ -31,11 +32,11 @@ collaboration:
 """
 
 
-def protocol(weak, strong, **kwargs):
-    kwargs.setdefault("detector", "validation")
-    kwargs.setdefault("threshold", 0.5)
-    kwargs.setdefault("selector", MultiToolSelector(strategy="json-cot"))
-    return ModelCollaborationProtocol(weak, strong, cost_fn=relative_cost, **kwargs)
+def protocol(weak, strong, **policy):
+    """A protocol over the two scripted models whose ``EscalationPolicy`` has the fields ``policy`` gives."""
+    escalation = EscalationPolicy(**{"detector": "validation", "threshold": 0.5, **policy})
+    return ModelCollaborationProtocol(weak, strong, escalation=escalation, cost_fn=relative_cost,
+                                      selector=MultiToolSelector(strategy="json-cot"))
 
 
 def run(proto, request):

@@ -1,7 +1,8 @@
 """Model collaboration: a small primary model decides; when a stuck detector fires, a larger secondary helps.
 
+    policy = EscalationPolicy(detector="confidence", threshold=0.6, strategy="delegate")
     protocol = ModelCollaborationProtocol("local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b",
-                                          detector="confidence", threshold=0.6, strategy="delegate")
+                                          escalation=policy)
     prediction = protocol(request="Weather in Oslo?", tools=registry)
     prediction.decision, prediction.collaboration.path      # "primary", "secondary" or "guided"
 
@@ -15,10 +16,11 @@ from tool_selection.collaboration.config import (
     CollaborationConfig,
     CollaborationConfigError,
     CollaborationStrategy,
+    EscalationPolicy,
     PairConfig,
     load_collaboration_config,
 )
-from tool_selection.collaboration.models import CostFn, catalog_cost, check_cost, model_name, resolve_lm
+from tool_selection.collaboration.models import CostFn, LMOptions, catalog_cost, check_cost, model_name, resolve_lm
 from tool_selection.collaboration.protocol import (
     CollaborationRecord,
     ModelCollaborationProtocol,
@@ -35,6 +37,8 @@ __all__ = [
     "CollaborationRecord",
     "CollaborationStrategy",
     "CostFn",
+    "EscalationPolicy",
+    "LMOptions",
     "ModelCollaborationProtocol",
     "PairConfig",
     "RoleUsage",

@@ -18,6 +18,7 @@ checked by ``ModelSpec.parse``, detector names by the detector registry.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -36,6 +37,7 @@ __all__ = [
     "CollaborationConfig",
     "CollaborationConfigError",
     "CollaborationStrategy",
+    "EscalationPolicy",
     "PairConfig",
     "check_threshold",
     "load_collaboration_config",
@@ -56,6 +58,28 @@ def check_threshold(value: float) -> float:
     if not 0.0 <= value <= 1.0:
         raise CollaborationConfigError(f"threshold must be within [0, 1] (detector scores are), got {value}")
     return value
+
+
+@dataclass(frozen=True)
+class EscalationPolicy:
+    """When a primary's decision counts as stuck and what happens then: ``detector`` (a registered name or a
+    ``StuckDetector``) scores each decision; at or above ``threshold`` the primary tries again (sampled at
+    ``temperature``, up to ``max_retries`` times), then the request escalates (``strategy``: ``delegate`` or
+    ``guide``)."""
+
+    detector: str | StuckDetector = "combined"
+    threshold: float = 0.5
+    strategy: CollaborationStrategy = "delegate"
+    max_retries: int = 0
+    temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        check_threshold(self.threshold)
+        if self.strategy not in COLLABORATION_STRATEGIES:
+            raise CollaborationConfigError(f"strategy must be one of {', '.join(COLLABORATION_STRATEGIES)}, "
+                                           f"got {self.strategy!r}")
+        if self.max_retries < 0:
+            raise CollaborationConfigError(f"max_retries must be 0 or more, got {self.max_retries}")
 
 
 class PairConfig(DetectorOptions):
@@ -101,6 +125,11 @@ class PairConfig(DetectorOptions):
 
     def build_detector(self) -> StuckDetector:
         return make_detector(self.detector, self)
+
+    def escalation_policy(self) -> EscalationPolicy:
+        """The pair's escalation settings, its detector built."""
+        return EscalationPolicy(detector=self.build_detector(), threshold=self.threshold, strategy=self.strategy,
+                                max_retries=self.max_retries, temperature=self.temperature)
 
 
 class CollaborationConfig(BaseModel):

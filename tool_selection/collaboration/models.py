@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import dspy
 
 from tool_selection.errors import ToolSelectionError
 
-__all__ = ["CostFn", "catalog_cost", "check_cost", "model_name", "resolve_lm"]
+__all__ = ["CostFn", "LMOptions", "catalog_cost", "check_cost", "model_name", "resolve_lm"]
 
 CostFn = Callable[[str, int, int], float]
 """``(model spec, input tokens, output tokens) -> cost`` of one call."""
+
+
+@dataclass(frozen=True)
+class LMOptions:
+    """How a model given as a spec becomes an LM (``get_lm``): its generation limit, DSPy's answer cache, and
+    constrained decoding; an LM object given is used as it is."""
+
+    max_tokens: int = 512
+    cache: bool = True
+    constrained: bool = True
 
 
 def catalog_cost(spec: str, input_tokens: int, output_tokens: int) -> float:

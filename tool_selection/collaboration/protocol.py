@@ -1,21 +1,23 @@
 """The collaboration protocol: a small primary model decides; when a stuck detector fires, a larger secondary helps.
 
+    policy = EscalationPolicy(detector="confidence", threshold=0.6, strategy="delegate")
     protocol = ModelCollaborationProtocol("local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b",
-                                          detector="confidence", threshold=0.6, strategy="delegate")
+                                          escalation=policy)
     prediction = protocol(request="Weather in Oslo?", tools=registry)
     prediction.decision, prediction.collaboration.path      # "primary", "secondary" or "guided"
 
-The primary decides; the detector scores the decision (``tool_selection.stuck``). A score at or above the
-threshold is "stuck": the primary tries again (sampled, up to ``max_retries`` times), then the request escalates:
-``delegate`` lets the secondary decide; ``guide`` has the secondary write guidance (``WriteGuidance``) that the
-primary decides with. Every decision records its path, both models' token usage and their cost from the model
-catalog.
+The primary decides; the policy's detector scores the decision (``tool_selection.stuck``). A score at or above
+the threshold is "stuck": the primary tries again (sampled, up to ``max_retries`` times), then the request
+escalates: ``delegate`` lets the secondary decide; ``guide`` has the secondary write guidance (``WriteGuidance``)
+that the primary decides with. Every decision records its path, both models' token usage and their cost from the
+model catalog.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Any, Literal
 
 import dspy
@@ -23,22 +25,14 @@ from dspy.utils.exceptions import AdapterParseError
 from dspy.utils.usage_tracker import track_usage
 from pydantic import BaseModel, Field
 
-from tool_selection.collaboration.config import (
-    COLLABORATION_STRATEGIES,
-    CollaborationConfig,
-    CollaborationConfigError,
-    CollaborationStrategy,
-    PairConfig,
-    check_threshold,
-)
-from tool_selection.collaboration.models import CostFn, catalog_cost, check_cost, model_name, resolve_lm
+from tool_selection.collaboration.config import CollaborationConfig, CollaborationStrategy, EscalationPolicy, PairConfig
+from tool_selection.collaboration.models import CostFn, LMOptions, catalog_cost, check_cost, model_name, resolve_lm
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, render_tools
 from tool_selection.stuck import (
     Attempt,
-    StuckDetector,
     StuckSignal,
     capture_generation,
     make_detector,
@@ -112,28 +106,28 @@ class CollaborationRecord(BaseModel):
 
 class ModelCollaborationProtocol(dspy.Module):
     """A (primary, secondary) pair behind one selector interface: ``forward(request, tools)`` returns a prediction
-    with ``decision``, ``collaboration`` (a ``CollaborationRecord``) and ``row_extras`` for the harness."""
+    with ``decision``, ``collaboration`` (a ``CollaborationRecord``) and ``row_extras`` for the harness.
+
+    ``escalation``: when a decision is stuck and what then (``EscalationPolicy``). ``selector``: how both models
+    are asked (default ``MultiToolSelector()``). ``cost_fn``: the price of a call (default: the model catalog).
+    ``lm_options``: how models given as specs become LMs (``LMOptions``)."""
 
     def __init__(self, primary: str | dspy.BaseLM, secondary: str | dspy.BaseLM, *,
-                 detector: str | StuckDetector = "combined", threshold: float = 0.5,
-                 strategy: CollaborationStrategy = "delegate", max_retries: int = 0, temperature: float = 0.7,
-                 selector: MultiToolSelector | None = None, adapter: dspy.Adapter | None = None,
-                 cost_fn: CostFn | None = None, max_tokens: int = 512, cache: bool = True, constrained: bool = True):
+                 escalation: EscalationPolicy | None = None, selector: MultiToolSelector | None = None,
+                 adapter: dspy.Adapter | None = None, cost_fn: CostFn | None = None,
+                 lm_options: LMOptions | None = None):
         super().__init__()
-        check_threshold(threshold)
-        if strategy not in COLLABORATION_STRATEGIES:
-            raise CollaborationConfigError(f"strategy must be one of {', '.join(COLLABORATION_STRATEGIES)}, "
-                                           f"got {strategy!r}")
-        if max_retries < 0:
-            raise CollaborationConfigError(f"max_retries must be 0 or more, got {max_retries}")
-        self.detector = make_detector(detector, temperature=temperature) if isinstance(detector, str) else detector
-        self.threshold, self.strategy = threshold, strategy
-        self.max_retries, self.temperature = max_retries, temperature
+        policy = escalation or EscalationPolicy()
+        detector = policy.detector
+        self.detector = (make_detector(detector, temperature=policy.temperature) if isinstance(detector, str)
+                         else detector)
+        self.threshold, self.strategy = policy.threshold, policy.strategy
+        self.max_retries, self.temperature = policy.max_retries, policy.temperature
         self.primary_name, self.secondary_name = model_name(primary), model_name(secondary)
         self.cost_fn = cost_fn or catalog_cost
         for name in (self.primary_name, self.secondary_name):
             check_cost(self.cost_fn, name)
-        options = {"max_tokens": max_tokens, "cache": cache, "constrained": constrained}
+        options = asdict(lm_options or LMOptions())
         self.primary_lm = resolve_lm(primary, logprobs=self.detector.needs_logprobs, **options)
         self.secondary_lm = resolve_lm(secondary, logprobs=False, **options)
         self.selector = selector or MultiToolSelector()
@@ -143,8 +137,7 @@ class ModelCollaborationProtocol(dspy.Module):
     @classmethod
     def from_config(cls, pair: PairConfig, **kwargs: Any) -> ModelCollaborationProtocol:
         kwargs.setdefault("selector", MultiToolSelector(strategy=pair.selection_strategy))
-        return cls(pair.primary, pair.secondary, detector=pair.build_detector(), threshold=pair.threshold,
-                   strategy=pair.strategy, max_retries=pair.max_retries, temperature=pair.temperature, **kwargs)
+        return cls(pair.primary, pair.secondary, escalation=pair.escalation_policy(), **kwargs)
 
     def forward(self, request: str, tools: ToolRegistry | ToolSet | None = None) -> dspy.Prediction:
         registry = _registry(tools, self.selector)

@@ -22,7 +22,14 @@ from typing import Any
 
 from tool_selection.conversations.config import DebateAgent, DebateConfig, load_debate_config
 from tool_selection.conversations.errors import StateFileError
-from tool_selection.conversations.speaker import CallObserver, LMFactory, LMPool, Speaker, pairs_by_primary
+from tool_selection.conversations.speaker import (
+    CallObserver,
+    LMFactory,
+    LMPool,
+    Speaker,
+    pair_escalation,
+    pairs_by_primary,
+)
 from tool_selection.conversations.state import Contribution, DebateState, Round
 from tool_selection.conversations.toolbox import agent_tools, describe_tools
 
@@ -70,12 +77,13 @@ class DebateRunner:
             others = ", ".join(f"{a.name} ({a.role})" for a in config.agents if a.id != agent.id)
             prompt = "\n\n".join(p for p in (SYSTEM_PROMPT.format(name=agent.name, role=agent.role, others=others),
                                              describe_tools(tools), agent.system_prompt) if p)
+            lm = lms.get(agent.model, temperature=agent.temperature, max_tokens=agent.max_tokens)
             pair = pairs.get(agent.model)
+            escalation = pair_escalation(pair, lms.get(pair.secondary, max_tokens=agent.max_tokens)) if pair else None
             self.speakers[agent.id] = Speaker(
-                agent.id, lms.get(agent.model, temperature=agent.temperature, max_tokens=agent.max_tokens),
-                tools=tools, system_prompt=prompt, max_tool_calls=agent.tool_call_limit, strategy=agent.strategy,
-                session_config={"conversation": self.state}, pair=pair,
-                secondary_lm=lms.get(pair.secondary, max_tokens=agent.max_tokens) if pair else None, observer=on_call)
+                agent.id, lm, tools=tools, system_prompt=prompt, max_tool_calls=agent.tool_call_limit,
+                strategy=agent.strategy, session_config={"conversation": self.state},
+                escalation=escalation).observe(on_call)
 
     @classmethod
     def from_files(cls, config: str | os.PathLike | dict[str, Any], *, state_path: str | os.PathLike | None = None,

@@ -24,7 +24,14 @@ from typing import Any
 
 from tool_selection.agent import Message, Role
 from tool_selection.conversations.config import DiscussionConfig, load_discussion_config
-from tool_selection.conversations.speaker import CallObserver, LMFactory, LMPool, Speaker, pairs_by_primary
+from tool_selection.conversations.speaker import (
+    CallObserver,
+    LMFactory,
+    LMPool,
+    Speaker,
+    pair_escalation,
+    pairs_by_primary,
+)
 from tool_selection.conversations.state import Contribution, DiscussionTranscript
 from tool_selection.conversations.toolbox import describe_tools, discussion_tools
 
@@ -62,12 +69,12 @@ class DiscussionManager:
         for key, model in config.models.items():
             prompt = (HUMAN_PROMPT if model.role == "human" else ASSISTANT_PROMPT).format(goal=config.goal)
             prompt = "\n\n".join(p for p in (prompt, describe_tools(toolbox.registry), model.system_prompt) if p)
+            lm = lms.get(model.type, temperature=model.temperature, max_tokens=model.max_tokens)
             pair = pairs.get(model.type)
+            escalation = pair_escalation(pair, lms.get(pair.secondary, max_tokens=model.max_tokens)) if pair else None
             self.speakers[key] = Speaker(
-                key, lms.get(model.type, temperature=model.temperature, max_tokens=model.max_tokens),
-                tools=toolbox.registry, system_prompt=prompt, max_tool_calls=model.max_tool_calls,
-                strategy=model.strategy, session_config=session, pair=pair,
-                secondary_lm=lms.get(pair.secondary, max_tokens=model.max_tokens) if pair else None, observer=on_call)
+                key, lm, tools=toolbox.registry, system_prompt=prompt, max_tool_calls=model.max_tool_calls,
+                strategy=model.strategy, session_config=session, escalation=escalation).observe(on_call)
         opener = config.opener
         self.order = [opener, next(k for k in config.models if k != opener)]
 

@@ -21,7 +21,7 @@ from dspy.utils.usage_tracker import track_usage
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tool_selection.agent import AgentLoop, CallRecord, Message, ToolSession, Transcript
+from tool_selection.agent import AgentLoop, CallRecord, LoopEscalation, LoopLimits, Message, ToolSession, Transcript
 from tool_selection.collaboration import CollaborationConfig, PairConfig
 from tool_selection.conversations.errors import ConversationConfigError
 from tool_selection.decision import ToolCall
@@ -32,7 +32,7 @@ from tool_selection.strategies.base import inner_predict
 from tool_selection.stuck.loop import LoopStuckDetector
 
 __all__ = ["CONVERSATION_INSTRUCTIONS", "Escalation", "LMFactory", "LMPool", "Speaker", "ToolUse", "TurnMetadata",
-           "Utterance", "conversation_selector", "default_lm_factory", "pairs_by_primary"]
+           "Utterance", "conversation_selector", "default_lm_factory", "pair_escalation", "pairs_by_primary"]
 
 CONVERSATION_INSTRUCTIONS = (
     "You take part in a conversation, in the role the system message gives you. When one of the functions helps "
@@ -170,33 +170,39 @@ def conversation_selector(tools: ToolRegistry, strategy: str) -> MultiToolSelect
     return selector
 
 
+def pair_escalation(pair: PairConfig, secondary_lm: dspy.BaseLM) -> LoopEscalation:
+    """How a collaboration pair helps a speaker's stuck step: the pair's detector scores each step of the loop;
+    ``guide`` has the secondary (``secondary_lm``) write guidance the primary retries with, ``delegate`` lets it
+    decide; at most ``max_retries`` times per turn."""
+    return LoopEscalation(secondary_lm=secondary_lm, strategy=pair.strategy, threshold=pair.threshold,
+                          max_escalations=pair.max_retries,
+                          detector=LoopStuckDetector(decision_detector=pair.build_detector()))
+
+
 class Speaker:
-    """One agent: a model, its tools and limit, its system prompt, and optionally a collaboration pair whose
-    secondary model helps a stuck step (the pair's detector scores each step of the loop; ``guide`` has the
-    secondary write guidance the primary retries with, ``delegate`` lets it decide; at most ``max_retries`` times
-    per turn). ``session_config`` starts the tools' session (shared state, parameters)."""
+    """One agent: a model, its tools and limit, its system prompt, and optionally a secondary model that helps a
+    stuck step (``escalation``; ``pair_escalation`` makes it from a collaboration pair). ``session_config`` starts
+    the tools' session (shared state, parameters); ``observe`` reports each tool call as it returns."""
 
     def __init__(self, name: str, lm: dspy.BaseLM, *, tools: ToolRegistry, system_prompt: str,
                  max_tool_calls: int = 10, strategy: str = "auto", session_config: dict[str, Any] | None = None,
-                 pair: PairConfig | None = None, secondary_lm: dspy.BaseLM | None = None,
-                 observer: CallObserver | None = None):
-        if pair is not None and secondary_lm is None:
-            raise ConversationConfigError(f"Speaker {name!r}: a collaboration pair needs its secondary model's LM.")
-        self.name, self.lm, self.max_tool_calls, self.pair = name, lm, max_tool_calls, pair
-        escalation: dict[str, Any] = {}
-        if pair is not None:
-            escalation = {"detector": LoopStuckDetector(decision_detector=pair.build_detector()),
-                          "secondary_lm": secondary_lm, "escalation": pair.strategy, "threshold": pair.threshold,
-                          "max_escalations": pair.max_retries}
+                 escalation: LoopEscalation | None = None):
+        self.name, self.lm, self.max_tool_calls = name, lm, max_tool_calls
+        self.session_config = session_config
         self.loop = AgentLoop(tools, selector=conversation_selector(tools, strategy), lm=lm,
-                              max_tool_calls=max_tool_calls, system_prompt=system_prompt,
-                              session_config=session_config, **escalation)
-        if observer is not None:
-            self.loop.session = _ObservedSession(self.loop.registry, lambda record: observer(name, record),
-                                                 **(session_config or {}))
+                              limits=LoopLimits(max_tool_calls=max_tool_calls), system_prompt=system_prompt,
+                              session_config=session_config, escalation=escalation)
         closing_tools = ToolRegistry(f"{name}-closing")
         self.closing = AgentLoop(closing_tools, selector=conversation_selector(closing_tools, strategy), lm=lm,
-                                 max_tool_calls=1, max_steps=1, system_prompt=system_prompt)
+                                 limits=LoopLimits(max_tool_calls=1, max_steps=1), system_prompt=system_prompt)
+
+    def observe(self, observer: CallObserver | None) -> Speaker:
+        """Report each of this speaker's tool calls to ``observer`` (with the speaker's name) as soon as it returns;
+        call it before the first turn (its tools' session starts again)."""
+        if observer is not None:
+            self.loop.session = _ObservedSession(self.loop.registry, lambda record: observer(self.name, record),
+                                                 **(self.session_config or {}))
+        return self
 
     def speak(self, request: str, history: Sequence[Message] = ()) -> Utterance:
         """The agent's answer to ``request`` after ``history`` (earlier turns, from this agent's point of view)."""

@@ -7,11 +7,13 @@ string ``dspy.LM`` accepts works the same way (``openai/gpt-4o-mini``, ``ollama_
 
     lm = get_lm("local:qwen2.5-coder-0.5b", constrained=True)   # JSONAdapter answers always parse
     lm = get_lm("local:qwen2.5-coder-0.5b", logprobs=True)      # outputs carry token log-probabilities
+    lm = get_lm("local:qwen2.5-coder-0.5b", local=LocalEngineOptions(n_ctx=8192))  # a longer context
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 from tool_selection._lazy import lazy_getattr
 
@@ -20,7 +22,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from typing import TYPE_CHECKING
 
-from tool_selection.lm.specs import ModelSpec, ModelSpecError
+from tool_selection.lm.specs import LocalEngineOptions, ModelSpec, ModelSpecError
 
 if TYPE_CHECKING:
     import dspy
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
         local_engine,
         unload_models,
     )
-    from tool_selection.lm.server import ModelServer, ServedLM, ServerError
+    from tool_selection.lm.server import ModelServer, ServedLM, ServerError, ServerOptions
 
 # name -> module, loaded on first use (PEP 562): DSPy and llama.cpp load when a model is asked for, not with the
 # package (so that 'toolsel models --help' stays fast)
@@ -46,7 +48,7 @@ _LAZY = {
     "model_cost": "tool_selection.lm.costs",
     **dict.fromkeys(["AsyncLocalEngine", "LocalEngine", "LocalEngineError", "local_engine", "unload_models"],
                     "tool_selection.lm.engine"),
-    **dict.fromkeys(["ModelServer", "ServedLM", "ServerError"], "tool_selection.lm.server"),
+    **dict.fromkeys(["ModelServer", "ServedLM", "ServerError", "ServerOptions"], "tool_selection.lm.server"),
 }
 
 
@@ -59,12 +61,14 @@ __all__ = [
     "CatalogError",
     "LocalEngine",
     "LocalEngineError",
+    "LocalEngineOptions",
     "ModelFileError",
     "ModelSpec",
     "ModelSpecError",
     "ModelServer",
     "ServedLM",
     "ServerError",
+    "ServerOptions",
     "default_model_dir",
     "ensure_model",
     "get_lm",
@@ -75,9 +79,12 @@ __all__ = [
 ]
 
 
+LOCAL_KEYWORDS = ("model_dir", "n_ctx", "n_threads")  # get_lm's former keywords for LocalEngineOptions
+
+
 def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int = 512, cache: bool = True,
-           constrained: bool = True, logprobs: bool = False, model_dir: str | os.PathLike | None = None,
-           n_ctx: int | None = None, n_threads: int | None = None, **kwargs) -> dspy.LM:
+           constrained: bool = True, logprobs: bool = False, local: LocalEngineOptions | None = None,
+           **kwargs) -> dspy.LM:
     """A ``dspy.LM`` for ``spec``.
 
     ``cache``: DSPy's response cache (a repeated call at temperature 0 makes no new model call).
@@ -85,31 +92,43 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
     a ``Prediction`` as ``.logprobs``). ``constrained`` (default): for local models, tell DSPy's adapters that
     structured output is supported, so ``JSONAdapter`` sends the signature's JSON schema and llama.cpp enforces it
     with a grammar (hosted models use their provider's own structured outputs); the same default as the CLI, so a
-    selector behaves alike in both. ``model_dir``, ``n_ctx`` and
-    ``n_threads`` apply to local models. Other keyword arguments go to ``dspy.LM`` (``api_base``, ``num_retries``).
+    selector behaves alike in both. ``local`` (``LocalEngineOptions``: ``model_dir``, ``n_ctx``, ``n_threads``)
+    applies to local models. Other keyword arguments go to ``dspy.LM`` (``api_base``, ``num_retries``); the former
+    ``model_dir=``, ``n_ctx=`` and ``n_threads=`` still work, with a ``DeprecationWarning``.
     """
     import dspy
 
     from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine
 
+    local = _local_options(local, kwargs)
     parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
     if logprobs:
         kwargs["logprobs"] = True
     if not parsed.is_local:
-        local_only = sorted(k for k, v in {"model_dir": model_dir, "n_ctx": n_ctx, "n_threads": n_threads}.items()
-                            if v is not None)
-        if local_only:
-            raise ModelSpecError(f"{local_only} apply to local models (local:...), not to {str(parsed)!r}.")
+        if local.given():
+            raise ModelSpecError(f"{local.given()} apply to local models (local:...), not to {str(parsed)!r}.")
         if parsed.kind == "served":
             from tool_selection.lm.server import served_lm
 
             return served_lm(parsed.target, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
         return dspy.LM(parsed.target, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
-    engine = LocalEngine.from_spec(parsed, model_dir=model_dir, n_ctx=n_ctx, n_threads=n_threads,
+    engine = LocalEngine.from_spec(parsed, model_dir=local.model_dir, n_ctx=local.n_ctx, n_threads=local.n_threads,
                                    constrained=constrained)
     kwargs.setdefault("num_retries", 0)  # a local failure is deterministic; retrying only repeats it
     return dspy.LM(engine.spec, engine=engine, async_engine=AsyncLocalEngine(engine), temperature=temperature,
                    max_tokens=max_tokens, cache=cache, **kwargs)
+
+
+def _local_options(local: LocalEngineOptions | None, kwargs: dict) -> LocalEngineOptions:
+    """``local``, or get_lm's former keywords taken out of ``kwargs`` as one (a ``DeprecationWarning`` says so)."""
+    former = {name: kwargs.pop(name) for name in LOCAL_KEYWORDS if name in kwargs}
+    if not former:
+        return local or LocalEngineOptions()
+    if local is not None:
+        raise TypeError("get_lm(): give local=LocalEngineOptions(...) or model_dir=/n_ctx=/n_threads=, not both")
+    warnings.warn(f"get_lm({', '.join(f'{name}=' for name in former)}) is deprecated: pass "
+                  "local=LocalEngineOptions(...) (tool_selection.lm).", DeprecationWarning, stacklevel=3)
+    return LocalEngineOptions(**former)
 
 
 def prepare_lm(lm: dspy.BaseLM) -> None:

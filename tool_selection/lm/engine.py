@@ -179,8 +179,9 @@ def _context_advice(error: Exception, n_ctx: int, llama: Any) -> str:
     trained, requested = _trained_context(llama), _requested_tokens(error)
     if trained is not None and (n_ctx >= trained or requested is not None and requested >= trained):
         return (f"{error}; the model was trained for {trained:,} tokens of context and this prompt does not fit: show "
-                "it fewer tools (--retrieve K, or retrieve=K in Python) or a shorter conversation.")
-    return f"{error}; this model was loaded with n_ctx={n_ctx}. Load it with a larger n_ctx (get_lm(..., n_ctx=8192))."
+                "it fewer tools (--retrieve K, or retrieval=RetrievalSpec(k=K) in Python) or a shorter conversation.")
+    return (f"{error}; this model was loaded with n_ctx={n_ctx}. Load it with a larger n_ctx "
+            "(get_lm(..., local=LocalEngineOptions(n_ctx=8192))).")
 
 
 def _require_llama_cpp() -> None:

@@ -26,6 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,9 @@ import dspy
 
 from tool_selection.defaults import DEFAULT_MODEL
 from tool_selection.errors import ToolSelectionError
-from tool_selection.lm.specs import SERVED_PREFIX, ModelSpec
+from tool_selection.lm.specs import SERVED_PREFIX, LocalEngineOptions, ModelSpec
 
-__all__ = ["SERVED_PREFIX", "ModelServer", "ServedLM", "ServerError", "served_lm"]
+__all__ = ["SERVED_PREFIX", "ModelServer", "ServedLM", "ServerError", "ServerOptions", "served_lm"]
 
 
 class ServerError(ToolSelectionError, RuntimeError):
@@ -81,27 +82,37 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-class ModelServer:
-    """llama-server serving one local model (``local:NAME`` or ``local:/path.gguf``) on ``host`` (loopback).
+@dataclass(frozen=True)
+class ServerOptions:
+    """How llama-server is launched: where it listens (``host``, loopback; ``port``, default a free one), which
+    program runs (``binary``; default ``$TOOLSEL_LLAMA_SERVER`` or the toolkit's build, which ``build=True`` makes
+    if it is missing), how long it may take to come up (``start_timeout_s``) and any further flags (``extra_args``)."""
 
-    ``parallel``: slots decoded together; each has the model's context (``n_ctx``, default the catalog's).
-    ``n_threads``: CPU threads (default: every core). ``binary``: a llama-server to use (default:
-    ``$TOOLSEL_LLAMA_SERVER`` or the toolkit's build, which ``build=True`` makes if it is missing).
+    host: str = "127.0.0.1"
+    port: int | None = None
+    binary: str | os.PathLike | None = None
+    build: bool = False
+    start_timeout_s: float = 300.0
+    extra_args: tuple[str, ...] = ()
+
+
+class ModelServer:
+    """llama-server serving one local model (``local:NAME`` or ``local:/path.gguf``) on loopback.
+
+    ``parallel``: slots decoded together; each has the model's context. ``local``: how the model is loaded
+    (``LocalEngineOptions``: ``n_ctx``, default the catalog's; ``n_threads``, default every core; ``model_dir``).
+    ``options``: how the server is launched (``ServerOptions``: host, port, binary, build, start timeout).
     """
 
-    def __init__(self, spec: str = DEFAULT_MODEL, *, parallel: int = 1, n_ctx: int | None = None,
-                 n_threads: int | None = None, host: str = "127.0.0.1", port: int | None = None,
-                 binary: str | os.PathLike | None = None, model_dir: str | os.PathLike | None = None,
-                 start_timeout_s: float = 300.0, build: bool = False, extra_args: tuple[str, ...] = ()):
+    def __init__(self, spec: str = DEFAULT_MODEL, *, parallel: int = 1, local: LocalEngineOptions | None = None,
+                 options: ServerOptions | None = None):
         if parallel < 1:
             raise ServerError(f"parallel must be at least 1, got {parallel}.")
         self.spec = ModelSpec.parse(spec)
         if not self.spec.is_local:
             raise ServerError(f"Only local models are served (local:NAME or local:/path.gguf), not {spec!r}.")
-        self.parallel, self.host, self.port = parallel, host, port
-        self.n_ctx, self.n_threads, self.model_dir = n_ctx, n_threads, model_dir
-        self.binary, self.build, self.start_timeout_s = binary, build, start_timeout_s
-        self.extra_args = tuple(extra_args)
+        self.local, self.options = local or LocalEngineOptions(), options or ServerOptions()
+        self.parallel, self.host, self.port = parallel, self.options.host, self.options.port
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
 
@@ -128,22 +139,22 @@ class ModelServer:
 
         if self.spec.kind == "catalog":
             entry = load_catalog().local_model(self.spec.target)
-            path, n_ctx, alias = ensure_model(entry, self.model_dir), self.n_ctx or entry.n_ctx, entry.name
+            path, n_ctx, alias = ensure_model(entry, self.local.model_dir), self.local.n_ctx or entry.n_ctx, entry.name
         else:
-            path, n_ctx, alias = Path(self.spec.target), self.n_ctx or 4096, Path(self.spec.target).stem
+            path, n_ctx, alias = Path(self.spec.target), self.local.n_ctx or 4096, Path(self.spec.target).stem
         if not path.is_file():
             raise ServerError(f"GGUF file {path} does not exist.")
-        threads = str(self.n_threads or default_threads())
+        threads = str(self.local.n_threads or default_threads())
         return [str(self._binary()), "--model", str(path), "--alias", alias, "--host", self.host,
                 "--port", str(self.port), "--ctx-size", str(n_ctx * self.parallel), "--parallel", str(self.parallel),
                 "--threads", str(threads), "--threads-batch", str(threads), "--jinja", "--no-warmup",
-                *self.extra_args]
+                *self.options.extra_args]
 
     def _binary(self) -> Path:
         from tool_selection.lm.server_build import build_server, find_server, server_plan
 
-        binary = Path(self.binary).expanduser() if self.binary else find_server()
-        if binary is None and self.build:
+        binary = Path(self.options.binary).expanduser() if self.options.binary else find_server()
+        if binary is None and self.options.build:
             binary = build_server(server_plan())
         if binary is None or not binary.is_file():
             raise ServerError("llama-server is not built. Build it once (about ten minutes on two cores) with "
@@ -161,7 +172,7 @@ class ModelServer:
         with os.fdopen(handle, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-        deadline = time.monotonic() + self.start_timeout_s
+        deadline = time.monotonic() + self.options.start_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 status, tail = self.process.returncode, self.log_tail()
@@ -172,7 +183,7 @@ class ModelServer:
             time.sleep(0.25)
         tail = self.log_tail()
         self.stop()
-        raise ServerError(f"llama-server did not come up within {self.start_timeout_s:.0f} s:\n{tail}")
+        raise ServerError(f"llama-server did not come up within {self.options.start_timeout_s:.0f} s:\n{tail}")
 
     def healthy(self) -> bool:
         try:

@@ -9,13 +9,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
 from tool_selection.errors import ToolSelectionError, close_matches
 
-__all__ = ["LOCAL_PREFIX", "SERVED_PREFIX", "ModelSpec", "ModelSpecError"]
+__all__ = ["LOCAL_PREFIX", "SERVED_PREFIX", "LocalEngineOptions", "ModelSpec", "ModelSpecError"]
 
 LOCAL_PREFIX = "local:"
 SERVED_PREFIX = "served:"
@@ -23,6 +24,21 @@ SERVED_PREFIX = "served:"
 
 class ModelSpecError(ToolSelectionError, ValueError):
     """A model spec is malformed or names no known model."""
+
+
+@dataclass(frozen=True)
+class LocalEngineOptions:
+    """How a local model (``local:...``) is loaded, for ``get_lm`` and ``ModelServer``: the folder catalog models
+    are assembled in (``model_dir``; default ``$TOOLSEL_MODEL_DIR`` or the user cache), the context in tokens
+    (``n_ctx``; default the catalog's) and CPU threads (``n_threads``; default every core). None keeps the default."""
+
+    model_dir: str | os.PathLike | None = None
+    n_ctx: int | None = None
+    n_threads: int | None = None
+
+    def given(self) -> list[str]:
+        """The names of the options set (not None), sorted."""
+        return sorted(name for name, value in asdict(self).items() if value is not None)
 
 
 @dataclass(frozen=True)
