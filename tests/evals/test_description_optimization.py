@@ -7,6 +7,7 @@ import dspy
 import pytest
 
 from evals import description_optimization
+from evals.evaluation import evaluate
 from evals.optimization import FalseAbstentionRiseError, OptimizeSettings, optimize
 from evals.suite import load_suite, registry_for
 from tests.evals.conftest import CLOCK, WEATHER
@@ -106,6 +107,11 @@ def test_the_teachers_description_is_what_the_compiled_selector_shows(weather_su
     assert PROPOSED in shown.selector_prompts[-1] and decision.tool_names == ["get_weather"]
     assert loaded.select.predict.signature.instructions == MultiToolSelector(strategy="json-cot").select.predict.signature.instructions
 
+    shown = DescriptionsLM(before=wrong_tool, after=right)  # toolsel eval --program DIR
+    again = evaluate(str(weather_suite), shown, selector=SelectorSpec(program=str(tmp_path / "desc"), relevance="none"),
+                     run=RunConfig(mlflow=False, progress=False, run_dir=tmp_path / "eval"))
+    assert again.accuracy == 1.0 and shown.selector_prompts and all(PROPOSED in p for p in shown.selector_prompts)
+
 
 def test_the_test_split_is_never_read_while_optimizing(weather_suite, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -162,3 +168,29 @@ def test_the_command_line_names_the_target(capsys):
     assert build_parser().parse_args(["optimize"]).target == "program"
     assert main(["optimize", "--target", "descriptions", "--optimizer", "bootstrap"]) == 2  # before any model loads
     assert "--target descriptions evolves the tool descriptions with GEPA, not 'bootstrap'" in capsys.readouterr().err
+
+
+def test_the_benchmark_script_runs_commands_the_command_line_accepts(tmp_path):
+    import shlex
+    import subprocess
+    from pathlib import Path
+
+    from tool_selection.cli import build_parser
+
+    script = Path(__file__).parents[2] / "evals" / "benchmarks" / "measure_descriptions.sh"
+    env = {"PATH": "/usr/bin:/bin", "DRY_RUN": "1", "LIMIT": "2", "OUT": str(tmp_path / "runs"),
+           "KEEP": str(tmp_path / "kept")}
+    printed = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=True).stdout
+    commands = [shlex.split(line.split(" ", 1)[1]) for line in printed.splitlines() if "/toolsel " in line]
+    assert len(commands) == 5 * 4  # per suite: optimize, two test runs, the comparison
+    for command in commands:
+        args = build_parser().parse_args(command[1:])
+        assert args.handler is not None
+    optimize = build_parser().parse_args(commands[0][1:])
+    assert (optimize.suite, optimize.target, optimize.model, optimize.teacher, optimize.no_test) == (
+        "treasure_hunt", "descriptions", "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b", True)
+    optimized, original = (build_parser().parse_args(c[1:]) for c in commands[1:3])
+    assert optimized.program == optimize.out and original.program is None and original.strategy == optimize.strategy
+    assert optimized.limit == original.limit == 2 and optimized.relevance == original.relevance == "none"
+    assert commands[3][1:4] == ["eval", "compare", original.run_dir] and commands[3][4] == optimized.run_dir
+    assert "-m evals.benchmarks.keep_results" in printed and str(tmp_path / "kept") in printed
