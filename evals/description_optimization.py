@@ -5,9 +5,9 @@ description each tool shows the model. A candidate is a ``{tool name: descriptio
 selector keeps the rewritten ones (``MultiToolSelector.described``); the tool set itself is untouched.
 
 Why GEPA's engine with an adapter of our own: ``dspy.GEPA`` (DSPy 3.4.1) evolves predictor instructions only (its
-seed candidate is each predictor's ``signature.instructions``; it has no option for tool descriptions, the one DSPy
-once had having been removed), and MIPROv2's proposer writes instructions from a program's code and data, with no
-feedback. The ``gepa`` package under ``dspy.GEPA`` (0.1.4) evolves any named text through a ``GEPAAdapter``, which
+seed candidate is each predictor's ``signature.instructions``; its ``enable_tool_optimization``, for a ReAct
+agent's tools, was removed upstream, stanfordnlp/dspy#9223), and MIPROv2's proposer writes instructions from a
+program's code and data, with no feedback on what went wrong. The ``gepa`` package under ``dspy.GEPA`` (0.1.4) evolves any named text through a ``GEPAAdapter``, which
 ``DescriptionAdapter`` is:
 
 - ``evaluate``: the unoptimized selector showing a candidate's descriptions, on a batch, scored with the harness's
