@@ -218,11 +218,13 @@ class DescriptionGEPA:
     """The optimizer of ``--target descriptions``, shaped as a DSPy teleprompter: ``compile(student, trainset=,
     valset=)`` returns the student showing the tool descriptions GEPA found best on ``valset`` (train when None),
     with each candidate's score there in ``detailed_results.val_aggregate_scores``. It runs under the caller's DSPy
-    settings (the student's LM); ``teacher_lm`` proposes the descriptions. ``arguments``: what it ran with, for the
-    manifest."""
+    settings (the student's LM); ``teacher_lm`` proposes the descriptions; ``progress``: GEPA's progress bar over
+    its metric calls. ``arguments``: what it ran with, for the manifest."""
 
-    def __init__(self, budget: Budget, teacher_lm: dspy.BaseLM, *, threads: int = 1, log_dir: Path | None = None):
+    def __init__(self, budget: Budget, teacher_lm: dspy.BaseLM, *, threads: int = 1, log_dir: Path | None = None,
+                 progress: bool = False):
         self.budget, self.teacher_lm, self.threads, self.log_dir = budget, teacher_lm, threads, log_dir
+        self.progress = progress
         self.arguments: dict[str, Any] = {"target": "descriptions", "reflection_minibatch_size": MINIBATCH,
                                           "tools_per_step": TOOLS_PER_STEP, "use_merge": True,
                                           "max_description_chars": MAX_DESCRIPTION_CHARS, "num_threads": threads}
@@ -244,7 +246,7 @@ class DescriptionGEPA:
             module_selector=FailingTools(), reflection_minibatch_size=MINIBATCH, skip_perfect_score=False,
             candidate_selection_strategy="pareto", use_merge=True, max_merge_invocations=5, max_metric_calls=calls,
             logger=LoggerAdapter(logger), run_dir=str(self.log_dir) if self.log_dir else None,
-            track_best_outputs=False, display_progress_bar=False, raise_on_exception=True, seed=0)
+            track_best_outputs=False, display_progress_bar=self.progress, raise_on_exception=True, seed=0)
         program = adapter.program(result.best_candidate)
         program.detailed_results = result
         return program

@@ -449,7 +449,7 @@ class _OptimizeJob:
             from evals.description_optimization import DescriptionGEPA
 
             optimizer_obj = DescriptionGEPA(self.settings.budget, self.teacher_lm or self.lm, threads=self.run.threads,
-                                            log_dir=out_dir / "optimizer_log")
+                                            log_dir=out_dir / "optimizer_log", progress=self.run.progress)
             optimizer_args = optimizer_obj.arguments
         else:
             optimizer_obj, optimizer_args = build_optimizer(
