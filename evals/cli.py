@@ -124,11 +124,16 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
     )
     opt.add_argument("--suite", default=DEFAULT_SUITE, help="Suite name, bfcl:CATEGORY[+...], or .jsonl path.")
     opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
-    opt.add_argument("--optimizer", default="bootstrap",
-                     help="DSPy optimizer (default: bootstrap; an unknown name lists the registered ones).")
+    opt.add_argument("--target", choices=["program", "descriptions"], default="program",
+                     help="What is optimized: the selector's prompt (default), or the descriptions its tools show "
+                          "(GEPA; the tool set is untouched).")
+    opt.add_argument("--optimizer",
+                     help="DSPy optimizer (default: bootstrap, gepa with --target descriptions; an unknown name lists "
+                          "the registered ones).")
     opt.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
-    opt.add_argument("--out", help="Directory for the compiled selector (default: programs/<suite>-<optimizer>-<model>).")
+    opt.add_argument("--out", help="Directory for the compiled selector (default: "
+                                        "programs/<suite>-<optimizer>[-descriptions]-<model>).")
     opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
     opt.add_argument("--strategy", help=f"Selection strategy to optimize (see 'toolsel strategies'; default: "
                                         f"{DEFAULT_STRATEGY}).")
@@ -203,8 +208,9 @@ def _optimize(args: argparse.Namespace) -> int:
     from tool_selection.spec import SelectorSpec
 
     strategy = "chat-cot" if args.adapter == "chat" and args.strategy is None else args.strategy
+    chosen = {"optimizer": args.optimizer} if args.optimizer else {}
     settings = OptimizeSettings.build(  # checked before any model loads
-        optimizer=args.optimizer, teacher=args.teacher, budget=args.budget, train_limit=args.train_limit,
+        target=args.target, **chosen, teacher=args.teacher, budget=args.budget, train_limit=args.train_limit,
         dev_limit=args.dev_limit, test_limit=args.test_limit, evaluate_test=not args.no_test,
         allow_false_abstention_rise=args.allow_false_abstention_rise)
     result = optimize(args.suite, args.model, settings,
@@ -212,7 +218,8 @@ def _optimize(args: argparse.Namespace) -> int:
                       run=RunConfig.build(run_dir=args.out, threads=args.threads, mlflow=not args.no_mlflow,
                                           tracking_uri=args.tracking_uri))
     print(f"\ncompiled selector: {result.out_dir}")
-    print(f"optimizer {args.optimizer} ({args.budget}): {result.wall_time_s:.0f} s, {result.model_calls} model calls")
+    print(f"optimizer {settings.optimizer} ({args.budget}{', descriptions' if args.target == 'descriptions' else ''}): "
+          f"{result.wall_time_s:.0f} s, {result.model_calls} model calls")
     for name, value in result.manifest.scores.items():
         print(f"  {name:<16} {_fmt(value)}")
     if result.mlflow_run_id:

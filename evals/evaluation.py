@@ -48,12 +48,14 @@ def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
 
 
 def program_fingerprint(selector: MultiToolSelector) -> str:
-    """A hash of what the program sends the model (instructions, field descriptions, demos), so that a changed
-    prompt starts a new run instead of resuming one made with the old prompt."""
+    """A hash of what the program sends the model (instructions, field descriptions, demos, rewritten tool
+    descriptions), so that a changed prompt starts a new run instead of resuming one made with the old prompt."""
     parts = []
     for name, predictor in selector.named_predictors():
         fields = {k: (f.json_schema_extra or {}).get("desc") for k, f in predictor.signature.fields.items()}
         parts.append([name, predictor.signature.instructions, fields, predictor.dump_state().get("demos", [])])
+    if getattr(selector, "described", None) is not None:  # the tool descriptions it shows in place of the tools' own
+        parts.append(["descriptions", selector.described.descriptions])
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

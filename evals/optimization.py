@@ -5,7 +5,9 @@ harness (``evals.evaluation``) after compilation. The optimizers score with the 
 (``evals.metrics.score_case``), balanced: each example weighs so that the cases that need a tool and those that
 need none count equally in a split's mean, so no optimizer gains by refusing everything; GEPA's variant adds
 textual feedback naming what was wrong. A program whose dev false abstention rises by more than
-``MAX_FALSE_ABSTENTION_RISE`` over the unoptimized selector's is not saved unless allowed.
+``MAX_FALSE_ABSTENTION_RISE`` over the unoptimized selector's is not saved unless allowed. With
+``target="descriptions"`` the tools' descriptions are what is optimized, by GEPA, and the program is left as it
+is (``evals.description_optimization``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evals.deprecated_keywords import fold_keywords
 from evals.metrics import balanced_accuracy, score_case
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 Budget = Literal["light", "medium", "heavy"]
+Target = Literal["program", "descriptions"]  # what is optimized: the selector's prompt, or the tools' descriptions
 MAX_FALSE_ABSTENTION_RISE = 0.10
 
 
@@ -296,12 +299,15 @@ class _CallCounter:
 
 
 class OptimizeSettings(BaseModel):
-    """What an optimization is (besides the suite, the model, the selector and how it runs): the optimizer, its
-    teacher (default: the student) and budget, how many train, dev and test cases, whether the test split is
-    scored, and whether a program that abstains far more than the selector it started from may be saved."""
+    """What an optimization is (besides the suite, the model, the selector and how it runs): what it optimizes
+    (``target``: the selector's program, or the descriptions its tools show, ``evals.description_optimization``),
+    the optimizer (default: bootstrap; gepa, the only one, for descriptions), its teacher (default: the student)
+    and budget, how many train, dev and test cases, whether the test split is scored, and whether a program that
+    abstains far more than the selector it started from may be saved."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
+    target: Target = "program"
     optimizer: str = "bootstrap"
     teacher: str | dspy.BaseLM | None = None
     budget: Budget = "light"
@@ -317,13 +323,28 @@ class OptimizeSettings(BaseModel):
         get_optimizer(value)  # an unknown name lists the registered ones
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _descriptions_default_to_gepa(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("target") == "descriptions" and "optimizer" not in data:
+            return {**data, "optimizer": "gepa"}
+        return data
+
+    @model_validator(mode="after")
+    def _descriptions_need_gepa(self) -> OptimizeSettings:
+        if self.target == "descriptions" and self.optimizer != "gepa":
+            raise ValueError(f"--target descriptions evolves the tool descriptions with GEPA, not {self.optimizer!r}: "
+                             "use --optimizer gepa, or leave --optimizer out")
+        return self
+
     @classmethod
     def build(cls, settings: OptimizeSettings | None = None, **fields: Any) -> OptimizeSettings:
         """``settings`` (default: the defaults) with ``fields`` changed; every bad field named in one error."""
         if "optimizer" in fields:
             get_optimizer(fields["optimizer"])  # its own error class, before pydantic wraps it
         try:
-            return cls.model_validate({**(dict(settings) if settings else {}), **fields})
+            given = {k: v for k, v in dict(settings).items() if k in settings.model_fields_set} if settings else {}
+            return cls.model_validate({**given, **fields})
         except ValidationError as error:
             raise ToolSelectionError(f"Bad optimization settings: {validation_problems(error)}.") from None
 
@@ -335,8 +356,8 @@ def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSet
              selector: SelectorSpec | None = None, run: RunConfig | None = None, **fields: Any) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``run.run_dir``
     (default ``programs/<suite>-<optimizer>-<model>``), then score it on test with the harness and log everything
-    to MLflow. ``settings`` and ``fields`` (``OptimizeSettings`` fields: ``optimizer=``, ``teacher=``, ``budget=``,
-    ``train_limit=``, ...) say what is optimized how; ``selector`` the selector optimized (its strategy, and a
+    to MLflow. ``settings`` and ``fields`` (``OptimizeSettings`` fields: ``target=``, ``optimizer=``, ``teacher=``,
+    ``budget=``, ``train_limit=``, ...) say what is optimized how; ``selector`` the selector optimized (its strategy, and a
     relevance model saved with the program and applied after its selections: ``auto``, ``none`` (the default) or
     a file; optimization itself scores the selection alone); ``run`` how it runs (threads, max_tokens, MLflow).
     With dev cases, the unoptimized selector is scored on dev too, and a program whose dev false abstention is more
@@ -416,7 +437,7 @@ class _OptimizeJob:
         return student
 
     def out_dir(self, strategy: str) -> Path:
-        optimizer = self.settings.optimizer
+        optimizer = self.settings.optimizer + ("-descriptions" if self.settings.target == "descriptions" else "")
         label = optimizer if strategy == STRUCTURED_STRATEGY else f"{optimizer}-{slug(strategy)}"
         return self.run.run_dir or Path("programs") / f"{self.suite.name}-{label}-{slug(self.model_name)}"
 
@@ -424,9 +445,16 @@ class _OptimizeJob:
         """Compile, score on dev against the unoptimized selector, and save the program with its manifest."""
         student = self.student()
         out_dir = self.out_dir(student.strategy_name)
-        optimizer_obj, optimizer_args = build_optimizer(
-            self.settings.optimizer, self.settings.budget, student_lm=self.lm, teacher_lm=self.teacher_lm,
-            threads=self.run.threads, log_dir=out_dir / "optimizer_log")
+        if self.settings.target == "descriptions":  # GEPA over the tools' descriptions
+            from evals.description_optimization import DescriptionGEPA
+
+            optimizer_obj = DescriptionGEPA(self.settings.budget, self.teacher_lm or self.lm, threads=self.run.threads,
+                                            log_dir=out_dir / "optimizer_log", progress=self.run.progress)
+            optimizer_args = optimizer_obj.arguments
+        else:
+            optimizer_obj, optimizer_args = build_optimizer(
+                self.settings.optimizer, self.settings.budget, student_lm=self.lm, teacher_lm=self.teacher_lm,
+                threads=self.run.threads, log_dir=out_dir / "optimizer_log")
         self.optimizer_args = optimizer_args
         counter, start = _CallCounter(), time.perf_counter()
         with dspy.context(lm=self.lm, adapter=ToolSelectionAdapter(), callbacks=[counter.callback]):
@@ -500,6 +528,7 @@ class _OptimizeJob:
             "kind": "optimize", "suite": self.suite.name, "suite_fingerprint": self.suite.fingerprint,
             "train_cases": len(self.train), "dev_cases": len(self.dev),
             "model": self.model_name, "teacher": self.teacher_name, "optimizer": settings.optimizer,
+            "target": settings.target,
             "optimizer_args": json.dumps(self.optimizer_args, default=str),
             "budget": settings.budget, "strategy": result.manifest.strategy,
             "dspy_version": dspy.__version__, "git_commit": git_commit(), "program_dir": str(out_dir),

@@ -3,7 +3,9 @@
     selector-dir/
       program.json    DSPy state (instructions, demonstrations)
       manifest.json   tools (names and schema hashes), model, DSPy version, optimizer, scores, creation time,
-                      the sha256 of the program state, and the fingerprint of relevance.json
+                      the sha256 of the program state, the fingerprint of relevance.json, and the tool
+                      descriptions the selector shows in place of the tools' own, with the sha256 of the
+                      originals they replace (``tool_selection.descriptions``)
       relevance.json  the relevance model the selector applies after each selection, when it has one (its
                       signals, coefficients, threshold, and the suites and splits it was fitted and tuned on)
 
@@ -13,7 +15,7 @@ key elsewhere), so the state is first checked against what a selector's state ma
 per predictor of the selector, its demonstrations (the signature's fields), its instructions and field
 prefixes and descriptions, and nothing that configures a language model. Loading also refuses a program.json
 whose hash differs from the manifest's, and, naming what changed, tools that differ from the running registry
-unless the caller passes ``allow_tool_changes=True``.
+(or rewritten descriptions whose originals do) unless the caller passes ``allow_tool_changes=True``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import dspy
 from dspy.utils.saving import get_dependency_versions
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
 
+from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.spec import SelectorSpec
@@ -88,6 +91,11 @@ class Manifest(BaseModel):
                                                             "saved with the program (set on save); None: none.")
     selector: SelectorSpec | None = Field(default=None, description="What the selector does (its spec); None in "
                                                                     "manifests saved before specs.")
+    descriptions: dict[str, str] = Field(default_factory=dict, description="Tool name -> the description the "
+                                         "selector shows in place of the tool's own (toolsel optimize --target "
+                                         "descriptions).")
+    original_descriptions_sha256: str | None = Field(default=None, description="sha256 of the original name -> "
+                                                     "description mapping the descriptions were written for.")
 
     def selector_spec(self) -> SelectorSpec:
         """The spec the selector was saved with; for an older manifest, the one its tool set and strategy make."""
@@ -100,6 +108,13 @@ class Manifest(BaseModel):
         if self.tool_set is not None and not self.tools:
             raise ValueError(f"the manifest names the tool set {self.tool_set!r} but lists none of its tools; "
                              "record them with tools=tool_fingerprint(registry)")
+        return self
+
+    @model_validator(mode="after")
+    def _descriptions_name_their_originals(self) -> Manifest:
+        if self.descriptions and self.original_descriptions_sha256 is None:
+            raise ValueError("the manifest holds rewritten descriptions but not the sha256 of the originals they "
+                             "replace (original_descriptions_sha256)")
         return self
 
 
@@ -285,6 +300,9 @@ def save_compiled(program: dspy.Module, directory: str | Path, manifest: Manifes
     state = _read_json(directory / PROGRAM_FILE)
     check_program_state(program, state, directory / PROGRAM_FILE)
     manifest.program_sha256 = program_sha256(state)
+    overrides = getattr(program, "described", None)
+    manifest.descriptions = dict(overrides.descriptions) if overrides is not None else {}
+    manifest.original_descriptions_sha256 = overrides.original_sha256 if overrides is not None else None
     model = getattr(getattr(program, "relevance", None), "model", None)
     manifest.relevance = model.fingerprint if model is not None else None
     if model is not None:
@@ -340,12 +358,27 @@ def load_compiled(program: dspy.Module, directory: str | Path, registry: ToolReg
                                 "it changed after it was saved. Refusing to load it.")
     check_program_state(program, state, directory / PROGRAM_FILE)
     relevance = _load_relevance(directory, manifest)
+    overrides = _description_overrides(directory, manifest, registry, allow_tool_changes)
     _apply_state(program, state)
+    program.described = overrides
     if relevance is not None:
         from tool_selection.relevance import RelevanceStage
 
         program.relevance = RelevanceStage(relevance)
     return manifest
+
+
+def _description_overrides(directory: Path, manifest: Manifest, registry: ToolRegistry | None,
+                           allow_tool_changes: bool) -> DescriptionOverrides | None:
+    """The rewritten descriptions the manifest holds, checked against ``registry``'s own when it is known (else
+    against each catalog the selector is given), or None."""
+    if manifest.original_descriptions_sha256 is None:
+        return None
+    overrides = DescriptionOverrides(dict(manifest.descriptions), manifest.original_descriptions_sha256,
+                                     allow_changes=allow_tool_changes, source=str(directory))
+    if registry is not None:
+        overrides.check(registry)
+    return overrides
 
 
 def _load_relevance(directory: Path, manifest: Manifest) -> Any:

@@ -24,6 +24,7 @@ import dspy
 from dspy.utils.usage_tracker import UsageTracker
 
 from tool_selection.decision import MultiToolDecision
+from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage
@@ -133,6 +134,8 @@ class MultiToolSelector(dspy.Module):
     def forward(self, request: str, tools: Tools | None = None,
                 conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
         registry = self._registry(tools)
+        if self.described is not None:  # rewritten descriptions (toolsel optimize --target descriptions)
+            registry = self.described.apply(registry)
         extras: dict[str, Any] = {}
         if self.retrieve is not None:
             start = time.perf_counter()
@@ -206,6 +209,7 @@ class MultiToolSelector(dspy.Module):
             self.strategy_name = f"{GATE_PREFIX}{resolved}" if self.gate is not None else resolved
         return self.strategy_name
 
+    described: DescriptionOverrides | None = None  # descriptions shown in place of the tools' own
     load = _LoadDescriptor()
 
     def dump_state(self, json_mode: bool = True) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import tool_selection.toolset as toolset_package
 from tests.core.tools_fixture import Add, Echo, Now
 from tool_selection import BaseTool, DuplicateToolError, ToolSet, UnknownToolError
 from tool_selection.toolset import (
+    DescribedToolSet,
     FilteredToolSet,
     MergedToolSet,
     PrefixedToolSet,
@@ -115,8 +116,8 @@ def test_renamed_classes_are_not_cached_anywhere():
 
 def test_every_wrapper_module_holds_one_small_wrapper():
     assert issubclass(FilteredToolSet, WrapperToolSet) and issubclass(RenamedToolSet, WrapperToolSet)
-    for wrapper in (FilteredToolSet, RenamedToolSet, PrefixedToolSet, MergedToolSet):
-        assert wrapper.__module__.rsplit(".", 1)[1] in {"filtered", "renamed", "prefixed", "merged"}
+    for wrapper in (FilteredToolSet, RenamedToolSet, PrefixedToolSet, DescribedToolSet, MergedToolSet):
+        assert wrapper.__module__.rsplit(".", 1)[1] in {"filtered", "renamed", "prefixed", "described", "merged"}
 
 
 def test_wrappers_copy_like_any_tool_set():

@@ -2,12 +2,13 @@
 
 A ``ToolSet`` holds class references, never name strings, so a renamed tool cannot leave a stale entry behind.
 Combinators return small wrappers that hold the set they wrap, one module each: ``FilteredToolSet``
-(``filtered``, ``without``), ``RenamedToolSet`` (``renamed``), ``PrefixedToolSet`` (``prefixed``) and
-``MergedToolSet`` (``merged``, ``+``). Domain sets live in the ``tool_sets`` package (each module exposes
+(``filtered``, ``without``), ``RenamedToolSet`` (``renamed``), ``PrefixedToolSet`` (``prefixed``),
+``DescribedToolSet`` (``described``: other descriptions shown) and ``MergedToolSet`` (``merged``, ``+``). Domain sets live in the ``tool_sets`` package (each module exposes
 ``TOOL_SET``); third-party packages can add more through the ``tool_selection.tool_sets`` entry-point group.
 """
 
 from tool_selection.toolset.base import ToolSet, same_tool
+from tool_selection.toolset.described import DescribedToolSet, described_tool
 from tool_selection.toolset.filtered import FilteredToolSet
 from tool_selection.toolset.loading import (
     ENTRY_POINT_GROUP,
@@ -24,6 +25,7 @@ from tool_selection.toolset.wrapper import WrapperToolSet
 __all__ = [
     "ENTRY_POINT_GROUP",
     "TOOL_SETS",
+    "DescribedToolSet",
     "FilteredToolSet",
     "MergedToolSet",
     "PrefixedToolSet",
@@ -32,6 +34,7 @@ __all__ = [
     "ToolSetConfig",
     "WrapperToolSet",
     "available_tool_sets",
+    "described_tool",
     "load_tool_set",
     "renamed_tool",
     "same_tool",

@@ -1,7 +1,7 @@
 """``ToolSet``: an ordered group of tool classes with unique names, and its combinators.
 
 Each combinator returns a wrapper from its own module (``filtered.py``, ``renamed.py``, ``prefixed.py``,
-``merged.py``); they are imported where used because each wrapper is a ``ToolSet`` itself.
+``described.py``, ``merged.py``); they are imported where used because each wrapper is a ``ToolSet`` itself.
 """
 
 from __future__ import annotations
@@ -101,6 +101,13 @@ class ToolSet:
         from tool_selection.toolset.prefixed import PrefixedToolSet
 
         return PrefixedToolSet(self, prefix, name=name)
+
+    def described(self, descriptions: Mapping[str, str], name: str | None = None) -> ToolSet:
+        """A set whose tools named in ``descriptions`` (``{name: description}``) show those descriptions to
+        models (the originals are untouched)."""
+        from tool_selection.toolset.described import DescribedToolSet
+
+        return DescribedToolSet(self, descriptions, name=name)
 
     def merged(self, *others: ToolSet, name: str | None = None) -> ToolSet:
         """One set with every tool of this and the other sets; clashing names raise ``DuplicateToolError``."""
