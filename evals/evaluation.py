@@ -121,8 +121,8 @@ def _selector_and_spec(selector: Any) -> tuple[MultiToolSelector | None, Selecto
     """A built selector (if one was given) and the spec applied to it, or the spec to build one from."""
     if isinstance(selector, tuple):  # program= a selector object, in the former keywords
         return selector
-    if isinstance(selector, MultiToolSelector):
-        return selector, SelectorSpec()
+    if isinstance(selector, MultiToolSelector):  # run as it is: its own relevance stage, or none
+        return selector, selector.to_spec()
     if selector is None or isinstance(selector, SelectorSpec):
         return None, selector or SelectorSpec()
     raise TypeError(f"selector must be a SelectorSpec or a MultiToolSelector, got {type(selector).__name__}")
