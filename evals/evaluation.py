@@ -22,6 +22,7 @@ from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
+from evals.traces import case_tracing
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
@@ -105,9 +106,11 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
                             selector_params(prepared, spec, built, model_name, gate_name), run, model_name, tools,
                             served=server is not None)
         run_path = _run_path(run, params)
-        result = Evaluator(suite=cases, threads=run.threads, progress=run.progress, tools=tools,
-                           health_check=server.check_alive if server else None,
-                           submit=submit)(prepared, lm=lm, run_dir=run_path)
+        trace = run.mlflow and submit is None  # cases fanned out to Ray are not traced
+        with case_tracing(run) if trace else contextlib.nullcontext():
+            result = Evaluator(suite=cases, threads=run.threads, progress=run.progress, tools=tools,
+                               health_check=server.check_alive if server else None,
+                               submit=submit, trace=trace)(prepared, lm=lm, run_dir=run_path)
         result.params = params
         if isinstance(model, str):
             _price(result, model)
