@@ -37,17 +37,18 @@ def oversized_cases(cases: Iterable[Case], *, count: TokenCounter, limit: int,
     """The cases whose request and tool listing alone come to ``limit`` tokens or more (``tools``: one catalog for
     every case, instead of each case's own)."""
     per_tool: dict[str, int] = {}
+    per_catalog: dict[int, int] = {}  # cases share catalogs (registry_for keeps one per catalog)
     over = []
     for case in cases:
         registry = tools if tools is not None else registry_for(case)
-        texts = [to_text(tool) for tool in registry]
-        for text in texts:
-            if text not in per_tool:
-                per_tool[text] = count(text)
-        tool_tokens = sum(per_tool[text] for text in texts)
+        if id(registry) not in per_catalog:
+            texts = [to_text(tool) for tool in registry]
+            per_tool.update((text, count(text)) for text in texts if text not in per_tool)
+            per_catalog[id(registry)] = sum(per_tool[text] for text in texts)
+        tool_tokens = per_catalog[id(registry)]
         tokens = count(case.prompt) + tool_tokens
         if tokens >= limit:
-            over.append(Oversized(case.id, tokens, len(texts), tool_tokens))
+            over.append(Oversized(case.id, tokens, len(registry), tool_tokens))
     return over
 
 
