@@ -15,6 +15,8 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import dspy
+
 from evals.suite import Case
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
@@ -39,10 +41,10 @@ def case_tracing(run: RunConfig) -> Iterator[None]:
 
     mlflow.set_tracking_uri(tracking_uri(run.tracking_uri))
     mlflow.set_experiment(run.experiment)
-    enable = autologging_is_disabled("dspy")
+    enable, track_usage = autologging_is_disabled("dspy"), dspy.settings.track_usage
     if enable:
         try:
-            mlflow.dspy.autolog(silent=True)
+            mlflow.dspy.autolog(silent=True)  # it also turns DSPy's usage tracking on, for good
         except RuntimeError as error:  # DSPy's settings belong to another thread: case spans only
             log.warning("Case traces without DSPy's spans (no prompts): %s", error)
             enable = False
@@ -51,6 +53,7 @@ def case_tracing(run: RunConfig) -> Iterator[None]:
     finally:
         if enable:
             mlflow.dspy.autolog(disable=True, silent=True)
+            dspy.settings.configure(track_usage=track_usage)
         mlflow.flush_trace_async_logging()
 
 
@@ -87,7 +90,12 @@ def _decoded(value: Any) -> Any:
 def link_traces(run_id: str, trace_ids: list[str]) -> None:
     """Link the cases' traces to the run (``mlflow.search_traces(run_id=...)`` and the run's Traces tab find them)."""
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     client = mlflow.MlflowClient()
-    for start in range(0, len(trace_ids), MAX_LINKS):
-        client.link_traces_to_run(trace_ids[start:start + MAX_LINKS], run_id)
+    try:
+        for start in range(0, len(trace_ids), MAX_LINKS):
+            client.link_traces_to_run(trace_ids[start:start + MAX_LINKS], run_id)
+    except MlflowException as error:  # a store that cannot link (an older tracking server): the run stands
+        log.warning("The cases' traces are in the experiment but not linked to run %s: %s", run_id,
+                    str(error).splitlines()[0][:200])

@@ -27,6 +27,7 @@ def test_every_case_is_a_trace_of_the_run(suite_path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     run = RunConfig(tracking_uri=uri, progress=False, threads=2, cache=False, run_dir=tmp_path / "run")
+    track_usage = dspy.settings.track_usage
     result = evaluate(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), selector=SPEC,
                       split=None, run=run.replace(limit=5))
     rows = result.results.set_index("id")
@@ -46,6 +47,7 @@ def test_every_case_is_a_trace_of_the_run(suite_path, tmp_path, monkeypatch):
     assert "What is the weather in Rome?" in model_call.inputs["messages"][-1]["content"]  # the prompt
     assert "get_time" in model_call.outputs[0]  # the model's answer, as it came
     assert not any(type(c).__name__ == "MlflowCallback" for c in dspy.settings.callbacks)  # autologging put back
+    assert dspy.settings.track_usage == track_usage
 
     resumed = evaluate(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), selector=SPEC,
                        split=None, run=run)
