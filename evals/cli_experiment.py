@@ -89,6 +89,10 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
                        help="Fan the cases out over Ray, --threads at a time: a local Ray instance, or the cluster "
                             "at ADDRESS (HOST:PORT). Needs the ray extra.")
     group.add_argument("--max-tokens", type=int, help="Generation limit per decision (default: 512).")
+    group.add_argument("--n-ctx", type=int, metavar="N",
+                       help="Context of a local model, in tokens (default: its catalog entry's, e.g. 4096); a longer "
+                            "prompt grows it up to the model's trained length. A case whose request and tools cannot "
+                            "fit in that length is refused before the run starts (show fewer tools: --retrieve K).")
     group.add_argument("--no-cache", action="store_true", default=None,
                        help="Do not use DSPy's cache of model answers.")
     group.add_argument("--run-dir", help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
@@ -132,8 +136,8 @@ def run_config(args: argparse.Namespace, **fixed: Any) -> RunConfig:
     _check_counts(args, {"limit": "cases", "sample": "cases"})
     base = RunConfig.load_yaml(args.run_config) if getattr(args, "run_config", None) else RunConfig()
     fields = _given(args, {"limit": "limit", "sample": "sample", "seed": "seed", "threads": "threads",
-                           "serve": "serve", "ray": "ray", "max_tokens": "max_tokens", "run_dir": "run_dir",
-                           "fresh": "fresh", "tracking_uri": "tracking_uri"})
+                           "serve": "serve", "ray": "ray", "max_tokens": "max_tokens", "n_ctx": "n_ctx",
+                           "run_dir": "run_dir", "fresh": "fresh", "tracking_uri": "tracking_uri"})
     for field, flag in (("cache", "no_cache"), ("mlflow", "no_mlflow")):
         if getattr(args, flag, None):
             fields[field] = False

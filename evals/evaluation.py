@@ -16,12 +16,14 @@ from typing import Any, Literal
 
 import dspy
 
+from evals.context_fit import check_context_fit
 from evals.deprecated_keywords import fold_keywords
 from evals.metrics import per_correct
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
+from evals.traces import case_tracing
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
@@ -62,8 +64,8 @@ def program_fingerprint(selector: MultiToolSelector) -> str:
 def default_run_dir(params: dict[str, Any]) -> Path:
     """A directory named for what the run is (suite, split, model, strategy, program: ``evals.runs.run_label``)
     and a hash of what determines its results, so that the same evaluation resumes."""
-    key = json.dumps({k: params[k] for k in sorted(params) if k not in ("threads", "ray", "git_commit", "suite_ref")},
-                     sort_keys=True)
+    how_it_ran = ("threads", "ray", "git_commit", "suite_ref", "n_ctx")  # the context grows as a prompt needs
+    key = json.dumps({k: params[k] for k in sorted(params) if k not in how_it_ran}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     before = RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
     if before.is_dir():  # named before the strategy and program were part of the name: resume it where it is
@@ -90,10 +92,12 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
             check_tracking_uri(run.tracking_uri)
         if run.ray is not None:  # an unreachable cluster stops here, before a model is loaded
             _connect_ray(run.ray, program=built, model=model, workers=run.threads)
-        server = stack.enter_context(_served(model, run.serve)) if run.serve is not None else None
+        server = stack.enter_context(_served(model, run.serve, run.n_ctx)) if run.serve is not None else None
         job = SelectorJob(spec=spec, program=built, model=server.model_spec if server else model,
-                          temperature=run.temperature, max_tokens=run.max_tokens, cache=run.cache)
+                          temperature=run.temperature, max_tokens=run.max_tokens, cache=run.cache, n_ctx=run.n_ctx)
         prepared, lm, model_name, gate_name = job.prepare()
+        if spec.retrieval is None:  # with retrieval, the selector sees K tools
+            check_context_fit(cases, lm, tools=tools)
         if server is not None:
             model_name = model
         submit = None
@@ -107,9 +111,11 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
                             selector_params(prepared, spec, built, model_name, gate_name), run, model_name, tools,
                             served=server is not None)
         run_path = _run_path(run, params)
-        result = Evaluator(suite=cases, threads=run.threads, progress=run.progress, tools=tools,
-                           health_check=server.check_alive if server else None,
-                           submit=submit)(prepared, lm=lm, run_dir=run_path)
+        trace = run.mlflow and submit is None  # cases fanned out to Ray are not traced
+        with case_tracing(run) if trace else contextlib.nullcontext():
+            result = Evaluator(suite=cases, threads=run.threads, progress=run.progress, tools=tools,
+                               health_check=server.check_alive if server else None,
+                               submit=submit, trace=trace)(prepared, lm=lm, run_dir=run_path)
         result.params = params
         if isinstance(model, str):
             _price(result, model)
@@ -181,6 +187,7 @@ def run_params(cases: dict[str, Any], selector: dict[str, Any], run: RunConfig, 
         **({"ray": run.ray} if run.ray is not None else {}),
         **selector,
         "max_tokens": run.max_tokens,
+        **({"n_ctx": run.n_ctx} if run.n_ctx is not None else {}),
         "temperature": run.temperature,
         "cases": count,
         **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
@@ -235,13 +242,16 @@ class SelectorJob:
     max_tokens: int
     cache: bool
     program: MultiToolSelector | None = None  # a built selector the spec applies to, instead of building one
+    n_ctx: int | None = None  # a local model's context
 
     def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
         """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
-        lm, model_name = _lm(self.model, temperature=self.temperature, max_tokens=self.max_tokens, cache=self.cache)
+        lm, model_name = _lm(self.model, temperature=self.temperature, max_tokens=self.max_tokens, cache=self.cache,
+                             n_ctx=self.n_ctx)
         gate_lm, gate_name = None, None
-        if self.spec.gate.model is not None:
-            gate_lm, gate_name = _lm(self.spec.gate.model, temperature=0.0, max_tokens=2, cache=self.cache)
+        if self.spec.gate.model is not None:  # a local gate model loaded as the selector's is, so one copy serves both
+            gate_lm, gate_name = _lm(self.spec.gate.model, temperature=0.0, max_tokens=2, cache=self.cache,
+                                     n_ctx=self.n_ctx, local_only=True)
         if self.program is None:
             selector = MultiToolSelector.from_spec(self.spec, model=model_name, gate_lm=gate_lm)
         else:
@@ -269,21 +279,32 @@ def _connect_ray(address: str, *, program, model, workers: int) -> None:
     connect_ray(address, workers=workers)
 
 
-def _served(model: str | dspy.BaseLM, parallel: int):
+def _served(model: str | dspy.BaseLM, parallel: int, n_ctx: int | None):
     from tool_selection.lm.server import ModelServer
 
     if not isinstance(model, str):
         raise ToolSelectionError("serve= takes a local model spec (local:NAME), not an LM object.")
-    return ModelServer(model, parallel=parallel)
+    from tool_selection.lm import LocalEngineOptions
+
+    return ModelServer(model, parallel=parallel, local=LocalEngineOptions(n_ctx=n_ctx))
 
 
-def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache: bool) -> tuple[dspy.BaseLM, str]:
-    """The LM for a spec (loaded now if local, so a broken engine stops before any work) and its name."""
+def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache: bool, n_ctx: int | None = None,
+        local_only: bool = False) -> tuple[dspy.BaseLM, str]:
+    """The LM for a spec (loaded now if local, so a broken engine stops before any work) and its name. ``n_ctx``:
+    a local model's context; refused for any other model, unless ``local_only`` (then it applies to local ones)."""
     if not isinstance(model, str):
         return model, getattr(model, "model", type(model).__name__)
-    from tool_selection.lm import get_lm, prepare_lm
+    from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
+    from tool_selection.lm.specs import ModelSpec
 
-    lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache, constrained=True)
+    if n_ctx is not None and not ModelSpec.parse(model).is_local:
+        if not local_only:
+            raise ToolSelectionError(f"n_ctx={n_ctx} (--n-ctx) is the context of a local model (local:...); "
+                                     f"{model!r} is not one. Leave --n-ctx out.")
+        n_ctx = None
+    lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache, constrained=True,
+                local=LocalEngineOptions(n_ctx=n_ctx) if n_ctx is not None else None)
     prepare_lm(lm)
     return lm, model
 

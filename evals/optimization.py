@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from tqdm.auto import tqdm
 
 from evals.deprecated_keywords import fold_keywords
 from evals.metrics import balanced_accuracy, score_case
@@ -182,11 +184,13 @@ OptimizerBuilder = Callable[[OptimizerSetup], tuple[Any, dict[str, Any]]]
 @dataclass(frozen=True)
 class Optimizer:
     """A DSPy optimizer by name: ``build`` makes it for a setup and returns it with the arguments it was given
-    (recorded in the manifest); ``uses_dev``: it selects among candidates on dev (``compile(..., valset=dev)``)."""
+    (recorded in the manifest); ``uses_dev``: it selects among candidates on dev (``compile(..., valset=dev)``);
+    ``stages``: what it does, in order, as ``toolsel optimize`` announces it (DSPy shows each stage's progress)."""
 
     name: str
     build: OptimizerBuilder
     uses_dev: bool = True
+    stages: str = ""
 
 
 class UnknownOptimizerError(ToolSelectionError, ValueError):
@@ -204,12 +208,13 @@ OPTIMIZERS: Registry[Optimizer] = Registry("optimizer", group="tool_selection.op
 ``Optimizer`` objects of the ``tool_selection.optimizers`` entry-point group."""
 
 
-def register_optimizer(name: str, *, uses_dev: bool = True) -> Callable[[OptimizerBuilder], OptimizerBuilder]:
+def register_optimizer(name: str, *, uses_dev: bool = True,
+                       stages: str = "") -> Callable[[OptimizerBuilder], OptimizerBuilder]:
     """Decorator: make a builder ``(OptimizerSetup) -> (optimizer, arguments)`` available as optimizer ``name``
     (``toolsel optimize --optimizer NAME``, ``optimize(optimizer=NAME)``); returns the builder."""
 
     def register(build: OptimizerBuilder) -> OptimizerBuilder:
-        OPTIMIZERS.add(name, Optimizer(name, build, uses_dev))
+        OPTIMIZERS.add(name, Optimizer(name, build, uses_dev, stages))
         return build
 
     return register
@@ -225,13 +230,14 @@ def get_optimizer(name: str) -> Optimizer:
     return OPTIMIZERS.get(name)
 
 
-@register_optimizer("bootstrap", uses_dev=False)
+@register_optimizer("bootstrap", uses_dev=False, stages="bootstrapping demonstrations from the train cases")
 def _bootstrap(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
     args = {"max_bootstrapped_demos": setup.sizes["demos"], "max_labeled_demos": setup.sizes["labeled"]}
     return dspy.BootstrapFewShot(metric=selection_metric, teacher_settings=setup.teacher_settings, **args), args
 
 
-@register_optimizer("random-search")
+@register_optimizer("random-search", stages="trials: each bootstraps a candidate set of demonstrations and "
+                                         "scores it on dev")
 def _random_search(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
     args = {"max_bootstrapped_demos": setup.sizes["demos"], "max_labeled_demos": setup.sizes["labeled"],
             "num_candidate_programs": setup.sizes["candidates"], "num_threads": setup.threads}
@@ -239,7 +245,8 @@ def _random_search(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
                                                  **args), args
 
 
-@register_optimizer("mipro")
+@register_optimizer("mipro", stages="bootstrapping demonstrations, proposing instructions, then trials: "
+                                 "candidates scored on dev minibatches, the best on all of dev")
 def _mipro(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
     sizes, budget, threads = setup.sizes, setup.budget, setup.threads
     args = {"auto": budget, "max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
@@ -252,7 +259,8 @@ def _mipro(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
     return optimizer, args
 
 
-@register_optimizer("gepa")
+@register_optimizer("gepa", stages="trials: each runs a candidate on a train minibatch, proposes a new "
+                                "instruction from its failures, and scores it on dev if it does better")
 def _gepa(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
     log_dir = str(setup.log_dir) if setup.log_dir else None
     args = {"auto": setup.budget, "num_threads": setup.threads, "log_dir": log_dir}
@@ -359,8 +367,8 @@ def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSet
     to MLflow. ``settings`` and ``fields`` (``OptimizeSettings`` fields: ``target=``, ``optimizer=``, ``teacher=``,
     ``budget=``, ``train_limit=``, ...) say what is optimized how; ``selector`` the selector optimized (its strategy, and a
     relevance model saved with the program and applied after its selections: ``auto``, ``none`` (the default) or
-    a file; optimization itself scores the selection alone); ``run`` how it runs (threads, max_tokens, MLflow).
-    With dev cases, the unoptimized selector is scored on dev too, and a program whose dev false abstention is more
+    a file; optimization itself scores the selection alone); ``run`` how it runs (threads, max_tokens, MLflow,
+    ``progress``: each stage announced on stderr, with its progress bars). With dev cases, the unoptimized selector is scored on dev too, and a program whose dev false abstention is more
     than 10 points above its is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``. The
     former ``strategy=``, ``relevance=``, ``adapter=``, ``out=``, ``threads=``, ``max_tokens=``, ``mlflow=`` and
     ``tracking_uri=`` still work, with a ``DeprecationWarning``."""
@@ -425,6 +433,14 @@ class _OptimizeJob:
         teacher = self.settings.teacher
         return teacher if isinstance(teacher, str) or teacher is None else getattr(teacher, "model", "custom")
 
+    def stage(self, name: str, what: str) -> None:
+        """Announce a stage on stderr (with ``run.progress``), numbered among those this optimization runs; its
+        progress bars follow."""
+        if not self.run.progress:
+            return
+        stages = ["compile", *(["dev"] if self.dev else []), *(["test"] if self.settings.evaluate_test else [])]
+        tqdm.write(f"optimize {stages.index(name) + 1}/{len(stages)}, {name}: {what}", file=sys.stderr)
+
     def student(self) -> MultiToolSelector:
         """The selector optimized, its strategy pinned to the student's model (``auto`` with a local student and a
         hosted teacher: each model's own, per call)."""
@@ -456,9 +472,13 @@ class _OptimizeJob:
                 self.settings.optimizer, self.settings.budget, student_lm=self.lm, teacher_lm=self.teacher_lm,
                 threads=self.run.threads, log_dir=out_dir / "optimizer_log")
         self.optimizer_args = optimizer_args
+        optimizer = get_optimizer(self.settings.optimizer)
+        self.stage("compile", f"{optimizer.name} ({self.settings.budget}) on {len(self.train)} train cases"
+                              f"{f' and {len(self.dev)} dev' if self.dev and optimizer.uses_dev else ''}: "
+                              f"{optimizer.stages or 'DSPy compiles'}")
         counter, start = _CallCounter(), time.perf_counter()
         with dspy.context(lm=self.lm, adapter=ToolSelectionAdapter(), callbacks=[counter.callback]):
-            if get_optimizer(self.settings.optimizer).uses_dev:
+            if optimizer.uses_dev:
                 compiled = optimizer_obj.compile(student, trainset=self.train, valset=self.dev or None)
             else:
                 compiled = optimizer_obj.compile(student, trainset=self.train)
@@ -482,12 +502,13 @@ class _OptimizeJob:
 
         if not self.dev:
             return None, {}
+        self.stage("dev", f"scoring the optimized program, then the unoptimized selector, on {len(self.dev)} dev cases")
         dev_suite = Suite(f"{self.suite.name}:dev", [e.case for e in self.dev])
-        quiet = RunConfig(mlflow=False, fresh=True)
+        scoring = RunConfig(mlflow=False, fresh=True, progress=self.run.progress)
         dev_eval = evaluate(dev_suite, self.lm, split=None, selector=compiled,
-                            run=quiet.replace(run_dir=out_dir / "dev_eval"))
+                            run=scoring.replace(run_dir=out_dir / "dev_eval"))
         baseline = evaluate(dev_suite, self.lm, split=None, selector=SelectorSpec(strategy=strategy),
-                            run=quiet.replace(run_dir=out_dir / "dev_eval_unoptimized"))
+                            run=scoring.replace(run_dir=out_dir / "dev_eval_unoptimized"))
         dev_scores = _dev_scores(dev_eval, baseline)
         _check_false_abstention(dev_scores, allowed=self.settings.allow_false_abstention_rise)
         return dev_eval.accuracy, dev_scores
@@ -509,9 +530,10 @@ class _OptimizeJob:
         """The saved program's test figures, in its manifest too."""
         from evals.evaluation import evaluate
 
+        self.stage("test", "scoring the optimized program on the test split")
         test = evaluate(self.suite, self.lm, split="test", selector=result.program,
                         run=RunConfig(limit=self.settings.test_limit, mlflow=False, fresh=True,
-                                      run_dir=result.out_dir / "test_eval"))
+                                      run_dir=result.out_dir / "test_eval", progress=self.run.progress))
         self.test_summary = test.summary
         result.manifest.scores["test_accuracy"] = test.accuracy
         for name, value in (("balanced_accuracy", balanced_accuracy(test.results)),

@@ -94,11 +94,13 @@ class Evaluator:
 
     def __init__(self, *, suite: Suite, threads: int = 1, progress: bool = True, abort_after_errors: int = 3,
                  tools: ToolRegistry | None = None, health_check: Callable[[], None] | None = None,
-                 submit: Callable[[Case], Future] | None = None):
+                 submit: Callable[[Case], Future] | None = None, trace: bool = False):
         """``tools``: one catalog for every case (e.g. an MCP server's tools) instead of each case's own.
         ``health_check``: called when a model call fails; it raises if the model's server is gone, which stops the
         run (finished cases kept) instead of scoring every case left as a failure. ``submit``: runs a case
-        elsewhere and returns a future of its row (``evals.fanout.RayCases``), in place of the thread pool."""
+        elsewhere and returns a future of its row (``evals.fanout.RayCases``), in place of the thread pool.
+        ``trace``: record each case run here as an MLflow trace in the current experiment (``evals.traces``; its
+        id in the row's ``trace_id``)."""
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.suite = suite
@@ -108,6 +110,7 @@ class Evaluator:
         self.tools = tools
         self.health_check = health_check
         self.submit = submit
+        self.trace = trace
 
     def __call__(
         self,
@@ -158,11 +161,19 @@ class Evaluator:
                           run_dir=run_path)
 
     def _run_case(self, program: Callable[..., Any], case: Case, lm, adapter) -> dict[str, Any]:
+        registry = self.tools if self.tools is not None else registry_for(case)  # a bad definition stops the run
+        if not self.trace:
+            return self._decide(program, case, registry, lm, adapter)
+        from evals.traces import traced_case
+
+        return traced_case(case, registry, lambda: self._decide(program, case, registry, lm, adapter))
+
+    def _decide(self, program: Callable[..., Any], case: Case, registry: ToolRegistry, lm, adapter) -> dict[str, Any]:
+        """The case's row: the program's decision, scored, with its latency and tokens."""
         error = None
         usage: dict[str, Any] = {}
         extras: dict[str, Any] = {}
         start = time.perf_counter()
-        registry = self.tools if self.tools is not None else registry_for(case)  # a bad definition stops the run
         try:
             with dspy.context(lm=lm or dspy.settings.lm, adapter=adapter or dspy.settings.adapter, track_usage=True):
                 prediction = program(request=case.prompt, tools=registry)

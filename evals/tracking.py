@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from evals.traces import TRACE_ID, link_traces
 from tool_selection.errors import ToolSelectionError
 from tool_selection.run_config import RunConfig
 from tool_selection.tracking import DEFAULT_TRACKING_URI, tracking_uri
@@ -86,7 +87,8 @@ def log_run(
 ) -> str:
     """Log one run to ``run``'s tracking URI and experiment (default: ``RunConfig()``'s); returns its MLflow run
     id. ``extra_metrics`` are logged with the summary's. ``cases``: per-case rows, logged as an MLflow table
-    (``cases.json``), which the UI shows a case at a time (``case_table`` chooses the columns)."""
+    (``cases.json``), which the UI shows a case at a time (``case_table`` chooses the columns); the cases' traces
+    (their ``trace_id``, ``evals.traces``) are linked to the run."""
     import mlflow
 
     run = run or RunConfig()
@@ -107,6 +109,8 @@ def log_run(
                 mlflow.log_artifact(str(path))
         if cases is not None and len(cases):
             mlflow.log_table(data=case_table(cases), artifact_file=CASES_TABLE)
+            if TRACE_ID in cases:
+                link_traces(logged.info.run_id, [t for t in cases[TRACE_ID] if isinstance(t, str)])
         mlflow.set_tags({"kind": params.get("kind", "eval")})
         return logged.info.run_id
 
@@ -114,7 +118,7 @@ def log_run(
 CASES_TABLE = "cases.json"
 CASE_COLUMNS = ("id", "split", "tags", "outcome", "request", "expected", "predicted", "full_match", "tool_exact",
                 "args_correct", "parse_error", "reasoning", "raw_response", "error_message", "latency_s",
-                "input_tokens", "output_tokens")
+                "input_tokens", "output_tokens", TRACE_ID)
 
 
 def case_table(rows: pd.DataFrame) -> pd.DataFrame:

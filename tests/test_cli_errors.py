@@ -44,6 +44,11 @@ def _bad_inputs(tmp_path):
         "serve 0": (eval_ + ["treasure_hunt", "--serve", "0"], "serve: Input should be greater than or equal to 1"),
         "max tokens -5": (eval_ + ["treasure_hunt", "--max-tokens", "-5"], "max_tokens: Input should be greater than or "
                                                                         "equal to 1"),
+        "n-ctx 100": (eval_ + ["treasure_hunt", "--n-ctx", "100"], "n_ctx: Input should be greater than or equal to "
+                                                                  "256"),
+        "n-ctx hosted": (eval_ + ["treasure_hunt", "--model", "openai/gpt-4o-mini", "--n-ctx", "8192"],
+                         "n_ctx=8192 (--n-ctx) is the context of a local model (local:...); 'openai/gpt-4o-mini' is "
+                         "not one"),
         "empty split": (eval_ + [only_train, "--split", "test"], "has no cases in split 'test'"),
         "program missing": (eval_ + ["treasure_hunt", "--program", str(tmp_path / "absent.json")], "is missing"),
         "program not JSON": (eval_ + ["treasure_hunt", "--program", str(not_json)], "is not valid JSON"),
@@ -73,8 +78,8 @@ def _bad_inputs(tmp_path):
 
 
 @pytest.mark.parametrize("name", [
-    "threads 0", "threads -3", "serve 0", "max tokens -5", "empty split", "program missing", "program not JSON",
-    "program pickle", "run dir a file", "bogus tracking", "suite nested deep", "suite not UTF-8",
+    "threads 0", "threads -3", "serve 0", "max tokens -5", "n-ctx 100", "n-ctx hosted", "empty split",
+    "program missing", "program not JSON", "program pickle", "run dir a file", "bogus tracking", "suite nested deep", "suite not UTF-8",
     "suite a directory", "expected tool not in set", "expected argument not taken", "unknown tool set",
     "retrieve past every catalog", "rerank without retrieve", "rerank not deeper", "rerank 0",
     "thresholds too fine", "train limit -1", "no API key"])

@@ -20,7 +20,8 @@ __all__ = ["RunConfig"]
 
 
 class RunConfig(BaseModel):
-    """Threads, served slots, Ray, the model-answer cache, MLflow, the run folder, and which cases."""
+    """Threads, served slots, Ray, the model-answer cache, a local model's context, MLflow, the run folder, and
+    which cases."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -30,6 +31,9 @@ class RunConfig(BaseModel):
     ray: str | None = Field(default=None, description="Fan cases out over Ray: 'local' or a cluster's HOST:PORT.")
     cache: bool = Field(default=True, description="Use DSPy's cache of model answers.")
     max_tokens: int = Field(default=512, ge=1, description="Generation limit per decision.")
+    n_ctx: int | None = Field(default=None, ge=256, description="Context a local model is loaded with, in tokens "
+                                                                 "(default: its catalog entry's); a longer prompt "
+                                                                 "grows it, up to the model's trained length.")
     temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature of the selector's model.")
     mlflow: bool = Field(default=True, description="Log the run to MLflow.")
     tracking_uri: str | None = Field(default=None, description="MLflow tracking URI (default: "

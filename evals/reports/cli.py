@@ -28,8 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     view = subparsers.add_parser(
         "view", help="Open the MLflow UI on the project's tracking store (localhost only).",
         description="Start the MLflow UI on the tracking store (bound to 127.0.0.1), wait until it answers, and "
-                    "print the address of a run's page (per-case table under Artifacts: cases.json) or of the "
-                    "experiment. Stops with Ctrl-C.")
+                    "print the address of a run's page, its per-case table (Artifacts: cases.json) and its traces "
+                    "(one per case: the prompt, the answer, the parsed calls, the score), or of the experiments. "
+                    "Stops with Ctrl-C.")
     view.add_argument("run", nargs="?", help="A run directory of 'toolsel eval' (logged to MLflow) or an MLflow run id.")
     view.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
                                              "sqlite:///mlflow.db).")

@@ -75,31 +75,42 @@ def start_ui(uri: str, port: int, wait_s: float) -> subprocess.Popen:
     if not _port_free(port):
         raise ToolSelectionError(f"Port {port} on {HOST} is in use: give another with --port.")
     process = subprocess.Popen([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", HOST,
-                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                "--port", str(port), "--workers", "1"],  # one reader: one worker starts sooner
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base, deadline = f"http://{HOST}:{port}", time.monotonic() + wait_s
-    while not _answers(base):
-        if process.poll() is not None:
-            raise ToolSelectionError(f"The MLflow UI stopped as it started (exit {process.returncode}): "
-                                     f"{(process.stderr.read() or '').strip()[-500:]}")
-        if time.monotonic() > deadline:
-            _stop(process)
-            raise ToolSelectionError(f"The MLflow UI did not answer within {wait_s:g} s; give --wait more seconds.")
-        time.sleep(0.5)
+    try:
+        while not _answers(base):
+            if process.poll() is not None:
+                raise ToolSelectionError(f"The MLflow UI stopped as it started (exit {process.returncode}): "
+                                         f"{(process.stderr.read() or '').strip()[-500:]}")
+            if time.monotonic() > deadline:
+                raise ToolSelectionError(f"The MLflow UI did not answer within {wait_s:g} s; give --wait more "
+                                         "seconds.")
+            time.sleep(0.5)
+    except BaseException:  # a timeout, Ctrl-C or TERM while it starts: it stops too
+        _stop(process)
+        raise
     return process
 
 
 def serve_ui(ref: str | None, *, tracking_uri: str | None = None, port: int = 5000, wait_s: float = 300) -> int:
     """Start the UI, print the run's address, and keep serving until interrupted."""
-    from evals.tracking import check_tracking_uri
+    from evals.tracking import CASES_TABLE, check_tracking_uri
 
     run_id, uri = resolve_run(ref, tracking_uri)
     uri = check_tracking_uri(uri)
     address = run_address(f"http://{HOST}:{port}", uri, run_id)  # an unknown run stops before the UI starts
     print(f"starting the MLflow UI on {uri} (it can take a minute) ...", flush=True)
-    process = start_ui(uri, port, wait_s)
-    print(f"MLflow UI: {address}\n(the per-case table: the run's Artifacts, cases.json; Ctrl-C stops it)",
-          flush=True)
     signal.signal(signal.SIGTERM, _interrupt)  # a TERM stops the UI too, as Ctrl-C does
+    try:
+        process = start_ui(uri, port, wait_s)
+    except KeyboardInterrupt:
+        return 0
+    print(f"MLflow UI: {address}", flush=True)
+    if run_id is not None:
+        print(f"  per-case table:     {address}/artifacts/{CASES_TABLE}\n"
+              f"  a trace per case:   {address}/traces", flush=True)
+    print("(Ctrl-C stops it)", flush=True)
     try:
         return process.wait()
     except KeyboardInterrupt:

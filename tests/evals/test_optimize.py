@@ -250,3 +250,31 @@ def test_a_program_that_gains_by_refusing_is_not_saved_unless_allowed(labeled_op
     scores = result.manifest.scores
     assert scores["dev_false_abstention_rate"] == 1.0 and scores["dev_unoptimized_false_abstention_rate"] == 0.0
     assert scores["test_false_abstention_rate"] == 1.0 and (tmp_path / "allowed" / "program.json").is_file()
+
+
+def test_optimize_announces_each_stage_and_shows_its_progress(tmp_path, monkeypatch, capsys):
+    from tests.evals.conftest import make_cases
+
+    monkeypatch.chdir(tmp_path)
+    cases = make_cases()
+    for case in cases[4:6]:
+        case["split"] = "dev"
+    suite = tmp_path / "mini.jsonl"
+    suite.write_text("\n".join(json.dumps(case) for case in cases) + "\n")
+    optimize(str(suite), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
+             selector=SelectorSpec(strategy="json-cot", relevance="none"),
+             run=RunConfig(run_dir=tmp_path / "prog", mlflow=False))
+    err = capsys.readouterr().err
+    stages = [line for line in err.splitlines() if line.startswith("optimize ")]
+    assert stages == ["optimize 1/3, compile: bootstrap (light) on 2 train cases: bootstrapping demonstrations "
+                      "from the train cases",
+                      "optimize 2/3, dev: scoring the optimized program, then the unoptimized selector, on 2 dev cases",
+                      "optimize 3/3, test: scoring the optimized program on the test split"]
+    bars = re.findall(r"(?:(\S+): )?100%\|█+\| (\d+)/(\d+) \[", err)  # each stage's items, counted to the end
+    assert bars.count(("mini:dev", "2", "2")) == 2 and ("mini:test", "4", "4") in bars
+    assert ("", "2", "2") in bars  # DSPy's own bar over the train cases while it bootstraps
+
+    optimize(str(suite), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
+             selector=SelectorSpec(strategy="json-cot", relevance="none"),
+             run=RunConfig(run_dir=tmp_path / "quiet", mlflow=False, progress=False), evaluate_test=False)
+    assert "optimize 1/2" not in capsys.readouterr().err

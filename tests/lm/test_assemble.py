@@ -32,11 +32,11 @@ def test_default_model_dir_follows_the_environment(monkeypatch, tmp_path):
 
 def test_parts_are_concatenated_in_order_and_verified(tiny_model, installed_parts, model_dir):
     progress = []
-    path = ensure_model("tiny", progress=lambda done, total: progress.append((done, total)))
+    path = ensure_model("tiny", progress=lambda stage, done, total: progress.append((stage, done, total)))
     assert path == model_dir / "tiny.gguf"
     assert path.read_bytes() == b"".join(PARTS)
-    assert progress[-1] == (tiny_model.size, tiny_model.size)
-    assert [d for d, _ in progress] == sorted(d for d, _ in progress)
+    assert progress[-1] == ("copying", tiny_model.size, tiny_model.size)
+    assert [d for _, d, _ in progress] == sorted(d for _, d, _ in progress)
     assert model_status("tiny").state == "verified" and model_status("tiny").parts_installed
     assert _leftovers(model_dir) == []
 
@@ -166,7 +166,7 @@ def test_a_truncated_part_reports_both_sizes(tiny_model, installed_parts, model_
 
 def test_an_interrupted_assembly_leaves_neither_a_model_nor_a_temporary_file(tiny_model, installed_parts,
                                                                            model_dir):
-    def interrupt(done, total):
+    def interrupt(stage, done, total):
         if done > len(PARTS[0]):
             raise KeyboardInterrupt
 

@@ -1,6 +1,7 @@
 """toolsel models list|pull|info."""
 
 import os
+import re
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_list_shows_the_catalog_and_what_is_assembled(tiny_model, installed_part
     assert "local:qwen2.5-coder-0.5b" in out and "local:tiny" in out and "openai/gpt-4o-mini" in out
     assert "not assembled; parts installed" in out
     assert main(["models", "pull", "tiny", "--quiet"]) == 0
-    capsys.readouterr()
+    assert capsys.readouterr().err == ""
     main(["models", "list"])
     assert f"verified: {model_dir / 'tiny.gguf'}" in capsys.readouterr().out
 
@@ -33,12 +34,15 @@ def test_list_shows_the_catalog_and_what_is_assembled(tiny_model, installed_part
 def test_pull_assembles_with_progress_then_info_reports_it(tiny_model, installed_parts, model_dir, capsys):
     assert main(["models", "pull", "local:tiny"]) == 0
     captured = capsys.readouterr()
-    assert "100%" in captured.err
+    copying = captured.err.strip().splitlines()[-1]  # tqdm's bar: the stage, bytes, time spent and left, the rate
+    assert re.fullmatch(r"tiny: copying: 100%\|█+\| 1\.10k/1\.10k \[00:0\d<00:00, [\d.]+[kMG]?B/s\]", copying)
     assert f"tiny: verified {model_dir / 'tiny.gguf'}" in captured.out
     assert (model_dir / "tiny.gguf").read_bytes() == b"".join(PARTS)
 
     assert main(["models", "info", "tiny", "--verify"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "tiny.gguf: verifying: 100%" in captured.err
+    out = captured.out
     assert f"sha256:       {tiny_model.sha256}" in out and "state:        verified" in out
     assert f"size:         {tiny_model.size} bytes" in out and "example/tiny-GGUF" in out
 

@@ -89,7 +89,7 @@ def test_strict_calls_hold_the_real_model_to_the_tools_schemas(lm):
 def test_the_engine_reads_the_context_the_model_was_trained_for(lm):
     """What a prompt past the loaded context grows it to (tests/lm/test_engine.py grows it with scripted models;
     a real 4k-token prompt costs minutes on a busy CPU)."""
-    from tool_selection.lm.engine import _trained_context
+    from tool_selection.lm.engine import trained_context
 
     assert lm.engine.settings.n_ctx == 4096
-    assert _trained_context(lm.engine.model.llama) == 32768  # Qwen2.5-Coder
+    assert trained_context(lm.engine.model.llama) == 32768  # Qwen2.5-Coder

@@ -45,8 +45,9 @@ _STAMP_SUFFIX = ".verified.json"
 _SAMPLE_BLOCKS = 16  # blocks re-hashed on every load, spread evenly from the file's first byte to its last
 _SAMPLE_BYTES = 64 << 10
 
-Progress = Callable[[int, int], None]
-"""Called with (bytes done, bytes total) while a model file is assembled."""
+Progress = Callable[[str, int, int], None]
+"""Called with (stage, bytes done, bytes total) while a model file is put in place: ``copying`` (the parts, or a
+download, written into the model directory and hashed as they go) or ``verifying`` (a file already there, hashed)."""
 
 
 class ModelFileError(ToolSelectionError, OSError):
@@ -135,7 +136,7 @@ def _sha256(path: Path, progress: Progress | None = None) -> str:
             digest.update(chunk)
             done += len(chunk)
             if progress:
-                progress(done, total)
+                progress("verifying", done, total)
     return digest.hexdigest()
 
 
@@ -183,7 +184,7 @@ def _write_verified(sources: Iterable[Path], target: Path, model: LocalModel, *,
                         digest.update(chunk)
                         done += len(chunk)
                         if progress:
-                            progress(done, model.size)
+                            progress("copying", done, model.size)
             out.flush()
             os.fsync(out.fileno())
         if done != model.size or digest.hexdigest() != model.sha256:

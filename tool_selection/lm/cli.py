@@ -90,13 +90,18 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _progress(label: str) -> Progress:
-    last = [-1]
+    """A progress bar on stderr per stage of putting a model file in place (bytes, rate, time left)."""
+    from tqdm.auto import tqdm
 
-    def report(done: int, total: int) -> None:
-        percent = done * 100 // total if total else 100
-        if percent // 10 != last[0] // 10 or (percent == 100 and last[0] != 100):
-            last[0] = percent
-            print(f"{label}: {percent:3d}% ({_size(done)} of {_size(total)})", file=sys.stderr, flush=True)
+    bars: dict[str, tqdm] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        if stage not in bars:
+            bars[stage] = tqdm(total=total, desc=f"{label}: {stage}", unit="B", unit_scale=True, unit_divisor=1024,
+                               file=sys.stderr)
+        bars[stage].update(done - bars[stage].n)
+        if done >= total:
+            bars.pop(stage).close()
 
     return report
 
@@ -105,13 +110,24 @@ def _pull(args: argparse.Namespace) -> int:
     from tool_selection.lm.assemble import download_from_hub, ensure_model
 
     entry = _entry(args.name)
-    progress = None if args.quiet else _progress(f"{entry.name}")
+    progress = None if args.quiet else _progress(entry.name)
     if args.from_hub:
+        if args.quiet:
+            _quiet_hub_downloads()
         path = download_from_hub(entry, args.model_dir, progress=progress)
     else:
         path = ensure_model(entry, args.model_dir, force=True, progress=progress)  # pulling hashes in full
     print(f"{entry.name}: verified {path} ({entry.size} bytes, sha256 {entry.sha256})")
     return 0
+
+
+def _quiet_hub_downloads() -> None:
+    """No download bar from huggingface_hub (which shows one of its own, with rate and time left)."""
+    try:
+        from huggingface_hub.utils import disable_progress_bars
+    except ImportError:
+        return  # download_from_hub says what to install
+    disable_progress_bars()
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -120,7 +136,7 @@ def _info(args: argparse.Namespace) -> int:
     entry = _entry(args.name)
     status = model_status(entry, args.model_dir)
     if args.verify and status.state != "missing":
-        verify_file(status.path, entry, force=True, progress=_progress(f"hashing {entry.file}"))
+        verify_file(status.path, entry, force=True, progress=_progress(entry.file))
         status = model_status(entry, args.model_dir)
     rows = {
         "model": LOCAL_PREFIX + entry.name,

@@ -70,6 +70,7 @@ __all__ = [
     "LocalEngineError",
     "TokenScore",
     "load_model",
+    "trained_context",
     "unload_models",
 ]
 
@@ -165,7 +166,7 @@ def _requested_tokens(error: Exception) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _trained_context(llama: Any) -> int | None:
+def trained_context(llama: Any) -> int | None:
     """The context length the model was trained for (llama-cpp-python's internal model, or a test's stand-in)."""
     for owner in (getattr(llama, "_model", None), llama):
         try:
@@ -176,7 +177,7 @@ def _trained_context(llama: Any) -> int | None:
 
 
 def _context_advice(error: Exception, n_ctx: int, llama: Any) -> str:
-    trained, requested = _trained_context(llama), _requested_tokens(error)
+    trained, requested = trained_context(llama), _requested_tokens(error)
     if trained is not None and (n_ctx >= trained or requested is not None and requested >= trained):
         return (f"{error}; the model was trained for {trained:,} tokens of context and this prompt does not fit: show "
                 "it fewer tools (--retrieve K, or retrieval=RetrievalSpec(k=K) in Python) or a shorter conversation.")
@@ -318,12 +319,24 @@ class LocalEngine:
         """A context that holds the prompt ``error`` reports and ``max_tokens`` more, in steps of 4,096 tokens up to
         the model's trained length; None where the model cannot be loaded again (injected) or none would."""
         requested = _requested_tokens(error)
-        trained = _trained_context(llama)
+        trained = trained_context(llama)
         if self._injected is not None or requested is None or trained is None:
             return None
         needed = requested + (max_tokens or DEFAULT_ANSWER_TOKENS)
         larger = min(trained, -(-needed // CONTEXT_STEP) * CONTEXT_STEP)
         return larger if larger > self.settings.n_ctx and requested < larger else None
+
+    def count_tokens(self, text: str) -> int:
+        """How many tokens ``text`` is to the model's tokenizer (loads the model)."""
+        model = self.model
+        with model.lock:
+            return len(model.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def context_limit(self) -> int | None:
+        """The longest context a prompt can have here: the model's trained length (or the context it is loaded
+        with, if that is longer), to which ``complete`` grows the context; None where the model does not say."""
+        trained = trained_context(self.model.llama)
+        return None if trained is None else max(trained, self.settings.n_ctx)
 
     def supports_native_tools(self) -> bool:
         """Whether the model's chat template renders tools (its own tool-calling format). Loads the model."""
