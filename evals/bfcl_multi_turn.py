@@ -40,7 +40,7 @@ from evals.loop_eval import LOOP_SELECTOR
 from evals.metrics import bootstrap_ci
 from evals.runner import _RowWriter, load_rows
 from evals.suite import SuiteError, read_json_lines
-from tool_selection.agent import AgentLoop, LoopEscalation, LoopLimits, Message, Role, Transcript
+from tool_selection.agent import NOT_EXECUTED, AgentLoop, LoopEscalation, LoopLimits, Message, Role, Transcript
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
@@ -57,7 +57,8 @@ MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_
                          "multi_turn_long_context")
 MAX_STEPS_PER_TURN = 20  # BFCL's MAXIMUM_STEP_LIMIT: a turn that needs more is force-terminated
 MAX_CALLS_PER_TURN = 40  # the longest ground-truth turn (long_context) makes 34 calls
-TURN_LIMITS = LoopLimits(max_tool_calls=MAX_CALLS_PER_TURN, max_steps=MAX_STEPS_PER_TURN)
+TURN_LIMITS = LoopLimits(max_tool_calls=MAX_CALLS_PER_TURN, max_steps=MAX_STEPS_PER_TURN, reminders=1)
+"""Every BFCL multi-turn turn asks for calls: a turn's first answer without one is sent back once."""
 MULTI_TURN_N_CTX = 16384  # Qwen2.5-Coder is trained for 32k; two classes' docs plus a conversation fit in 16k
 CHARS_PER_TOKEN = 3.0  # a conservative estimate for JSON-heavy text (Qwen's tokenizer averages more)
 TURN_RESERVE_TOKENS = 3072  # room kept for the turn being run: its calls, results and answers
@@ -345,7 +346,7 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
         transcript = loop.run(messages[-1]["content"] if messages else "", history=[*history, *earlier])
         transcripts.append(transcript)
         model_result.append([[call_string(c.tool_name, c.arguments) for c in step.calls
-                              if c.error not in ("unknown_tool", "invalid_arguments")] for step in transcript.steps])
+                              if c.error not in NOT_EXECUTED] for step in transcript.steps])
         model_result[-1] = [step for step in model_result[-1] if step]
         history = transcript.messages
         if transcript.stop_reason in ("call_limit", "step_limit", "model_error"):
@@ -364,6 +365,7 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
         "tool_errors": float(sum(not c.ok for c in calls)),
         "errors_recovered": float(sum(t.errors_recovered for t in transcripts)),
         "escalations": float(sum(t.escalations for t in transcripts)),
+        "reminders": float(sum(t.reminders for t in transcripts)),
         "turn_stop_reasons": [t.stop_reason for t in transcripts],
         "turns_summarised": float(summarised), "turns_dropped": float(dropped),
         "seconds": time.perf_counter() - start, "model_result": model_result,
@@ -380,9 +382,10 @@ def summarize_multi_turn(results: pd.DataFrame) -> dict[str, float]:
     summary = {"tasks": float(len(results)), "task_success": mean, "task_success_ci_low": low,
                "task_success_ci_high": high, "turn_success": float(results["turns_passed"].sum()
                                                                   / results["turns"].sum())}
-    for column in ("steps", "calls", "tool_errors", "errors_recovered", "escalations", "seconds", "turns_summarised",
-                   "turns_dropped"):
-        summary[column] = float(results[column].mean())
+    for column in ("steps", "calls", "tool_errors", "errors_recovered", "escalations", "reminders", "seconds",
+                   "turns_summarised", "turns_dropped"):
+        if column in results:  # rows kept before a column existed lack it
+            summary[column] = float(results[column].mean())
     for position in range(int(results["turns"].max())):
         reached = results[results["turns"] > position]
         summary[f"turn_{position + 1}_passed"] = float((reached["turns_passed"] > position).mean())

@@ -41,6 +41,7 @@ from tool_selection.tool_failures import is_failure, tool_failure
 from tool_selection.toolset import ToolSet
 
 __all__ = [
+    "LOOP_PROMPT",
     "LOOP_SYSTEM_PROMPT",
     "AgentConfig",
     "AgentLoop",
@@ -48,6 +49,9 @@ __all__ = [
     "CallRecord",
     "LoopEscalation",
     "LoopLimits",
+    "LoopPrompt",
+    "NOT_EXECUTED",
+    "NO_CALL_REMINDER",
     "Message",
     "Role",
     "Step",
@@ -103,7 +107,8 @@ class Message(BaseModel):
         return message
 
 
-ErrorKind = Literal["unknown_tool", "invalid_arguments", "execution_error", "tool_failure"]
+ErrorKind = Literal["unknown_tool", "invalid_arguments", "execution_error", "tool_failure", "repeated_call"]
+NOT_EXECUTED: tuple[ErrorKind, ...] = ("unknown_tool", "invalid_arguments", "repeated_call")  # never reached a tool
 
 
 class CallRecord(BaseModel):
@@ -136,6 +141,7 @@ class Transcript(BaseModel):
     final_answer: str | None = None
     stop_reason: Literal["answered", "call_limit", "step_limit", "parse_failure", "model_error"] = "answered"
     error: str | None = None
+    reminders: int = 0  # answers without a call sent back for one (``LoopLimits.reminders``)
     seconds: float = 0.0
 
     @property
@@ -236,26 +242,48 @@ class AgentConfig(BaseModel):
 
 
 LOOP_SYSTEM_PROMPT = (
-    "Requests in this conversation can take several steps. Call the function that does the next step now: a step "
-    "toward the request counts, with argument values from the request or from earlier results. Each result comes "
-    "back as a tool message; continue from it. When the request is done, or no function can take it further, "
-    "answer the user in plain text without a call."
+    "You act for the user by calling functions; a request can take several steps. For the user's latest message, "
+    "call the function that does the next step now, with argument values from the conversation or from earlier "
+    "results; when a value you need is unknown, first call a function that finds it. Each result comes back as a "
+    "tool message: read it and go on with the next call. When a call fails, read its error, then call again with "
+    "the arguments fixed, or first call a function that gets what was missing. When everything the latest message "
+    "asks is done, answer in one or two plain sentences without a call. Earlier messages are already handled."
 )
-"""The loop's default system prompt. A selector's own instructions are written for one decision (call only what
-does exactly what is asked), which makes a model refuse the first step of a multi-step request."""
+"""The loop's instructions. They stand instead of a selector's own instructions, which are written for one
+decision (call only what does exactly what is asked, else say that no function can) and made models refuse every
+step after the first (see ``LoopPrompt``)."""
+
+
+@dataclass(frozen=True)
+class LoopPrompt:
+    """A loop's system prompt. With ``replaces_selector`` (the default) it stands instead of the selector's
+    one-decision instructions (native strategies); a plain string given as ``system_prompt`` follows them."""
+
+    text: str
+    replaces_selector: bool = True
+
+
+LOOP_PROMPT = LoopPrompt(LOOP_SYSTEM_PROMPT)
+NO_CALL_REMINDER = ("You answered without calling a function. If one of the functions can do what I asked, call it "
+                    "now instead of describing it; if none can, say so in one sentence.")
+EMPTY_RESULT = "Done: the call succeeded and returned nothing."  # a None result, which reads as a failure as "null"
 
 
 @dataclass(frozen=True)
 class LoopLimits:
     """How long one user turn may run: ``max_tool_calls`` calls (failed ones count), and ``max_steps`` decisions
-    (default: ``max_tool_calls + 2``)."""
+    (default: ``max_tool_calls + 2``). ``reminders``: how many times an answer without a call, in a turn that has
+    made no call yet, is sent back with ``NO_CALL_REMINDER`` (each reminder takes a step)."""
 
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_steps: int | None = None
+    reminders: int = 0
 
     def __post_init__(self) -> None:
         if self.max_tool_calls < 1:
             raise ToolSelectionError(f"max_tool_calls must be at least 1, got {self.max_tool_calls}.")
+        if self.reminders < 0:
+            raise ToolSelectionError(f"reminders must be 0 or more, got {self.reminders}.")
 
     @property
     def steps(self) -> int:
@@ -287,23 +315,25 @@ class AgentLoop:
 
     ``lm``: the primary model (default: the configured one). ``limits``: calls and steps per turn
     (``LoopLimits``). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
-    ``system_prompt`` opens every turn (default ``LOOP_SYSTEM_PROMPT``; None or "" for none). ``session_config``
+    ``system_prompt`` opens every turn: a ``LoopPrompt`` (default ``LOOP_PROMPT``) stands instead of the selector's
+    own instructions, a string follows them, None or "" adds none. ``session_config``
     starts the tools' session (``ToolSession``).
     """
 
     def __init__(self, tools: ToolRegistry | ToolSet, *, selector: Any = None, strategy: str = DEFAULT_STRATEGY,
                  lm: dspy.BaseLM | None = None, limits: LoopLimits | None = None,
-                 system_prompt: str | None = LOOP_SYSTEM_PROMPT, escalation: LoopEscalation | None = None,
+                 system_prompt: str | LoopPrompt | None = LOOP_PROMPT, escalation: LoopEscalation | None = None,
                  session_config: dict[str, Any] | None = None):
         from tool_selection.selector import MultiToolSelector
 
-        limits = limits or LoopLimits()
+        self.limits = limits = limits or LoopLimits()
         self.escalation = escalation or LoopEscalation()
         self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
         self.selector = selector or MultiToolSelector(self.registry, strategy=strategy)
         self.lm = lm
         self.max_tool_calls, self.max_steps = limits.max_tool_calls, limits.steps
-        self.system_prompt = system_prompt
+        prompt = system_prompt if isinstance(system_prompt, LoopPrompt) else LoopPrompt(system_prompt or "", False)
+        self.system_prompt, self.replaces_selector = prompt.text or None, prompt.replaces_selector
         self.detector = self.escalation.detector or (LoopStuckDetector() if self.secondary_lm is not None else None)
         self.session = ToolSession(self.registry, **(session_config or {}))
         self._guide = None
@@ -321,7 +351,7 @@ class AgentLoop:
         registry = available.registry() if isinstance(available, ToolSet) else available
         kwargs.setdefault("selector", MultiToolSelector.from_spec(config.selector))
         return cls(config.registry(registry), limits=LoopLimits(max_tool_calls=config.max_tool_calls),
-                   system_prompt=LOOP_SYSTEM_PROMPT if config.system_prompt is None else config.system_prompt,
+                   system_prompt=LOOP_PROMPT if config.system_prompt is None else config.system_prompt,
                    **kwargs)
 
     def run(self, request: str | Message, *, history: Iterable[Message] = ()) -> Transcript:
@@ -329,7 +359,8 @@ class AgentLoop:
         user = request if isinstance(request, Message) else Message(role=Role.USER, content=request)
         messages = [*history, user]
         if self.system_prompt and not any(m.role is Role.SYSTEM for m in messages):
-            messages.insert(0, Message(role=Role.SYSTEM, content=self.system_prompt))
+            messages.insert(0, Message(role=Role.SYSTEM, content=self.system_prompt,
+                                       metadata={"replaces_instructions": self.replaces_selector}))
         transcript = Transcript(messages=messages)
         calls_made = escalations = 0
         while len(transcript.steps) < self.max_steps:
@@ -344,6 +375,8 @@ class AgentLoop:
             if decision.parse_error and not decision.tool_calls:
                 transcript.stop_reason = "parse_failure"
                 break
+            if not decision.tool_calls and self._remind(transcript, calls_made):
+                continue
             if not decision.tool_calls:
                 transcript.final_answer = decision.reasoning
                 transcript.messages.append(Message(role=Role.ASSISTANT, content=decision.reasoning,
@@ -355,7 +388,7 @@ class AgentLoop:
             transcript.messages.append(Message(role=Role.ASSISTANT, content=decision.reasoning, tool_calls=allowed,
                                                call_ids=ids, metadata={"step": step.index}))
             for call, call_id in zip(allowed, ids, strict=True):
-                record = self.session.execute(call, call_id)
+                record = self._execute(call, call_id, transcript.calls)
                 step.calls.append(record)
                 transcript.messages.append(Message(role=Role.TOOL, tool_call_id=call_id, name=call.tool_name,
                                                    content=_result_text(record), metadata={"ok": record.ok}))
@@ -367,6 +400,33 @@ class AgentLoop:
             transcript.stop_reason = "step_limit"
         transcript.seconds = time.perf_counter() - start
         return transcript
+
+    def _execute(self, call: ToolCall, call_id: str, earlier: list[CallRecord]) -> CallRecord:
+        """Run ``call``, unless the same call already failed this turn (one try per failing call); a failure's
+        result says what to fix."""
+        failed = next((c for c in earlier if not c.ok and c.tool_name == call.tool_name
+                       and c.arguments == call.arguments), None)
+        if failed is not None:
+            message = f"This exact call already failed in this turn: {failed.message}"[:500]
+            record = CallRecord(id=call_id, tool_name=call.tool_name, arguments=call.arguments, ok=False,
+                                error="repeated_call", message=message, result=tool_failure("repeated_call", message))
+        else:
+            record = self.session.execute(call, call_id)
+        if not record.ok and isinstance(record.result, dict):
+            record.result = {**record.result, "fix": fix_hint(record, self.registry)}
+        return record
+
+    def _remind(self, transcript: Transcript, calls_made: int) -> bool:
+        """Send an answer without a call back with ``NO_CALL_REMINDER`` when the turn has made no call and has
+        reminders left; whether it did."""
+        if calls_made or transcript.reminders >= self.limits.reminders:
+            return False
+        transcript.reminders += 1
+        step = transcript.steps[-1]
+        transcript.messages += [
+            Message(role=Role.ASSISTANT, content=step.decision.reasoning, metadata={"step": step.index}),
+            Message(role=Role.USER, content=NO_CALL_REMINDER, metadata={"reminder": True})]
+        return True
 
     # ------------------------------------------------------------------------------------------------- a step
     def _step(self, transcript: Transcript, escalations: int) -> Step:
@@ -417,7 +477,10 @@ class AgentLoop:
                 lines.append(f"{message.name} returned: {message.content}")
         lines.append("Decide the next call(s) for the user's request, taking the results above into account; when "
                      "the request is done, or no tool can help further, answer without a call.")
-        return "\n".join(lines), [m.openai() for m in system + turns]
+        chat = [m.openai() for m in system + turns]
+        if system and system[0].metadata.get("replaces_instructions"):
+            chat[0]["replaces_instructions"] = True  # read (and removed) by the native adapter
+        return "\n".join(lines), chat
 
     def _guidance(self, request: str, decision: MultiToolDecision, reasons: list[str]) -> str:
         from tool_selection.collaboration import WriteGuidance
@@ -436,6 +499,24 @@ class AgentLoop:
                 return ""
 
 
+def fix_hint(record: CallRecord, registry: ToolRegistry) -> str:
+    """What a model can do about a failed call: the parameters it must match, another tool, or where to look."""
+    name = record.tool_name
+    if record.error == "unknown_tool":
+        return "Call one of the listed functions instead; their names are exact."
+    if record.error == "invalid_arguments" and name in registry:
+        parameters = registry.get(name).input_schema()
+        shape = {"properties": parameters.get("properties", {}), "required": parameters.get("required", [])}
+        return f"Call {name} again with arguments that match its parameters: " + json.dumps(shape)[:1000]
+    if record.error == "repeated_call":
+        return ("Do not repeat it: change its arguments, first call another function that finds the right values, "
+                "or tell the user what went wrong.")
+    return (f"Read the message: fix the argument it names, or first call a function that finds the right value "
+            f"(one that lists, searches or looks it up), then call {name} again; if neither helps, tell the user.")
+
+
 def _result_text(record: CallRecord) -> str:
+    if record.result is None and record.ok:
+        return EMPTY_RESULT
     text = json.dumps(record.result, ensure_ascii=False, default=str)
     return text if len(text) <= MAX_RESULT_CHARS else text[: MAX_RESULT_CHARS - 3] + "..."

@@ -8,7 +8,19 @@ import pytest
 
 from tests.lm.conftest import FakeLlama
 from tool_selection import load_tool_set
-from tool_selection.agent import LOOP_SYSTEM_PROMPT, AgentConfig, AgentLoop, LoopEscalation, LoopLimits, Role
+from tool_selection.agent import (
+    EMPTY_RESULT,
+    LOOP_SYSTEM_PROMPT,
+    NO_CALL_REMINDER,
+    AgentConfig,
+    AgentLoop,
+    CallRecord,
+    LoopEscalation,
+    LoopLimits,
+    Role,
+    _result_text,
+)
+from tool_selection.strategies.native import NativeSelect
 from tool_selection.lm import LocalEngine
 from tool_selection.stuck.loop import LoopStuckDetector
 
@@ -108,11 +120,16 @@ def test_an_agent_system_prompt_joins_the_strategy_instructions(tmp_path):
     assert sum(m["role"] == "system" for m in llama.calls[1]["messages"]) == 1
 
 
-def test_the_first_step_already_knows_a_request_may_take_several_steps(tmp_path):
+def test_the_loop_instructions_stand_instead_of_the_selector_one_decision_instructions(tmp_path):
     lm, llama = lm_for(["done"], tmp_path)
     AgentLoop(TREASURE, strategy="native", lm=lm).run("Fetch the lantern from the lighthouse.")
     system = llama.calls[0]["messages"][0]["content"]
-    assert system.endswith(LOOP_SYSTEM_PROMPT) and "next step" in system
+    assert system.startswith(LOOP_SYSTEM_PROMPT) and "next step" in system
+    assert NativeSelect.__doc__.split(".")[0] not in system and "none of the available functions" not in system
+    assert all("replaces_instructions" not in m for m in llama.calls[0]["messages"])
+    lm, llama = lm_for(["done"], tmp_path, name="cot")
+    AgentLoop(TREASURE, strategy="native-cot", lm=lm).run("Fetch the lantern from the lighthouse.")
+    assert "write one short sentence" in llama.calls[0]["messages"][0]["content"]
     lm, llama = lm_for(["done"], tmp_path, name="bare")
     AgentLoop(TREASURE, strategy="native", lm=lm, system_prompt=None).run("Fetch the lantern from the lighthouse.")
     assert LOOP_SYSTEM_PROMPT not in llama.calls[0]["messages"][0]["content"]
@@ -164,3 +181,54 @@ def test_limits_and_escalation_are_checked_when_made():
         LoopLimits(max_tool_calls=0)
     with pytest.raises(ToolSelectionError, match="escalation strategy must be 'delegate' or 'guide', got 'vote'"):
         LoopEscalation(strategy="vote")
+
+
+def test_an_answer_without_a_call_is_sent_back_once_when_the_turn_has_made_none(tmp_path):
+    lm, llama = lm_for(["You could call move.", call("move", direction="north"), "Moved north."], tmp_path)
+    loop = AgentLoop(TREASURE, strategy="native", lm=lm, limits=LoopLimits(reminders=1))
+    transcript = loop.run("Go north.")
+    assert [c.tool_name for c in transcript.calls] == ["move"] and transcript.final_answer == "Moved north."
+    assert transcript.reminders == 1 and llama.calls[1]["messages"][-1]["content"] == NO_CALL_REMINDER
+    lm, llama = lm_for(["I cannot.", "Still no function for that."], tmp_path, name="twice")
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm, limits=LoopLimits(reminders=1)).run("Bake a cake.")
+    assert transcript.final_answer == "Still no function for that." and len(llama.calls) == 2
+
+
+def test_no_reminder_after_a_call_or_by_default(tmp_path):
+    lm, llama = lm_for([call("move", direction="north"), "Moved."], tmp_path)
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm, limits=LoopLimits(reminders=1)).run("Go north.")
+    assert transcript.reminders == 0 and len(llama.calls) == 2
+    lm, llama = lm_for(["No."], tmp_path, name="default")
+    assert AgentLoop(TREASURE, strategy="native", lm=lm).run("Go north.").reminders == 0 and len(llama.calls) == 1
+    with pytest.raises(Exception, match="reminders must be 0 or more"):
+        LoopLimits(reminders=-1)
+
+
+def test_a_call_that_returns_nothing_reads_as_done():
+    record = CallRecord(id="c0", tool_name="mkdir", arguments={}, ok=True, result=None)
+    assert _result_text(record) == EMPTY_RESULT
+    assert _result_text(record.model_copy(update={"result": {"n": 1}})) == '{"n": 1}'
+
+
+def test_a_failed_call_says_what_to_fix_and_is_not_run_twice(tmp_path):
+    lm, llama = lm_for([call("move", direction="sideways"), call("move", direction="sideways"),
+                        call("move", direction="sideways"), call("move", direction="north"), "ok"], tmp_path)
+    transcript = AgentLoop(TREASURE, strategy="native", lm=lm).run("Go north.")
+    assert [c.error for c in transcript.calls] == ["invalid_arguments", "repeated_call", "repeated_call", None]
+    first = json.loads(llama.calls[1]["messages"][-1]["content"])
+    assert first["fix"].startswith("Call move again with arguments that match its parameters")
+    assert '"direction"' in first["fix"] and "north" in first["fix"]  # the schema of the right argument
+    repeated = json.loads(llama.calls[2]["messages"][-1]["content"])
+    assert repeated["message"].startswith("This exact call already failed in this turn")
+    assert repeated["fix"].startswith("Do not repeat it") and transcript.errors_recovered == 3
+
+
+def test_a_failing_tool_points_at_finding_the_right_value(tmp_path):
+    from tool_selection.agent import fix_hint
+
+    record = CallRecord(id="c0", tool_name="tail", arguments={"file_name": "config.py"}, ok=False,
+                        error="tool_failure", message="tail: config.py: No such file or directory")
+    assert "finds the right value" in fix_hint(record, TREASURE.registry()) and "call tail again" in fix_hint(
+        record, TREASURE.registry())
+    unknown = record.model_copy(update={"error": "unknown_tool", "tool_name": "teleport"})
+    assert fix_hint(unknown, TREASURE.registry()).startswith("Call one of the listed functions")

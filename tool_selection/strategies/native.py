@@ -118,8 +118,12 @@ class NativeToolAdapter(dspy.Adapter):
         for index, demo in enumerate(demos):
             messages.extend(self._demo_turns(demo, index, thinking))
         conversation = list(inputs.get("conversation") or [])
-        if conversation and conversation[0].get("role") == "system":  # an agent's own system prompt joins ours
-            messages[0]["content"] += "\n\n" + conversation.pop(0)["content"]
+        if conversation and conversation[0].get("role") == "system":  # a loop's own prompt: instead of ours, or after
+            own = conversation.pop(0)
+            if own.get("replaces_instructions"):
+                messages[0]["content"] = own["content"] + ("\n\n" + THINK_FIRST if thinking else "")
+            else:
+                messages[0]["content"] += "\n\n" + own["content"]
         messages.extend(conversation or [{"role": "user", "content": inputs["request"]}])
         return messages
 
