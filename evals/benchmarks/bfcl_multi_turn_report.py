@@ -5,7 +5,9 @@ under ``results/loop/bfcl_multi_turn/``).
 
 Per run: tasks, task success (BFCL's checker) with its 95% interval, turn success (turns passed before a task's
 first failing turn, over all turns), the pass rate of turns 1-3, calls, tool errors and errors recovered per task,
-turns summarised to fit the context, seconds per task, and how the tasks failed.
+turns summarised to fit the context, seconds per task, and how the tasks failed. With ``--paired``, each run after
+the first is compared with the first on the tasks both ran: the paired difference with its 95% interval, and
+McNemar's exact p for the pass/fail columns (``evals.stats.compare_paired``).
 """
 
 from __future__ import annotations
@@ -17,35 +19,67 @@ import pandas as pd
 
 from evals.bfcl_multi_turn import summarize_multi_turn
 
-__all__ = ["main", "multi_turn_table"]
+__all__ = ["main", "multi_turn_table", "paired_table"]
+
+PAIRED_COLUMNS = {"task success": "success", "turn 1 passed": "turn_1_passed", "turn success (per task)": "turn_success",
+                  "calls / task": "calls", "tool errors / task": "tool_errors", "s / task": "seconds"}
+LOWER_IS_BETTER = frozenset({"tool errors / task", "s / task"})
 
 
 def multi_turn_table(runs: dict[str, pd.DataFrame]) -> str:
     lines = ["| run | tasks | task success % [95% CI] | turn success % | turn 1 / 2 / 3 passed % | calls / task | "
-             "tool errors / task | errors recovered / task | turns summarised | s / task | failures |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "tool errors / task | errors recovered / task | reminders / task | turns summarised | s / task | failures |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, frame in runs.items():
         s = summarize_multi_turn(frame)
         turns = " / ".join(f"{100 * s[f'turn_{p}_passed']:.0f}" for p in (1, 2, 3) if f"turn_{p}_passed" in s)
+        reminders = f"{s['reminders']:.2f}" if "reminders" in s else "-"  # runs before reminders existed: none
         failures = ", ".join(f"{kind.removeprefix('multi_turn:')} {count}"
                              for kind, count in frame["error_type"].dropna().value_counts().items())
         lines.append(f"| {label} | {len(frame)} | {100 * s['task_success']:.1f} [{100 * s['task_success_ci_low']:.0f}, "
                      f"{100 * s['task_success_ci_high']:.0f}] | {100 * s['turn_success']:.1f} | {turns} | "
                      f"{s['calls']:.2f} | {s['tool_errors']:.2f} | {s['errors_recovered']:.2f} | "
+                     f"{reminders} | "
                      f"{frame['turns_summarised'].sum():.0f} | {s['seconds']:.1f} | {failures or '-'} |")
     return "\n".join(lines)
+
+
+def paired_table(runs: dict[str, pd.DataFrame]) -> str:
+    """Each run after the first against the first, on the tasks both ran."""
+    from evals.stats import compare_paired
+
+    (base_label, base), *others = runs.items()
+    lines = [f"| run vs {base_label} | metric | tasks | {base_label} | run | difference [95% CI] | McNemar p |",
+             "|---|---|---|---|---|---|---|"]
+    for label, frame in others:
+        table = compare_paired(_with_turn_1(base), _with_turn_1(frame), PAIRED_COLUMNS,
+                               lower_is_better=LOWER_IS_BETTER)
+        for row in table.itertuples():
+            scale = 1 if row.metric in ("calls / task", "tool errors / task", "s / task") else 100
+            p_value = "-" if row.p_value is None or pd.isna(row.p_value) else f"{row.p_value:.3f}"
+            lines.append(f"| {label} | {row.metric} | {row.n} | {scale * row.a:.1f} | {scale * row.b:.1f} | "
+                         f"{scale * row.difference:+.1f} [{scale * row.ci_low:+.1f}, {scale * row.ci_high:+.1f}] | "
+                         f"{p_value} |")
+    return "\n".join(lines)
+
+
+def _with_turn_1(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(turn_1_passed=(frame["turns_passed"] > 0).astype(float))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.bfcl_multi_turn_report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR")
+    parser.add_argument("--paired", action="store_true", help="Also compare each run with the first, task by task.")
     args = parser.parse_args(argv)
     runs = {}
     for item in args.runs:
         label, _, run_dir = item.partition("=")
         runs[label] = pd.read_json(Path(run_dir) / "results.jsonl", lines=True).drop_duplicates("id", keep="last")
     print(multi_turn_table(runs))
+    if args.paired and len(runs) > 1:
+        print("\n" + paired_table(runs))
     return 0
 
 

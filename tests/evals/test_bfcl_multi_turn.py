@@ -161,12 +161,18 @@ def test_the_report_reads_a_run(base, tmp_path, capsys):
     task = base["multi_turn_base_1"]
     lm, _ = _lm(_ground_truth_script(task), tmp_path)
     run_multi_turn([task], lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
-    idle, _ = _lm(["No."] * 4, tmp_path)
+    idle, _ = _lm(["No."] * 8, tmp_path)
     run_multi_turn([base["multi_turn_base_2"]], idle, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     assert main([f"scripted={tmp_path / 'run'}"]) == 0
     row = capsys.readouterr().out.splitlines()[-1]
     assert row.startswith("| scripted | 2 | 50.0 [0, 100] | 44.4 | 50 / 50 / 50 | 3.00 |")
-    assert row.endswith("| empty_turn_model_response 1 |")
+    assert " | 0.00 | 2.50 | 0 | " in row and row.endswith("| empty_turn_model_response 1 |")  # 5 turns sent back
+    idle, _ = _lm(["No."] * 16, tmp_path)
+    run_multi_turn([task, base["multi_turn_base_2"]], idle, selector=NATIVE,
+                   run=RunConfig(run_dir=tmp_path / "idle"))
+    assert main(["--paired", f"scripted={tmp_path / 'run'}", f"idle={tmp_path / 'idle'}"]) == 0
+    paired = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| idle | task success")]
+    assert paired == ["| idle | task success | 2 | 50.0 | 0.0 | -50.0 [-100.0, +0.0] | 1.000 |"]
 
 
 @pytest.mark.parametrize(("argv", "message"), [
