@@ -314,10 +314,11 @@ def _context_tokens(lm: dspy.BaseLM | None) -> int | None:
 
 # ------------------------------------------------------------------------------------------------------ runs
 def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorSpec = LOOP_SELECTOR,
-             max_tokens: int = 512, escalation: LoopEscalation | None = None) -> dict[str, Any]:
+             max_tokens: int = 512, escalation: LoopEscalation | None = None,
+             limits: LoopLimits = TURN_LIMITS) -> dict[str, Any]:
     """Run one task's turns through the loop on fresh back ends and score it with BFCL's checker: one row.
-    Every turn's ``AgentLoop`` decides with a selector built from ``selector`` and escalates stuck steps as
-    ``escalation`` says; ``max_tokens`` (the model's generation limit) is kept free in the context."""
+    Every turn's ``AgentLoop`` decides with a selector built from ``selector`` within ``limits`` and escalates
+    stuck steps as ``escalation`` says; ``max_tokens`` (the model's generation limit) is kept free in the context."""
     from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
 
     start = time.perf_counter()
@@ -341,7 +342,7 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
             history, s, d = trim_history(history, budget)
             summarised, dropped = summarised + s, dropped + d
         earlier = [Message(role=Role(m["role"]), content=m["content"]) for m in messages[:-1]]
-        loop = AgentLoop(registry, selector=decide, lm=lm, limits=TURN_LIMITS, escalation=escalation,
+        loop = AgentLoop(registry, selector=decide, lm=lm, limits=limits, escalation=escalation,
                          session_config={"backends": backends})
         transcript = loop.run(messages[-1]["content"] if messages else "", history=[*history, *earlier])
         transcripts.append(transcript)
@@ -365,7 +366,7 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
         "tool_errors": float(sum(not c.ok for c in calls)),
         "errors_recovered": float(sum(t.errors_recovered for t in transcripts)),
         "escalations": float(sum(t.escalations for t in transcripts)),
-        "reminders": float(sum(t.reminders for t in transcripts)),
+        "reminders": float(sum(t.reminders for t in transcripts)), "first_step": limits.first_step,
         "turn_stop_reasons": [t.stop_reason for t in transcripts],
         "turns_summarised": float(summarised), "turns_dropped": float(dropped),
         "seconds": time.perf_counter() - start, "model_result": model_result,
@@ -402,12 +403,14 @@ def sample_tasks(tasks: list[MultiTurnTask], size: int | None, seed: int) -> lis
 
 def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, selector: SelectorSpec | None = None,
                    run: RunConfig | None = None, escalation: LoopEscalation | None = None,
-                   progress: Callable[[str], None] | None = None,
+                   progress: Callable[[str], None] | None = None, limits: LoopLimits = TURN_LIMITS,
                    **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
     """Run every task and summarise. ``selector``: how each step is decided (default ``LOOP_SELECTOR``); ``run``:
     ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them), ``sample``/``seed`` and
     ``limit`` (which tasks: a seeded sample, then the first N), ``max_tokens`` (the model's generation limit, kept
     free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
+    ``limits``: each turn's (default ``TURN_LIMITS``: BFCL's step limit, one reminder; ``first_step="required"``
+    makes each turn open with a call).
     The former ``strategy=``, ``run_dir=`` and ``max_tokens=`` still work, with a ``DeprecationWarning``."""
     selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
                                   selector_defaults={"relevance": "none"})
@@ -422,7 +425,8 @@ def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, select
     for index, task in enumerate(tasks, start=1):
         if task.id in rows:
             continue
-        row = run_task(task, lm, selector=selector or LOOP_SELECTOR, max_tokens=run.max_tokens, escalation=escalation)
+        row = run_task(task, lm, selector=selector or LOOP_SELECTOR, max_tokens=run.max_tokens, escalation=escalation,
+                       limits=limits)
         rows[task.id] = row
         writer.write(row)
         if progress:

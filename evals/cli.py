@@ -111,6 +111,9 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
                       help="What the secondary does for a stuck step (default: delegate).")
     loop.add_argument("--threshold", type=threshold, default=0.7, help="Stuck score that escalates (default: 0.7).")
     loop.add_argument("--max-tokens", type=int, default=512, help="Generation limit per step (default: 512).")
+    loop.add_argument("--first-step", choices=["auto", "required"], default="auto",
+                      help="BFCL multi-turn: 'required' makes each turn's first decision a call (tool_choice; "
+                           "native strategies) (default: auto, the model decides).")
     loop.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
     loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
     loop.set_defaults(handler=_loop)
@@ -375,8 +378,9 @@ def _loop(args: argparse.Namespace) -> int:
 
     if args.suite.startswith("bfcl:"):
         return _bfcl_multi_turn(args)
-    if args.sample is not None or args.n_ctx is not None:
-        raise ToolSelectionError("--sample and --n-ctx apply to BFCL multi-turn suites (--suite bfcl:multi_turn_...).")
+    if args.sample is not None or args.n_ctx is not None or args.first_step != "auto":
+        raise ToolSelectionError("--sample, --n-ctx and --first-step apply to BFCL multi-turn suites "
+                                 "(--suite bfcl:multi_turn_...).")
     tasks = [t for t in load_loop_suite(args.suite) if args.split == "all" or t.split == args.split][: args.limit]
     if not tasks:
         raise ToolSelectionError(f"Loop suite {args.suite!r} has no {args.split!r} tasks.")
@@ -404,7 +408,9 @@ def _loop(args: argparse.Namespace) -> int:
 
 
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
-    from evals.bfcl_multi_turn import load_multi_turn, multi_turn_n_ctx, run_multi_turn
+    from dataclasses import replace
+
+    from evals.bfcl_multi_turn import TURN_LIMITS, load_multi_turn, multi_turn_n_ctx, run_multi_turn
     from evals.naming import slug
     from tool_selection.agent import LoopEscalation
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
@@ -424,15 +430,18 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
         prepare_lm(lm)
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
     sample = f"-sample{args.sample}-seed{args.seed}" if args.sample else ""
-    run_dir = args.run_dir or Path("runs") / "loop" / slug(f"{args.suite}-{args.split}{sample}-{args.strategy}-{models}")
+    forced = "-first-step-required" if args.first_step == "required" else ""
+    run_dir = args.run_dir or Path("runs") / "loop" / slug(
+        f"{args.suite}-{args.split}{sample}-{args.strategy}{forced}-{models}")
     escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
                                 threshold=args.threshold)
     run = RunConfig.build(run_dir=run_dir, max_tokens=args.max_tokens, sample=args.sample, seed=args.seed,
                           limit=args.limit)
     table, s = run_multi_turn(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
-                              run=run, escalation=escalation, progress=lambda line: print(line, flush=True))
+                              run=run, escalation=escalation, progress=lambda line: print(line, flush=True),
+                              limits=replace(TURN_LIMITS, first_step=args.first_step))
     print(f"\n{args.suite} ({args.split}{', ' + sample[1:] if sample else ''}, {int(s['tasks'])} tasks), {models}, "
-          f"strategy {args.strategy}; scored by BFCL's multi-turn checker")
+          f"strategy {args.strategy}{', first step required' if forced else ''}; scored by BFCL's multi-turn checker")
     print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "
           f"{100 * s['task_success_ci_high']:.1f}]")
     print(f"  turn success        {100 * s['turn_success']:.1f}%  (turns passed before a task's first failure)")
@@ -440,7 +449,8 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
     print("  per turn            " + "  ".join(f"{p}: {100 * s[f'turn_{p}_passed']:.0f}%" for p in positions))
     for key, label in (("steps", "steps per task"), ("calls", "tool calls per task"), ("tool_errors", "tool errors"),
                        ("errors_recovered", "errors recovered"), ("escalations", "escalations"),
-                       ("turns_summarised", "turns summarised"), ("seconds", "seconds per task")):
+                       ("reminders", "reminders"), ("turns_summarised", "turns summarised"),
+                       ("seconds", "seconds per task")):
         print(f"  {label:<19} {s[key]:.2f}")
     if len(table):
         print("  failures            " + ", ".join(f"{k.removeprefix('multi_turn:')} {v}" for k, v in

@@ -35,6 +35,7 @@ from tool_selection.errors import ToolArgumentError, ToolSelectionError, Unknown
 from tool_selection.lm.model_errors import MODEL_FAILURES
 from tool_selection.registry import ToolRegistry
 from tool_selection.spec import SelectorSpec
+from tool_selection.strategies.base import ToolChoice
 from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.tool import BaseTool
 from tool_selection.tool_failures import is_failure, tool_failure
@@ -273,17 +274,22 @@ EMPTY_RESULT = "Done: the call succeeded and returned nothing."  # a None result
 class LoopLimits:
     """How long one user turn may run: ``max_tool_calls`` calls (failed ones count), and ``max_steps`` decisions
     (default: ``max_tool_calls + 2``). ``reminders``: how many times an answer without a call, in a turn that has
-    made no call yet, is sent back with ``NO_CALL_REMINDER`` (each reminder takes a step)."""
+    made no call yet, is sent back with ``NO_CALL_REMINDER`` (each reminder takes a step). ``first_step``: the
+    tool choice of each turn's first decision; ``required`` makes it a call (native strategies: a local model's
+    call is opened for it under ``native-strict``, a provider is sent ``tool_choice``)."""
 
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_steps: int | None = None
     reminders: int = 0
+    first_step: ToolChoice = "auto"
 
     def __post_init__(self) -> None:
         if self.max_tool_calls < 1:
             raise ToolSelectionError(f"max_tool_calls must be at least 1, got {self.max_tool_calls}.")
         if self.reminders < 0:
             raise ToolSelectionError(f"reminders must be 0 or more, got {self.reminders}.")
+        if self.first_step not in ("auto", "required"):
+            raise ToolSelectionError(f"first_step must be 'auto' or 'required', got {self.first_step!r}.")
 
     @property
     def steps(self) -> int:
@@ -432,7 +438,8 @@ class AgentLoop:
     def _step(self, transcript: Transcript, escalations: int) -> Step:
         start = time.perf_counter()
         request, conversation = self._request(transcript.messages)
-        decision = self._decide(request, conversation, self.lm)
+        choice = self.limits.first_step if not transcript.steps else "auto"
+        decision = self._decide(request, conversation, self.lm, choice)
         step = Step(index=len(transcript.steps), decision=decision)
         if self.detector is not None:
             step.stuck_score, step.stuck_reasons = self.detector.score(transcript.steps, decision, request,
@@ -441,7 +448,8 @@ class AgentLoop:
             if (escalation.secondary_lm is not None and step.stuck_score >= escalation.threshold
                     and escalations < escalation.max_escalations):
                 if escalation.strategy == "delegate":
-                    step.decision, step.decided_by = self._decide(request, conversation, self.secondary_lm), "secondary"
+                    step.decision, step.decided_by = (self._decide(request, conversation, self.secondary_lm, choice),
+                                                      "secondary")
                 else:
                     step.guidance = self._guidance(request, decision, step.stuck_reasons)
                     from tool_selection.collaboration import guided_request
@@ -449,14 +457,16 @@ class AgentLoop:
                     guided = guided_request(request, step.guidance)
                     guided_conversation = conversation + [{"role": "user", "content": "Guidance from a more "
                                                            f"capable model: {step.guidance}"}] if conversation else None
-                    step.decision, step.decided_by = self._decide(guided, guided_conversation, self.lm), "guided"
+                    step.decision, step.decided_by = self._decide(guided, guided_conversation, self.lm, choice), "guided"
         step.seconds = time.perf_counter() - start
         return step
 
-    def _decide(self, request: str, conversation: list[dict[str, Any]] | None, lm: dspy.BaseLM | None):
+    def _decide(self, request: str, conversation: list[dict[str, Any]] | None, lm: dspy.BaseLM | None,
+                tool_choice: ToolChoice = "auto"):
         context = {"lm": lm} if lm is not None else {}
+        forced = {"tool_choice": tool_choice} if tool_choice != "auto" else {}  # any selector takes the default
         with dspy.context(**context):
-            return self.selector(request=request, tools=self.registry, conversation=conversation).decision
+            return self.selector(request=request, tools=self.registry, conversation=conversation, **forced).decision
 
     def _request(self, messages: list[Message]) -> tuple[str, list[dict[str, Any]] | None]:
         """The conversation as one request text (for every strategy) and as chat turns (for native ones)."""

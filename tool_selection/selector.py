@@ -39,7 +39,7 @@ from tool_selection.strategies import (
     get_strategy,
     parse_strategy,
 )
-from tool_selection.strategies.base import inner_predict
+from tool_selection.strategies.base import ToolChoice, inner_predict
 from tool_selection.strategies.gate import IsRelevant, run_gate
 from tool_selection.strategies.json_strategies import (
     DEMO_OMITS,
@@ -131,8 +131,10 @@ class MultiToolSelector(dspy.Module):
         self.program_path: str | None = None  # the compiled program it was loaded from
         self.spec: SelectorSpec | None = None  # the spec it was built from (from_spec), as given
 
-    def forward(self, request: str, tools: Tools | None = None,
-                conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
+    def forward(self, request: str, tools: Tools | None = None, conversation: list[dict[str, Any]] | None = None,
+                tool_choice: ToolChoice = "auto") -> dspy.Prediction:
+        """The decision on ``request`` over ``tools``; ``conversation``: the turns so far (a tool-calling loop);
+        ``tool_choice="required"``: the model must call (native strategies; the relevance stage still judges)."""
         registry = self._registry(tools)
         if self.described is not None:  # rewritten descriptions (toolsel optimize --target descriptions)
             registry = self.described.apply(registry)
@@ -157,7 +159,8 @@ class MultiToolSelector(dspy.Module):
                 return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=[],
                                        raw_response=None, row_extras=extras)
         with self._observed() as captured, dspy.context(adapter=self.strategy.adapter()):
-            prediction = self.strategy.decide(self.select, request, registry, conversation=conversation)
+            prediction = self.strategy.decide(self.select, request, registry, conversation=conversation,
+                                              tool_choice=tool_choice)
         if self.undeclared_arguments == "drop":
             decision, dropped = drop_undeclared(prediction.decision, registry)
             prediction.decision, prediction.tool_calls = decision, decision.tool_calls

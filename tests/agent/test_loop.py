@@ -20,8 +20,8 @@ from tool_selection.agent import (
     Role,
     _result_text,
 )
-from tool_selection.strategies.native import NativeSelect
 from tool_selection.lm import LocalEngine
+from tool_selection.strategies.native import NativeSelect
 from tool_selection.stuck.loop import LoopStuckDetector
 
 TREASURE = load_tool_set("treasure_hunt")
@@ -232,3 +232,25 @@ def test_a_failing_tool_points_at_finding_the_right_value(tmp_path):
         record, TREASURE.registry())
     unknown = record.model_copy(update={"error": "unknown_tool", "tool_name": "teleport"})
     assert fix_hint(unknown, TREASURE.registry()).startswith("Call one of the listed functions")
+
+
+def test_a_required_first_step_opens_a_call_for_the_model(tmp_path):
+    from tests.lm.conftest import staged_lm
+
+    move = json.dumps({"name": "move", "arguments": {"direction": "north"}})
+    lm, llama = staged_lm(tmp_path, [move, "\n</tool_call>", "You walked north."])
+    loop = AgentLoop(TREASURE, strategy="native-strict", lm=lm, limits=LoopLimits(first_step="required"))
+    transcript = loop.run("Go north.")
+    assert [c.tool_name for c in transcript.calls] == ["move"] and transcript.final_answer == "You walked north."
+    assert llama.calls[0]["prompt"].endswith("<tool_call>\n") and llama.calls[0]["grammar"] is not None
+    assert llama.calls[2]["grammar"] is None  # the second step is the model's own choice
+
+
+def test_a_required_first_step_needs_a_native_strategy(tmp_path):
+    from tool_selection import ToolSelectionError
+
+    lm, _ = lm_for(["{}"], tmp_path)
+    with pytest.raises(ToolSelectionError, match="tool_choice='required' needs a native strategy"):
+        AgentLoop(TREASURE, strategy="json", lm=lm, limits=LoopLimits(first_step="required")).run("Go north.")
+    with pytest.raises(ToolSelectionError, match="first_step must be 'auto' or 'required'"):
+        LoopLimits(first_step="always")

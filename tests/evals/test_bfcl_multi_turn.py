@@ -177,7 +177,8 @@ def test_the_report_reads_a_run(base, tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["eval", "loop", "--suite", "bfcl:multi_turn_nope"], "Unknown BFCL multi-turn category 'multi_turn_nope'"),
-    (["eval", "loop", "--suite", "multistep", "--sample", "3"], "--sample and --n-ctx apply to BFCL multi-turn"),
+    (["eval", "loop", "--suite", "multistep", "--sample", "3"], "--sample, --n-ctx and --first-step apply to BFCL"),
+    (["eval", "loop", "--suite", "multistep", "--first-step", "required"], "--first-step apply to BFCL multi-turn"),
     (["eval", "loop", "--suite", "bfcl:multi_turn_base", "--n-ctx", "2048"], "n_ctx 2048 is too small"),
 ])
 def test_bad_loop_arguments_are_one_clear_error(argv, message, capsys):
@@ -213,3 +214,27 @@ def test_the_run_config_picks_the_tasks(base, tmp_path):
     idle, _ = _lm(["No."] * 8, tmp_path)
     table, _ = run_multi_turn(tasks, idle, selector=NATIVE, run=RunConfig(limit=1))
     assert list(table["id"]) == ["multi_turn_base_1"]
+
+
+def test_a_required_first_step_opens_each_turn_with_a_call(base, tmp_path):
+    from dataclasses import replace
+
+    from evals.bfcl_multi_turn import TURN_LIMITS
+    from tests.lm.conftest import staged_lm
+
+    task = base["multi_turn_base_1"]
+    stages = []
+    for turn in task.ground_truth:  # the ground truth's first call of each turn, the rest as the model's own
+        calls = [parse_call_string(text, BfclBackends(task)) for text in turn]
+        stages += [json.dumps({"name": calls[0].tool_name, "arguments": calls[0].arguments}), "\n</tool_call>"]
+        for call in calls[1:]:
+            stages += ["<tool_call>", "\n" + json.dumps({"name": call.tool_name, "arguments": call.arguments}),
+                       "\n</tool_call>"]
+        stages.append("Done.")
+    lm, llama = staged_lm(tmp_path, stages)
+    table, _ = run_multi_turn([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
+                              limits=replace(TURN_LIMITS, first_step="required"))
+    row = table.iloc[0]
+    assert row["success"] == 1.0 and row["first_step"] == "required" and row["reminders"] == 0
+    opened = [call for call in llama.calls if call["prompt"].endswith("<tool_call>\n") and call["grammar"]]
+    assert len(opened) >= len(task.ground_truth)

@@ -233,12 +233,17 @@ def test_native_tools_reach_the_chat_template_and_calls_come_back_parsed(tmp_pat
     assert plain.text == "No function fits this request." and plain.finish_reason == "stop"
 
 
-def test_forcing_a_tool_choice_is_refused_with_the_reason(tmp_path):
+def test_forcing_a_tool_choice_without_strict_calls_is_refused_with_the_reason(tmp_path):
     engine = LocalEngine(tmp_path / "m.gguf", llama=FakeLlama(["x"]))
     tool = FunctionTool(name="f", description="d", parameters={"type": "object", "properties": {}})
-    with pytest.raises(UnsupportedFeatureError, match="does not force tool_choice"):
-        engine.complete(Request(model="local:m", messages=(Message.user("hi"),), tools=(tool,),
-                                config=Config(tool_choice=ToolChoice(mode="required"))))
+    for choice, named in [(ToolChoice(mode="required"), "not 'required'"), (ToolChoice(mode="none"), "not 'none'"),
+                          (ToolChoice(mode="required", allowed=("f",)), "not 'required' limited to f")]:
+        with pytest.raises(UnsupportedFeatureError, match=f"or 'required' with tools and a call schema .*{named}"):
+            engine.complete(Request(model="local:m", messages=(Message.user("hi"),), tools=(tool,),
+                                    config=Config(tool_choice=choice)))
+    plain = engine.complete(Request(model="local:m", messages=(Message.user("hi"),), tools=(tool,),
+                                    config=Config(tool_choice=ToolChoice(mode="auto"))))
+    assert plain.text == "x"
 
 
 def test_unknown_extensions_are_refused_and_llama_settings_pass(tmp_path):

@@ -158,6 +158,30 @@ def test_tools_with_a_response_format_make_the_engine_decode_calls_strictly(tmp_
     assert response.usage.output_tokens == len("<tool_call>\n" + CALL + "\n</tool_call>")
 
 
+def test_a_required_call_is_opened_for_the_model_then_it_goes_on_freely():
+    llama = StagedLlama([CALL, "\n</tool_call>"])
+    result = strict_tool_completion(llama, "<user>rain in Oslo?\n<assistant>", grammar="G", max_tokens=200,
+                                    stop=["<|im_end|>"], required=True)
+    assert result["choices"][0]["text"] == "<tool_call>\n" + CALL + "\n</tool_call>"
+    assert [call["grammar"] for call in llama.calls] == ["G", None]
+    assert llama.calls[0]["prompt"].endswith("<assistant><tool_call>\n")  # no free stage before the call
+
+
+def test_the_engine_keeps_a_required_tool_choice_under_strict_calls(tmp_path):
+    from dspy.lm15 import ToolChoice
+
+    llama = StagedLlama([CALL, "\n</tool_call>"])
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    tool = FunctionTool(name="get_weather", description="The forecast for a city.",
+                        parameters=WEATHER["function"]["parameters"])
+    response = engine.complete(Request(model="local:m", messages=(Message.user("Rain in Oslo?"),), tools=(tool,),
+                                       config=Config(max_tokens=100, tool_choice=ToolChoice(mode="required"),
+                                                     response_format={"type": "json_schema",
+                                                                      "schema": call_schema([WEATHER])})))
+    calls = [part for part in response.message.parts if isinstance(part, ToolCallPart)]
+    assert [(call.name, dict(call.input)) for call in calls] == [("get_weather", {"city": "Oslo"})]
+
+
 def test_native_strict_asks_for_strict_calls_and_refuses_hosted_models(tmp_path):
     from tool_selection import load_tool_set
 

@@ -288,6 +288,7 @@ class LocalEngine:
         if tools:
             options["tools"] = tools
         strict_calls = bool(tools) and request.config.response_format is not None
+        options["required"] = _call_required(request.config.tool_choice, strict_calls)
         notes = list(adaptations)
         while True:  # once more with a larger context if the prompt outgrew this one
             model, adaptations = self.model, list(notes)
@@ -302,7 +303,8 @@ class LocalEngine:
                     if strict_calls:
                         raw = _strict_chat_completion(model.llama, messages, grammar, options)
                     else:
-                        raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
+                        raw = model.llama.create_chat_completion(messages=messages, grammar=grammar,
+                                                                 **_without(options, "required"))
                     break
                 except ValueError as error:
                     if "context window" not in str(error):
@@ -412,9 +414,6 @@ def _text(content, where: str) -> str:
 def _chat_messages(request: Request) -> list[dict[str, Any]]:
     """The request's messages as llama-cpp-python chat messages: tool calls and tool results in the shape chat
     templates render (arguments as objects, as Hugging Face templates expect)."""
-    if request.config.tool_choice is not None:
-        raise UnsupportedFeatureError("The local engine lets the model decide whether to call a tool; it does not "
-                                      "force tool_choice.", feature="tool_choice")
     messages: list[dict[str, Any]] = []
     if request.system is not None:
         messages.append({"role": "system", "content": _text(request.system, "the system prompt")})
@@ -437,6 +436,23 @@ def _chat_messages(request: Request) -> list[dict[str, Any]]:
                                     "function": {"name": call.name, "arguments": dict(call.input)}} for call in calls]
         messages.append(entry)
     return messages
+
+
+def _call_required(choice: Any, strict_calls: bool) -> bool:
+    """Whether ``tool_choice`` asks for a call: ``auto`` (or none) leaves it to the model; ``required`` is kept by
+    writing the call's opening for the model, so it needs strict calls (tools and a call schema, native-strict)."""
+    if choice is None or (choice.mode == "auto" and not choice.allowed):
+        return False
+    if choice.mode == "required" and not choice.allowed and strict_calls:
+        return True
+    raise UnsupportedFeatureError(
+        f"The local engine keeps tool_choice 'auto', or 'required' with tools and a call schema (the native-strict "
+        f"strategy); not {choice.mode!r}{' limited to ' + ', '.join(choice.allowed) if choice.allowed else ''}.",
+        feature="tool_choice")
+
+
+def _without(options: dict[str, Any], key: str) -> dict[str, Any]:
+    return {name: value for name, value in options.items() if name != key}
 
 
 def _tools(request: Request) -> list[dict[str, Any]] | None:

@@ -32,6 +32,7 @@ CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
 CLOSERS = re.compile(r"(?:\s|</tool_call>|```(?!j))*")  # what may close a call: its tag, its fence, white space
 NEXT_CALL = ("<tool_call>", "```json", "</tool_call>", "```")  # what may follow a call, as it is being written
+FORCED_OPENER = "<tool_call>\n"  # what a required call opens with (Qwen's own tag)
 NAMED_CALL = '{"name"'  # after a bare call, an object that opens so is the next call (JSON lines); any other ends it
 _TAIL_TOKENS = 16  # enough tokens to hold an opener however the tokenizer splits it
 
@@ -56,11 +57,13 @@ def _piece(llama: Any, token: int) -> str:
 
 
 def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens: int, stop: list[str],
-                           stopping_criteria: Callable | None = None, **options: Any) -> dict[str, Any]:
+                           stopping_criteria: Callable | None = None, required: bool = False,
+                           **options: Any) -> dict[str, Any]:
     """Complete ``prompt`` (the chat template's rendering) with every call opened decoded under ``grammar``.
 
     Returns llama-cpp-python's completion shape (``choices[0]["text"]``, ``finish_reason``, ``usage``) for the
-    whole answer. ``max_tokens`` bounds the answer, all stages together; ``stop`` ends it as usual.
+    whole answer. ``max_tokens`` bounds the answer, all stages together; ``stop`` ends it as usual. ``required``
+    (``tool_choice="required"``): the answer opens with a call (``<tool_call>`` is written for the model).
     """
     from llama_cpp import StoppingCriteriaList
 
@@ -68,7 +71,10 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
     called = bare = False  # a call was written; the last one was a bare object
     bare_calls: list[ToolCall] = []  # bare calls written outside a fence, as the parser reads them: a repeat ends the answer
-    while produced < max_tokens:
+    if required:
+        text, produced, prompt_tokens, finish = _forced_call(llama, prompt, grammar, max_tokens, options)
+        called = True
+    while produced < max_tokens and finish != "length":
         tokens = _tokens(llama, prompt + text)
         opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), after_call=called,
                              named_opens=bare and not in_fence, also=stopping_criteria)
@@ -106,6 +112,17 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     return {"choices": [{"text": text, "finish_reason": finish}],
             "usage": {"prompt_tokens": prompt_tokens or 0, "completion_tokens": produced,
                       "total_tokens": (prompt_tokens or 0) + produced}}
+
+
+def _forced_call(llama: Any, prompt: str, grammar: Any, max_tokens: int,
+                 options: dict[str, Any]) -> tuple[str, int, int, str]:
+    """A call opened for the model and written under ``grammar``: (text, tokens, prompt tokens, finish)."""
+    first = llama.create_completion(_tokens(llama, prompt + FORCED_OPENER), max_tokens=max_tokens, grammar=grammar,
+                                    **options)
+    written, produced, finish = _stage(first)
+    if finish != "length":
+        _forget_last_scored_token(llama)  # the end-of-sequence token that closed the grammar
+    return FORCED_OPENER + written, produced, first["usage"]["prompt_tokens"], finish
 
 
 class _CallOpener:

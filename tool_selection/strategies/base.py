@@ -10,7 +10,7 @@ unparseable answer, an unknown tool, invalid arguments) are recorded on the deci
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
@@ -27,11 +27,13 @@ __all__ = [
     "GATE_PREFIX",
     "STRATEGIES",
     "SelectionStrategy",
+    "ToolChoice",
     "UnknownStrategyError",
     "UNDECLARED_ARGUMENTS",
     "check_decision",
     "drop_undeclared",
     "get_strategy",
+    "only_auto",
     "parse_strategy",
     "register_strategy",
     "strategy_names",
@@ -63,10 +65,11 @@ class SelectionStrategy:
         raise NotImplementedError
 
     def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
-               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
+               conversation: list[dict[str, Any]] | None = None, tool_choice: ToolChoice = "auto") -> dspy.Prediction:
         """Run ``predictor`` on ``request`` over ``registry``; a ``Prediction`` with ``decision`` (and
         ``raw_response`` when the answer could not be read). ``conversation``: the turns so far as chat messages,
-        for strategies that send them as turns (the request then holds the same conversation as text)."""
+        for strategies that send them as turns (the request then holds the same conversation as text).
+        ``tool_choice="required"``: the answer must call (native strategies only; ``only_auto`` refuses it)."""
         raise NotImplementedError
 
     def check_lm(self, lm: dspy.BaseLM) -> None:
@@ -181,6 +184,16 @@ def parse_failure(error: AdapterParseError | str, raw: str | None) -> dspy.Predi
     message = error if isinstance(error, str) else f"{type(error).__name__}: {error.message or error}"
     decision = MultiToolDecision(parse_error=short(message))
     return dspy.Prediction(decision=decision, reasoning="", tool_calls=[], raw_response=safe_text(raw or ""))
+
+
+ToolChoice = Literal["auto", "required"]
+
+
+def only_auto(tool_choice: ToolChoice, strategy: str) -> None:
+    """Refuse a required call where the strategy cannot force one."""
+    if tool_choice != "auto":
+        raise ToolSelectionError(f"tool_choice={tool_choice!r} needs a native strategy (the model's own call "
+                                 f"format, where a call can be required); {strategy} lets the model decide.")
 
 
 def decided(decision: MultiToolDecision, raw: str | None = None) -> dspy.Prediction:

@@ -27,11 +27,13 @@ from tool_selection.parsing import load_json, mended_json, too_large
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
     SelectionStrategy,
+    ToolChoice,
     as_calls,
     check_decision,
     decided,
     demo_without,
     inner_predict,
+    only_auto,
     parse_failure,
     register_strategy,
 )
@@ -264,7 +266,8 @@ class _JsonStrategy(SelectionStrategy):
         return ToolSelectionAdapter()
 
     def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
-               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
+               conversation: list[dict[str, Any]] | None = None, tool_choice: ToolChoice = "auto") -> dspy.Prediction:
+        only_auto(tool_choice, self.name)
         constrained = self.constrain and isinstance(dspy.settings.adapter, ToolSelectionAdapter)
         config = {ToolSelectionAdapter.SCHEMA_KEY: response_schema(registry, reasoning=self.reasoning)} \
             if constrained else {}

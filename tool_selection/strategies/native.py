@@ -31,6 +31,7 @@ from tool_selection.parsing import ParsedAnswer, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
     SelectionStrategy,
+    ToolChoice,
     as_calls,
     check_decision,
     decided,
@@ -210,11 +211,13 @@ class _NativeStrategy(SelectionStrategy):
         return NativeToolAdapter()
 
     def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
-               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
+               conversation: list[dict[str, Any]] | None = None, tool_choice: ToolChoice = "auto") -> dspy.Prediction:
         inner = inner_predict(predictor)
         demos = list(inner.demos)
         tools = openai_tools(registry)
         config: dict[str, Any] = {"tools": tools}
+        if tool_choice != "auto":
+            config["tool_choice"] = tool_choice
         if self.strict_for(inner.lm or dspy.settings.lm):  # with tools, the local engine applies the schema to each call
             config["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "tool_call", "schema": call_schema(tools)}}

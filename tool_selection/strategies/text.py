@@ -30,10 +30,12 @@ from tool_selection.parsing import (
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
     SelectionStrategy,
+    ToolChoice,
     as_calls,
     check_decision,
     decided,
     inner_predict,
+    only_auto,
     parse_failure,
     register_strategy,
 )
@@ -149,7 +151,8 @@ class _TextStrategy(SelectionStrategy):
         return TextProtocolAdapter(self.protocol)
 
     def decide(self, predictor: dspy.Module, request: str, registry: ToolRegistry,
-               conversation: list[dict[str, Any]] | None = None) -> dspy.Prediction:
+               conversation: list[dict[str, Any]] | None = None, tool_choice: ToolChoice = "auto") -> dspy.Prediction:
+        only_auto(tool_choice, self.name)
         demos = [{k: v for k, v in dict(d).items() if k != "tools"} for d in inner_predict(predictor).demos]
         try:
             prediction = predictor(request=request, tools=render_tools(registry), demos=demos)
