@@ -24,6 +24,7 @@ __all__ = ["main", "multi_turn_table", "paired_table"]
 PAIRED_COLUMNS = {"task success": "success", "turn 1 passed": "turn_1_passed", "turn success (per task)": "turn_success",
                   "calls / task": "calls", "tool errors / task": "tool_errors", "s / task": "seconds"}
 LOWER_IS_BETTER = frozenset({"tool errors / task", "s / task"})
+PER_TASK = frozenset({"calls / task", "tool errors / task", "s / task"})  # means per task; the others are rates
 
 
 def multi_turn_table(runs: dict[str, pd.DataFrame]) -> str:
@@ -55,7 +56,7 @@ def paired_table(runs: dict[str, pd.DataFrame]) -> str:
         table = compare_paired(_with_turn_1(base), _with_turn_1(frame), PAIRED_COLUMNS,
                                lower_is_better=LOWER_IS_BETTER)
         for row in table.itertuples():
-            scale = 1 if row.metric in ("calls / task", "tool errors / task", "s / task") else 100
+            scale = 1 if row.metric in PER_TASK else 100
             p_value = "-" if row.p_value is None or pd.isna(row.p_value) else f"{row.p_value:.3f}"
             lines.append(f"| {label} | {row.metric} | {row.n} | {scale * row.a:.1f} | {scale * row.b:.1f} | "
                          f"{scale * row.difference:+.1f} [{scale * row.ci_low:+.1f}, {scale * row.ci_high:+.1f}] | "
