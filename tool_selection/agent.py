@@ -332,17 +332,24 @@ class AgentLoop:
                  session_config: dict[str, Any] | None = None):
         from tool_selection.selector import MultiToolSelector
 
-        self.limits = limits = limits or LoopLimits()
+        self.limits = limits or LoopLimits()
         self.escalation = escalation or LoopEscalation()
         self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
         self.selector = selector or MultiToolSelector(self.registry, strategy=strategy)
         self.lm = lm
-        self.max_tool_calls, self.max_steps = limits.max_tool_calls, limits.steps
         prompt = system_prompt if isinstance(system_prompt, LoopPrompt) else LoopPrompt(system_prompt or "", False)
         self.system_prompt, self.replaces_selector = prompt.text or None, prompt.replaces_selector
         self.detector = self.escalation.detector or (LoopStuckDetector() if self.secondary_lm is not None else None)
         self.session = ToolSession(self.registry, **(session_config or {}))
         self._guide = None
+
+    @property
+    def max_tool_calls(self) -> int:
+        return self.limits.max_tool_calls
+
+    @property
+    def max_steps(self) -> int:
+        return self.limits.steps
 
     @property
     def secondary_lm(self) -> dspy.BaseLM | None:
