@@ -288,7 +288,7 @@ class LocalEngine:
         if tools:
             options["tools"] = tools
         strict_calls = bool(tools) and request.config.response_format is not None
-        options["required"] = _call_required(request.config.tool_choice, strict_calls)
+        required = _call_required(request.config.tool_choice, strict_calls)
         notes = list(adaptations)
         while True:  # once more with a larger context if the prompt outgrew this one
             model, adaptations = self.model, list(notes)
@@ -301,10 +301,9 @@ class LocalEngine:
                 model.llama.trace = trace
                 try:
                     if strict_calls:
-                        raw = _strict_chat_completion(model.llama, messages, grammar, options)
+                        raw = _strict_chat_completion(model.llama, messages, grammar, options, required=required)
                     else:
-                        raw = model.llama.create_chat_completion(messages=messages, grammar=grammar,
-                                                                 **_without(options, "required"))
+                        raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
                     break
                 except ValueError as error:
                     if "context window" not in str(error):
@@ -451,10 +450,6 @@ def _call_required(choice: Any, strict_calls: bool) -> bool:
         feature="tool_choice")
 
 
-def _without(options: dict[str, Any], key: str) -> dict[str, Any]:
-    return {name: value for name, value in options.items() if name != key}
-
-
 def _tools(request: Request) -> list[dict[str, Any]] | None:
     """The request's function tools in the OpenAI shape chat templates take as ``tools``."""
     if not request.tools:
@@ -595,7 +590,8 @@ def _compiled_grammar(schema_json: str | None, padded: bool = False) -> Any:
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
-def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, options: dict[str, Any]) -> dict[str, Any]:
+def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, options: dict[str, Any], *,
+                            required: bool = False) -> dict[str, Any]:
     """A chat completion whose tool calls are decoded under ``grammar`` (see ``strict_calls``), in
     ``create_chat_completion``'s shape."""
     options = dict(options)
@@ -603,7 +599,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     completion = strict_tool_completion(
         llama, rendered.prompt, grammar=grammar, max_tokens=options.pop("max_tokens", None) or llama.n_ctx(),
         stop=[*options.pop("stop", []), *rendered.stop],  # Jinja2ChatFormatter's stop is always a list
-        stopping_criteria=rendered.stopping_criteria, **options)
+        stopping_criteria=rendered.stopping_criteria, required=required, **options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}
