@@ -135,6 +135,8 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
                           "the registered ones).")
     opt.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
+    opt.add_argument("--max-metric-calls", type=int, metavar="N",
+                     help="GEPA only: stop its search after N metric calls instead of the budget's number.")
     opt.add_argument("--out", help="Directory for the compiled selector (default: "
                                         "programs/<suite>-<optimizer>[-descriptions]-<model>).")
     opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
@@ -213,7 +215,8 @@ def _optimize(args: argparse.Namespace) -> int:
     strategy = "chat-cot" if args.adapter == "chat" and args.strategy is None else args.strategy
     chosen = {"optimizer": args.optimizer} if args.optimizer else {}
     settings = OptimizeSettings.build(  # checked before any model loads
-        target=args.target, **chosen, teacher=args.teacher, budget=args.budget, train_limit=args.train_limit,
+        target=args.target, **chosen, teacher=args.teacher, budget=args.budget,
+        max_metric_calls=args.max_metric_calls, train_limit=args.train_limit,
         dev_limit=args.dev_limit, test_limit=args.test_limit, evaluate_test=not args.no_test,
         allow_false_abstention_rise=args.allow_false_abstention_rise)
     result = optimize(args.suite, args.model, settings,
@@ -221,7 +224,8 @@ def _optimize(args: argparse.Namespace) -> int:
                       run=RunConfig.build(run_dir=args.out, threads=args.threads, mlflow=not args.no_mlflow,
                                           tracking_uri=args.tracking_uri))
     print(f"\ncompiled selector: {result.out_dir}")
-    print(f"optimizer {settings.optimizer} ({args.budget}{', descriptions' if args.target == 'descriptions' else ''}): "
+    budget = f"{args.max_metric_calls} metric calls" if args.max_metric_calls else args.budget
+    print(f"optimizer {settings.optimizer} ({budget}{', descriptions' if args.target == 'descriptions' else ''}): "
           f"{result.wall_time_s:.0f} s, {result.model_calls} model calls")
     for name, value in result.manifest.scores.items():
         print(f"  {name:<16} {_fmt(value)}")

@@ -219,12 +219,13 @@ class DescriptionGEPA:
     valset=)`` returns the student showing the tool descriptions GEPA found best on ``valset`` (train when None),
     with each candidate's score there in ``detailed_results.val_aggregate_scores``. It runs under the caller's DSPy
     settings (the student's LM); ``teacher_lm`` proposes the descriptions; ``progress``: GEPA's progress bar over
-    its metric calls. ``arguments``: what it ran with, for the manifest."""
+    its metric calls; ``max_metric_calls``: the search's size in metric calls, in place of the budget's.
+    ``arguments``: what it ran with, for the manifest."""
 
     def __init__(self, budget: Budget, teacher_lm: dspy.BaseLM, *, threads: int = 1, log_dir: Path | None = None,
-                 progress: bool = False):
+                 progress: bool = False, max_metric_calls: int | None = None):
         self.budget, self.teacher_lm, self.threads, self.log_dir = budget, teacher_lm, threads, log_dir
-        self.progress = progress
+        self.progress, self.max_metric_calls = progress, max_metric_calls
         self.arguments: dict[str, Any] = {"target": "descriptions", "reflection_minibatch_size": MINIBATCH,
                                           "tools_per_step": TOOLS_PER_STEP, "use_merge": True,
                                           "max_description_chars": MAX_DESCRIPTION_CHARS, "num_threads": threads}
@@ -236,8 +237,8 @@ class DescriptionGEPA:
 
         catalog = one_catalog([*trainset, *(valset or [])])
         valset = valset or trainset
-        calls = metric_call_budget(self.budget, components=len(student.named_predictors()), valset_size=len(valset),
-                                   lm=self.teacher_lm)
+        calls = self.max_metric_calls or metric_call_budget(
+            self.budget, components=len(student.named_predictors()), valset_size=len(valset), lm=self.teacher_lm)
         self.arguments["max_metric_calls"] = calls
         adapter = DescriptionAdapter(student, catalog, DescriptionProposer(catalog, self.teacher_lm),
                                      threads=self.threads)

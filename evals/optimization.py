@@ -168,6 +168,7 @@ class OptimizerSetup:
     teacher_lm: dspy.BaseLM | None = None
     threads: int = 1
     log_dir: Path | None = None
+    max_metric_calls: int | None = None  # GEPA's budget in metric calls, in place of the budget's own
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -263,18 +264,22 @@ def _mipro(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
                                 "instruction from its failures, and scores it on dev if it does better")
 def _gepa(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
     log_dir = str(setup.log_dir) if setup.log_dir else None
-    args = {"auto": setup.budget, "num_threads": setup.threads, "log_dir": log_dir}
-    optimizer = dspy.GEPA(metric=feedback_metric, auto=setup.budget, reflection_lm=setup.teacher_lm or setup.student_lm,
+    budget = ({"max_metric_calls": setup.max_metric_calls} if setup.max_metric_calls is not None
+              else {"auto": setup.budget})
+    args = {**budget, "num_threads": setup.threads, "log_dir": log_dir}
+    optimizer = dspy.GEPA(metric=feedback_metric, **budget, reflection_lm=setup.teacher_lm or setup.student_lm,
                           num_threads=setup.threads, log_dir=log_dir, track_stats=True)
     return optimizer, args
 
 
 def build_optimizer(name: str, budget: Budget, *, student_lm: dspy.BaseLM, teacher_lm: dspy.BaseLM | None,
-                    threads: int, log_dir: Path | None) -> tuple[Any, dict[str, Any]]:
+                    threads: int, log_dir: Path | None, max_metric_calls: int | None = None
+                    ) -> tuple[Any, dict[str, Any]]:
     """The DSPy optimizer and the arguments it was given. The teacher (default: the student) bootstraps
-    demonstrations, proposes MIPRO's instructions and is GEPA's reflection model."""
+    demonstrations, proposes MIPRO's instructions and is GEPA's reflection model; ``max_metric_calls`` caps GEPA's
+    search instead of its budget."""
     setup = OptimizerSetup(budget=budget, student_lm=student_lm, teacher_lm=teacher_lm, threads=threads,
-                           log_dir=log_dir)
+                           log_dir=log_dir, max_metric_calls=max_metric_calls)
     return get_optimizer(name).build(setup)
 
 
@@ -319,6 +324,7 @@ class OptimizeSettings(BaseModel):
     optimizer: str = "bootstrap"
     teacher: str | dspy.BaseLM | None = None
     budget: Budget = "light"
+    max_metric_calls: int | None = Field(default=None, ge=1)
     train_limit: int | None = Field(default=None, ge=1)
     dev_limit: int | None = Field(default=None, ge=1)
     test_limit: int | None = Field(default=None, ge=1)
@@ -343,6 +349,9 @@ class OptimizeSettings(BaseModel):
         if self.target == "descriptions" and self.optimizer != "gepa":
             raise ValueError(f"--target descriptions evolves the tool descriptions with GEPA, not {self.optimizer!r}: "
                              "use --optimizer gepa, or leave --optimizer out")
+        if self.max_metric_calls is not None and self.optimizer != "gepa":
+            raise ValueError(f"--max-metric-calls caps GEPA's search; {self.optimizer!r} is sized by --budget: "
+                             "leave --max-metric-calls out, or use --optimizer gepa")
         return self
 
     @classmethod
@@ -465,15 +474,19 @@ class _OptimizeJob:
             from evals.description_optimization import DescriptionGEPA
 
             optimizer_obj = DescriptionGEPA(self.settings.budget, self.teacher_lm or self.lm, threads=self.run.threads,
-                                            log_dir=out_dir / "optimizer_log", progress=self.run.progress)
+                                            log_dir=out_dir / "optimizer_log", progress=self.run.progress,
+                                            max_metric_calls=self.settings.max_metric_calls)
             optimizer_args = optimizer_obj.arguments
         else:
             optimizer_obj, optimizer_args = build_optimizer(
                 self.settings.optimizer, self.settings.budget, student_lm=self.lm, teacher_lm=self.teacher_lm,
-                threads=self.run.threads, log_dir=out_dir / "optimizer_log")
+                threads=self.run.threads, log_dir=out_dir / "optimizer_log",
+                max_metric_calls=self.settings.max_metric_calls)
         self.optimizer_args = optimizer_args
         optimizer = get_optimizer(self.settings.optimizer)
-        self.stage("compile", f"{optimizer.name} ({self.settings.budget}) on {len(self.train)} train cases"
+        budget = self.settings.budget if self.settings.max_metric_calls is None else (
+            f"{self.settings.max_metric_calls} metric calls")
+        self.stage("compile", f"{optimizer.name} ({budget}) on {len(self.train)} train cases"
                               f"{f' and {len(self.dev)} dev' if self.dev and optimizer.uses_dev else ''}: "
                               f"{optimizer.stages or 'DSPy compiles'}")
         counter, start = _CallCounter(), time.perf_counter()

@@ -6,7 +6,8 @@
 #
 #   evals/benchmarks/measure_descriptions.sh [SUITE...]        (default: the five domain suites)
 #
-# Environment: BUDGET (default light: the metric calls 'toolsel optimize --optimizer gepa' gets), STRATEGY (default
+# Environment: BUDGET (default light: the metric calls 'toolsel optimize --optimizer gepa' gets), MAX_METRIC_CALLS
+# (a cap in metric calls instead of the budget), DEV_LIMIT (GEPA selects on the first N dev cases), STRATEGY (default
 # native-strict, what auto picks for a local model), LIMIT (only the first N cases of every split: a smoke run),
 # STUDENT and TEACHER (model specs), OUT (default runs/descriptions), KEEP (default results/optimize/descriptions),
 # DRY_RUN=1 (print the commands only). Both test runs score the selection alone (--relevance none), uncached so
@@ -35,7 +36,10 @@ optimize_limits=() eval_limit=()
 if [[ -n ${LIMIT:-} ]]; then
   optimize_limits=(--train-limit "$LIMIT" --dev-limit "$LIMIT")
   eval_limit=(--limit "$LIMIT")
+elif [[ -n ${DEV_LIMIT:-} ]]; then
+  optimize_limits=(--dev-limit "$DEV_LIMIT")
 fi
+[[ -n ${MAX_METRIC_CALLS:-} ]] && optimize_limits+=(--max-metric-calls "$MAX_METRIC_CALLS")
 test_run=(--split test --relevance none --no-cache --no-mlflow "${eval_limit[@]}")
 
 for suite in $SUITES; do

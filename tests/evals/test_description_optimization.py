@@ -141,6 +141,24 @@ def test_descriptions_are_evolved_by_gepa_only():
         OptimizeSettings.build(target="descriptions", optimizer="mipro")
 
 
+def test_a_cap_in_metric_calls_replaces_the_budgets_number(weather_suite, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lm = DescriptionsLM(before=wrong_tool, after=right)
+    result = run(weather_suite, lm, tmp_path / "capped", evaluate_test=False, max_metric_calls=12)
+    manifest = json.loads((tmp_path / "capped" / "manifest.json").read_text())
+    assert manifest["optimizer_args"]["max_metric_calls"] == 12
+    assert result.program.detailed_results.total_metric_calls <= 12 + 3  # GEPA stops after the step that crosses it
+
+
+def test_a_cap_in_metric_calls_is_for_gepa_only():
+    assert OptimizeSettings.build(optimizer="gepa", max_metric_calls=50).max_metric_calls == 50
+    with pytest.raises(ToolSelectionError, match="--max-metric-calls caps GEPA's search; 'bootstrap' is sized by "
+                                                 "--budget"):
+        OptimizeSettings.build(optimizer="bootstrap", max_metric_calls=50)
+    with pytest.raises(ToolSelectionError, match="max_metric_calls"):
+        OptimizeSettings.build(target="descriptions", max_metric_calls=0)
+
+
 def test_a_suite_over_several_catalogs_is_refused():
     from evals.optimization import make_examples
     from evals.suite import Case
@@ -196,3 +214,9 @@ def test_the_benchmark_script_runs_commands_the_command_line_accepts(tmp_path):
     assert optimized.limit == original.limit == 2 and optimized.relevance == original.relevance == "none"
     assert commands[3][1:4] == ["eval", "compare", original.run_dir] and commands[3][4] == optimized.run_dir
     assert "-m evals.benchmarks.keep_results" in printed and str(tmp_path / "kept") in printed
+
+    env = {**env, "LIMIT": "", "DEV_LIMIT": "30", "MAX_METRIC_CALLS": "150"}
+    printed = subprocess.run(["bash", str(script), "events"], env=env, capture_output=True, text=True,
+                             check=True).stdout
+    optimize = build_parser().parse_args(shlex.split(printed.splitlines()[0].split(" ", 1)[1])[1:])
+    assert (optimize.dev_limit, optimize.max_metric_calls, optimize.train_limit) == (30, 150, None)

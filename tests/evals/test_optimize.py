@@ -209,6 +209,15 @@ def test_instruction_optimizers_compile_save_and_score(optimizer, split_suite, t
     assert loaded.select.predict.signature.instructions == result.program.select.predict.signature.instructions
 
 
+def test_gepa_stops_at_a_cap_in_metric_calls(split_suite, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    lm = ProposingLM(ANSWERS, adapter=ToolSelectionAdapter())
+    optimize(str(split_suite), lm, optimizer="gepa", max_metric_calls=6, out=tmp_path / "capped", mlflow=False,
+             strategy="json-cot", evaluate_test=False)
+    arguments = json.loads((tmp_path / "capped" / "manifest.json").read_text())["optimizer_args"]
+    assert arguments["max_metric_calls"] == 6 and "auto" not in arguments
+
+
 def test_examples_weigh_so_that_refusing_everything_scores_half(tmp_path):
     from tests.evals.conftest import CLOCK, WEATHER
 
