@@ -498,14 +498,17 @@ class _OptimizeJob:
         _compact_demos(compiled)
         keep_signature_fields(compiled)  # dev and test score what is saved
         wall = time.perf_counter() - start
+        candidates = _candidate_scores(compiled)
         dev_score, dev_scores = self.score_dev(compiled, student.strategy_name, out_dir)
         manifest = self.manifest(student, optimizer_args, dev_score, dev_scores)
+        manifest.cost = {"compile_seconds": wall, "model_calls": float(counter.calls),
+                         **({"candidates": float(len(candidates))} if candidates else {})}
         compiled.tools = registry_for(self.suite.cases[0]) if manifest.tool_set else None
         relevance_model = resolve_relevance(self.spec.relevance, self.model_name)
         compiled.relevance = RelevanceStage(relevance_model) if relevance_model is not None else None
         save_compiled(compiled, out_dir, manifest)
         return OptimizeResult(program=compiled, out_dir=out_dir, manifest=manifest, wall_time_s=wall,
-                              model_calls=counter.calls, dev_score=dev_score, candidate_scores=_candidate_scores(compiled))
+                              model_calls=counter.calls, dev_score=dev_score, candidate_scores=candidates)
 
     def score_dev(self, compiled: MultiToolSelector, strategy: str,
                   out_dir: Path) -> tuple[float | None, dict[str, float]]:

@@ -96,6 +96,9 @@ class Manifest(BaseModel):
                                          "descriptions).")
     original_descriptions_sha256: str | None = Field(default=None, description="sha256 of the original name -> "
                                                      "description mapping the descriptions were written for.")
+    cost: dict[str, float] = Field(default_factory=dict, description="What compiling took: compile_seconds, "
+                                   "model_calls (DSPy cache hits included), candidates (where the optimizer "
+                                   "scores candidates).")
 
     def selector_spec(self) -> SelectorSpec:
         """The spec the selector was saved with; for an older manifest, the one its tool set and strategy make."""

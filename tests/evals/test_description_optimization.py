@@ -147,6 +147,8 @@ def test_a_cap_in_metric_calls_replaces_the_budgets_number(weather_suite, tmp_pa
     result = run(weather_suite, lm, tmp_path / "capped", evaluate_test=False, max_metric_calls=12)
     manifest = json.loads((tmp_path / "capped" / "manifest.json").read_text())
     assert manifest["optimizer_args"]["max_metric_calls"] == 12
+    assert manifest["cost"]["compile_seconds"] > 0 and manifest["cost"]["model_calls"] >= 12
+    assert manifest["cost"]["candidates"] == len(result.candidate_scores) >= 1
     assert result.program.detailed_results.total_metric_calls <= 12 + 3  # GEPA stops after the step that crosses it
 
 
