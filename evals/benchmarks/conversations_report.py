@@ -20,6 +20,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from evals.benchmarks.provenance import PROVENANCE_FIELDS, provenance_table
 from tool_selection.conversations.state import Contribution, DebateState, DiscussionTranscript
 from tool_selection.conversations.summary import debate_rows, discussion_rows, format_table, grouped, totals
 
@@ -27,7 +28,6 @@ __all__ = ["PROVENANCE_FIELDS", "debate_tables", "discussion_tables", "excerpts"
 
 FIGURES = ("tool_calls", "failed_calls", "limit_hits", "iterations", "escalations", "tokens_in", "tokens_out",
            "seconds", "cpu_seconds", "tools")
-PROVENANCE_FIELDS = ("what", "kept", "command", "commit", "machine", "date", "notes")
 EXCERPT_CHARS = 240
 COMMAND = ("python -m evals.benchmarks.conversations_report --results results/conversations "
            "--write docs/results/conversations.md")
@@ -78,21 +78,6 @@ def _totals(rows: list[dict], status: str, seconds: float) -> str:
             f"output tokens, {seconds:.0f} s speaking.")
 
 
-def _provenance(path: Path) -> str:
-    entries = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(entries, list):
-        entries, problems = [], ["not a list"]
-    else:
-        problems = [f"entry {i}: missing {', '.join(sorted(set(PROVENANCE_FIELDS) - set(e)))}"
-                    if isinstance(e, dict) else f"entry {i}: not an object" for i, e in enumerate(entries)
-                    if not isinstance(e, dict) or set(PROVENANCE_FIELDS) - set(e)]
-    if problems:
-        raise ValueError(f"{path} must be a list of objects with the fields {', '.join(PROVENANCE_FIELDS)}: "
-                         f"{'; '.join(problems)}.")
-    return format_table([{k: f"`{e[k]}`" if k in ("kept", "command", "commit") else e[k] for k in PROVENANCE_FIELDS}
-                         for e in entries], PROVENANCE_FIELDS)
-
-
 def results_page(results: Path) -> str:
     """The whole results page from ``results`` (see the module's docstring for what it holds)."""
     discussion = DiscussionTranscript.load(results / "discussion.json")
@@ -124,7 +109,7 @@ def results_page(results: Path) -> str:
         "What each contribution said (the first 240 characters) and the tools it called:\n",
         excerpts([(f"{r.number} {c.type}", c) for r in debate.rounds for c in r.contributions]) + "\n",
         "## Provenance\n",
-        _provenance(results / "provenance.json") + "\n",
+        provenance_table(results / "provenance.json") + "\n",
         f"The page is generated: `{COMMAND}`.\n",
     ]
     return "\n".join(parts)
