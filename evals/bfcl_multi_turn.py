@@ -367,6 +367,7 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
         "errors_recovered": float(sum(t.errors_recovered for t in transcripts)),
         "escalations": float(sum(t.escalations for t in transcripts)),
         "reminders": float(sum(t.reminders for t in transcripts)), "first_step": limits.first_step,
+        "finish": limits.finish,
         "turn_stop_reasons": [t.stop_reason for t in transcripts],
         "turns_summarised": float(summarised), "turns_dropped": float(dropped),
         "seconds": time.perf_counter() - start, "model_result": model_result,
@@ -410,7 +411,7 @@ def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, select
     ``limit`` (which tasks: a seeded sample, then the first N), ``max_tokens`` (the model's generation limit, kept
     free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
     ``limits``: each turn's (default ``TURN_LIMITS``: BFCL's step limit, one reminder; ``first_step="required"``
-    makes each turn open with a call).
+    makes each turn open with a call, ``finish="tool"`` every step a call until the model calls ``finish``).
     The former ``strategy=``, ``run_dir=`` and ``max_tokens=`` still work, with a ``DeprecationWarning``."""
     selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
                                   selector_defaults={"relevance": "none"})

@@ -112,8 +112,11 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
     loop.add_argument("--threshold", type=threshold, default=0.7, help="Stuck score that escalates (default: 0.7).")
     loop.add_argument("--max-tokens", type=int, default=512, help="Generation limit per step (default: 512).")
     loop.add_argument("--first-step", choices=["auto", "required"], default="auto",
-                      help="BFCL multi-turn: 'required' makes each turn's first decision a call (tool_choice; "
-                           "native strategies) (default: auto, the model decides).")
+                      help="'required' makes each turn's first decision a call (tool_choice; native strategies) "
+                           "(default: auto, the model decides).")
+    loop.add_argument("--finish", choices=["answer", "tool"], default="answer",
+                      help="How a turn ends: an answer without a call (default), or 'tool': every decision is a "
+                           "required call and the model ends the turn by calling finish(answer) (native strategies).")
     loop.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
     loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
     loop.set_defaults(handler=_loop)
@@ -375,16 +378,15 @@ def _suites(args: argparse.Namespace) -> int:
 def _loop(args: argparse.Namespace) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
-    from tool_selection.agent import LoopEscalation
+    from tool_selection.agent import LoopEscalation, LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
     if args.suite.startswith("bfcl:"):
         return _bfcl_multi_turn(args)
-    if args.sample is not None or args.n_ctx is not None or args.first_step != "auto":
-        raise ToolSelectionError("--sample, --n-ctx and --first-step apply to BFCL multi-turn suites "
-                                 "(--suite bfcl:multi_turn_...).")
+    if args.sample is not None or args.n_ctx is not None:
+        raise ToolSelectionError("--sample and --n-ctx apply to BFCL multi-turn suites (--suite bfcl:multi_turn_...).")
     tasks = [t for t in load_loop_suite(args.suite) if args.split == "all" or t.split == args.split][: args.limit]
     if not tasks:
         raise ToolSelectionError(f"Loop suite {args.suite!r} has no {args.split!r} tasks.")
@@ -393,14 +395,17 @@ def _loop(args: argparse.Namespace) -> int:
     for lm in lms:
         prepare_lm(lm)
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
-    run_dir = args.run_dir or Path("runs") / "loop" / slug(f"{args.suite}-{args.split}-{args.strategy}-{models}")
+    run_dir = args.run_dir or Path("runs") / "loop" / slug(
+        f"{args.suite}-{args.split}-{args.strategy}{_limits_label(args)}-{models}")
     escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
                                 threshold=args.threshold)
     result = run_loop_suite(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
-                            progress=lambda line: print(line, flush=True))
+                            progress=lambda line: print(line, flush=True),
+                            limits=LoopLimits(first_step=args.first_step, finish=args.finish))
     s = result.summary
-    print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}")
+    print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}"
+          f"{_limits_words(args)}")
     print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "
           f"{100 * s['task_success_ci_high']:.1f}]")
     for key, label in (("steps", "steps per task"), ("calls", "tool calls per task"), ("tool_errors", "tool errors"),
@@ -409,6 +414,17 @@ def _loop(args: argparse.Namespace) -> int:
         print(f"  {label:<19} {s[key]:.2f}")
     print(f"\nper-task results: {result.run_dir}")
     return 0
+
+
+def _limits_label(args: argparse.Namespace) -> str:
+    """What a loop run changes of how turns run, for its folder and its summary line ("" for the defaults)."""
+    return (("-first-step-required" if args.first_step == "required" else "")
+            + ("-finish-tool" if args.finish == "tool" else ""))
+
+
+def _limits_words(args: argparse.Namespace) -> str:
+    return (", first step required" if args.first_step == "required" else "") + (
+        ", turns end by calling finish" if args.finish == "tool" else "")
 
 
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
@@ -434,18 +450,17 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
         prepare_lm(lm)
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
     sample = f"-sample{args.sample}-seed{args.seed}" if args.sample else ""
-    forced = "-first-step-required" if args.first_step == "required" else ""
     run_dir = args.run_dir or Path("runs") / "loop" / slug(
-        f"{args.suite}-{args.split}{sample}-{args.strategy}{forced}-{models}")
+        f"{args.suite}-{args.split}{sample}-{args.strategy}{_limits_label(args)}-{models}")
     escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
                                 threshold=args.threshold)
     run = RunConfig.build(run_dir=run_dir, max_tokens=args.max_tokens, sample=args.sample, seed=args.seed,
                           limit=args.limit)
     table, s = run_multi_turn(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
                               run=run, escalation=escalation, progress=lambda line: print(line, flush=True),
-                              limits=replace(TURN_LIMITS, first_step=args.first_step))
+                              limits=replace(TURN_LIMITS, first_step=args.first_step, finish=args.finish))
     print(f"\n{args.suite} ({args.split}{', ' + sample[1:] if sample else ''}, {int(s['tasks'])} tasks), {models}, "
-          f"strategy {args.strategy}{', first step required' if forced else ''}; scored by BFCL's multi-turn checker")
+          f"strategy {args.strategy}{_limits_words(args)}; scored by BFCL's multi-turn checker")
     print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "
           f"{100 * s['task_success_ci_high']:.1f}]")
     print(f"  turn success        {100 * s['turn_success']:.1f}%  (turns passed before a task's first failure)")

@@ -27,6 +27,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,11 +222,13 @@ decisions, not on the steps of a conversation)."""
 
 def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: SelectorSpec | None = None,
                    run: RunConfig | None = None, escalation: LoopEscalation | None = None,
-                   progress: Callable[[str], None] | None = None, **deprecated: Any) -> LoopResult:
+                   progress: Callable[[str], None] | None = None, limits: LoopLimits | None = None,
+                   **deprecated: Any) -> LoopResult:
     """Run every task's loop and score it. ``selector``: how each step is decided (default ``LOOP_SELECTOR``);
     ``run``: ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them) and ``limit`` (the
-    first N tasks). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``). The
-    former ``strategy=`` and ``run_dir=`` still work, with a ``DeprecationWarning``."""
+    first N tasks). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
+    ``limits``: how each task's turn runs (``LoopLimits``: ``first_step``, ``finish``, reminders); the task's own
+    call limit stands. The former ``strategy=`` and ``run_dir=`` still work, with a ``DeprecationWarning``."""
     selector, run = fold_keywords("run_loop_suite", deprecated, selector, run, selector_defaults={"relevance": "none"})
     selector = selector or LOOP_SELECTOR
     if run.sample is not None:
@@ -243,7 +246,7 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: Selector
         if task.id in rows:
             continue
         start = time.perf_counter()
-        rows[task.id] = row = _run_task(task, lm, selector, escalation)
+        rows[task.id] = row = _run_task(task, lm, selector, escalation, limits or LoopLimits())
         writer.write(row)
         if progress:
             progress(f"{index}/{len(tasks)} {task.id}: {'ok' if row['success'] else 'failed'} "
@@ -255,16 +258,17 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: Selector
     return LoopResult(results=table, summary=summarize_loop(table), run_dir=run_path)
 
 
-def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec,
-              escalation: LoopEscalation | None) -> dict[str, Any]:
+def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, escalation: LoopEscalation | None,
+              limits: LoopLimits) -> dict[str, Any]:
     """One task's loop, in a folder of its own (each task's files start from nothing), as a result row."""
+    limits = replace(limits, max_tool_calls=task.max_tool_calls, max_steps=None)
     with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
-        loop = AgentLoop(task.tools(), selector=MultiToolSelector.from_spec(selector), lm=lm,
-                         limits=LoopLimits(max_tool_calls=task.max_tool_calls), escalation=escalation,
-                         session_config={"root": Path(root)})
+        loop = AgentLoop(task.tools(), selector=MultiToolSelector.from_spec(selector), lm=lm, limits=limits,
+                         escalation=escalation, session_config={"root": Path(root)})
         with dspy.context(track_usage=True), dspy.track_usage() as tracker:
             transcript = loop.run(task.request)
-        return _row(task, transcript, loop.session, tracker.get_total_tokens())
+        return {**_row(task, transcript, loop.session, tracker.get_total_tokens()),
+                "first_step": limits.first_step, "finish": limits.finish}
 
 
 def registry_of(task: LoopTask) -> ToolRegistry:

@@ -37,16 +37,19 @@ from tool_selection.registry import ToolRegistry
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies.base import ToolChoice
 from tool_selection.stuck.loop import LoopStuckDetector
-from tool_selection.tool import BaseTool
+from tool_selection.tool import BaseTool, StrictArguments
 from tool_selection.tool_failures import is_failure, tool_failure
 from tool_selection.toolset import ToolSet
 
 __all__ = [
+    "LOOP_FINISH_PROMPT",
     "LOOP_PROMPT",
     "LOOP_SYSTEM_PROMPT",
     "AgentConfig",
     "AgentLoop",
     "Attachment",
+    "FINISH_TOOL",
+    "FinishTurn",
     "CallRecord",
     "LoopEscalation",
     "LoopLimits",
@@ -268,6 +271,25 @@ LOOP_PROMPT = LoopPrompt(LOOP_SYSTEM_PROMPT)
 NO_CALL_REMINDER = ("You answered without calling a function. If one of the functions can do what I asked, call it "
                     "now instead of describing it; if none can, say so in one sentence.")
 EMPTY_RESULT = "Done: the call succeeded and returned nothing."  # a None result, which reads as a failure as "null"
+FINISH_TOOL = "finish"
+LOOP_FINISH_PROMPT = LoopPrompt(LOOP_SYSTEM_PROMPT.replace(
+    "answer in one or two plain sentences without a call",
+    f"call {FINISH_TOOL} with your answer to the user in one or two plain sentences"))
+
+
+class FinishTurn(BaseTool):
+    """The call that ends a turn under ``LoopLimits(finish="tool")``: the loop reads its ``answer`` and never runs
+    it, so that ending a turn is a decision the model makes, not what it falls into by writing text."""
+
+    NAME = FINISH_TOOL
+    description = ("Call this when everything the user's latest message asks is done, or cannot be done with the "
+                   "other functions: answer is what you tell the user.")
+
+    class Arguments(StrictArguments):
+        answer: str = Field(description="The answer to the user: the result, or why it cannot be done.")
+
+    def execute(self, answer: str) -> str:
+        return answer
 
 
 @dataclass(frozen=True)
@@ -276,12 +298,15 @@ class LoopLimits:
     (default: ``max_tool_calls + 2``). ``reminders``: how many times an answer without a call, in a turn that has
     made no call yet, is sent back with ``NO_CALL_REMINDER`` (each reminder takes a step). ``first_step``: the
     tool choice of each turn's first decision; ``required`` makes it a call (native strategies: a local model's
-    call is opened for it under ``native-strict``, a provider is sent ``tool_choice``)."""
+    call is opened for it under ``native-strict``, a provider is sent ``tool_choice``). ``finish``: how a turn
+    ends, by an answer without a call, or (``tool``) by a call of ``FINISH_TOOL`` that the model must choose: every
+    decision is then a required call, and the tool's ``answer`` is the turn's answer."""
 
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_steps: int | None = None
     reminders: int = 0
     first_step: ToolChoice = "auto"
+    finish: Literal["answer", "tool"] = "answer"
 
     def __post_init__(self) -> None:
         if self.max_tool_calls < 1:
@@ -290,6 +315,15 @@ class LoopLimits:
             raise ToolSelectionError(f"reminders must be 0 or more, got {self.reminders}.")
         if self.first_step not in ("auto", "required"):
             raise ToolSelectionError(f"first_step must be 'auto' or 'required', got {self.first_step!r}.")
+        if self.finish not in ("answer", "tool"):
+            raise ToolSelectionError(f"finish must be 'answer' or 'tool', got {self.finish!r}.")
+
+    def tool_choice(self, step: int) -> ToolChoice:
+        """The tool choice of a turn's ``step``-th decision: every one a call when the turn ends with
+        ``FINISH_TOOL``, else the first as ``first_step`` says."""
+        if self.finish == "tool":
+            return "required"
+        return self.first_step if step == 0 else "auto"
 
     @property
     def steps(self) -> int:
@@ -335,7 +369,14 @@ class AgentLoop:
         self.limits = limits or LoopLimits()
         self.escalation = escalation or LoopEscalation()
         self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
-        self.selector = selector or MultiToolSelector(self.registry, strategy=strategy)
+        self.choices = self.registry  # what each decision chooses from: the tools, and FINISH_TOOL where it ends turns
+        if self.limits.finish == "tool":
+            if FINISH_TOOL in self.registry:
+                raise ToolSelectionError(f"The tools already hold one named {FINISH_TOOL!r}, the call that ends a turn "
+                                         "under LoopLimits(finish='tool'): rename that tool or use finish='answer'.")
+            self.choices = ToolRegistry(self.registry.name, [*self.registry, FinishTurn])
+            system_prompt = LOOP_FINISH_PROMPT if system_prompt is LOOP_PROMPT else system_prompt
+        self.selector = selector or MultiToolSelector(self.choices, strategy=strategy)
         self.lm = lm
         prompt = system_prompt if isinstance(system_prompt, LoopPrompt) else LoopPrompt(system_prompt or "", False)
         self.system_prompt, self.replaces_selector = prompt.text or None, prompt.replaces_selector
@@ -390,22 +431,12 @@ class AgentLoop:
                 break
             if not decision.tool_calls and self._remind(transcript, calls_made):
                 continue
-            if not decision.tool_calls:
-                transcript.final_answer = decision.reasoning
-                transcript.messages.append(Message(role=Role.ASSISTANT, content=decision.reasoning,
-                                                   metadata={"step": step.index}))
-                transcript.stop_reason = "answered"
+            calls, answer = self._calls_and_answer(decision)
+            calls_made += self._run_calls(transcript, step, calls, calls_made)
+            if answer is not None:
+                transcript.final_answer, transcript.stop_reason = answer, "answered"
+                transcript.messages.append(Message(role=Role.ASSISTANT, content=answer, metadata={"step": step.index}))
                 break
-            allowed = decision.tool_calls[: self.max_tool_calls - calls_made]
-            ids = [f"call_{calls_made + i}" for i in range(len(allowed))]
-            transcript.messages.append(Message(role=Role.ASSISTANT, content=decision.reasoning, tool_calls=allowed,
-                                               call_ids=ids, metadata={"step": step.index}))
-            for call, call_id in zip(allowed, ids, strict=True):
-                record = self._execute(call, call_id, transcript.calls)
-                step.calls.append(record)
-                transcript.messages.append(Message(role=Role.TOOL, tool_call_id=call_id, name=call.tool_name,
-                                                   content=_result_text(record), metadata={"ok": record.ok}))
-            calls_made += len(allowed)
             if calls_made >= self.max_tool_calls:
                 transcript.stop_reason = "call_limit"
                 break
@@ -413,6 +444,32 @@ class AgentLoop:
             transcript.stop_reason = "step_limit"
         transcript.seconds = time.perf_counter() - start
         return transcript
+
+    def _calls_and_answer(self, decision: MultiToolDecision) -> tuple[list[ToolCall], str | None]:
+        """The calls to run, and the turn's answer if the decision ends it: an answer without a call, or (under
+        ``finish="tool"``) a ``FINISH_TOOL`` call, after the calls before it; calls after it are dropped."""
+        calls = decision.tool_calls
+        if not calls:
+            return [], decision.reasoning
+        finish = next((i for i, c in enumerate(calls) if c.tool_name == FINISH_TOOL), None)
+        if finish is None or self.limits.finish != "tool":
+            return calls, None
+        return calls[:finish], str(calls[finish].arguments.get("answer") or decision.reasoning or "")
+
+    def _run_calls(self, transcript: Transcript, step: Step, calls: list[ToolCall], calls_made: int) -> int:
+        """Run ``calls`` (as many as the turn's call limit leaves), each result a tool turn; how many ran."""
+        allowed = calls[: self.max_tool_calls - calls_made]
+        if not allowed:
+            return 0
+        ids = [f"call_{calls_made + i}" for i in range(len(allowed))]
+        transcript.messages.append(Message(role=Role.ASSISTANT, content=step.decision.reasoning, tool_calls=allowed,
+                                           call_ids=ids, metadata={"step": step.index}))
+        for call, call_id in zip(allowed, ids, strict=True):
+            record = self._execute(call, call_id, transcript.calls)
+            step.calls.append(record)
+            transcript.messages.append(Message(role=Role.TOOL, tool_call_id=call_id, name=call.tool_name,
+                                               content=_result_text(record), metadata={"ok": record.ok}))
+        return len(allowed)
 
     def _execute(self, call: ToolCall, call_id: str, earlier: list[CallRecord]) -> CallRecord:
         """Run ``call``, unless the same call already failed this turn (one try per failing call); a failure's
@@ -445,7 +502,7 @@ class AgentLoop:
     def _step(self, transcript: Transcript, escalations: int) -> Step:
         start = time.perf_counter()
         request, conversation = self._request(transcript.messages)
-        choice = self.limits.first_step if not transcript.steps else "auto"
+        choice = self.limits.tool_choice(len(transcript.steps))
         decision = self._decide(request, conversation, self.lm, choice)
         step = Step(index=len(transcript.steps), decision=decision)
         if self.detector is not None:
@@ -473,7 +530,7 @@ class AgentLoop:
         context = {"lm": lm} if lm is not None else {}
         forced = {"tool_choice": tool_choice} if tool_choice != "auto" else {}  # any selector takes the default
         with dspy.context(**context):
-            return self.selector(request=request, tools=self.registry, conversation=conversation, **forced).decision
+            return self.selector(request=request, tools=self.choices, conversation=conversation, **forced).decision
 
     def _request(self, messages: list[Message]) -> tuple[str, list[dict[str, Any]] | None]:
         """The conversation as one request text (for every strategy) and as chat turns (for native ones)."""
@@ -492,8 +549,10 @@ class AgentLoop:
                 lines.append(f"assistant: {message.content}")
             else:
                 lines.append(f"{message.name} returned: {message.content}")
+        ending = (f"call {FINISH_TOOL} with your answer" if self.limits.finish == "tool"
+                  else "answer without a call")
         lines.append("Decide the next call(s) for the user's request, taking the results above into account; when "
-                     "the request is done, or no tool can help further, answer without a call.")
+                     f"the request is done, or no tool can help further, {ending}.")
         chat = [m.openai() for m in system + turns]
         if system and system[0].metadata.get("replaces_instructions"):
             chat[0]["replaces_instructions"] = True  # read (and removed) by the native adapter

@@ -254,3 +254,53 @@ def test_a_required_first_step_needs_a_native_strategy(tmp_path):
         AgentLoop(TREASURE, strategy="json", lm=lm, limits=LoopLimits(first_step="required")).run("Go north.")
     with pytest.raises(ToolSelectionError, match="first_step must be 'auto' or 'required'"):
         LoopLimits(first_step="always")
+
+
+def test_a_turn_ends_when_the_model_calls_finish(tmp_path):
+    from tests.lm.conftest import staged_lm
+    from tool_selection.agent import LOOP_FINISH_PROMPT
+
+    move = json.dumps({"name": "move", "arguments": {"direction": "north"}})
+    finish = json.dumps({"name": "finish", "arguments": {"answer": "You walked north."}})
+    lm, llama = staged_lm(tmp_path, [move, "\n</tool_call>", finish, "\n</tool_call>"])
+    loop = AgentLoop(TREASURE, strategy="native-strict", lm=lm, limits=LoopLimits(finish="tool"))
+    transcript = loop.run("Go north.")
+    assert [c.tool_name for c in transcript.calls] == ["move"]  # finish is read, never run
+    assert transcript.final_answer == "You walked north." and transcript.stop_reason == "answered"
+    assert transcript.messages[-1].role is Role.ASSISTANT and transcript.messages[-1].content == "You walked north."
+    forced = [c for c in llama.calls if c["prompt"].endswith("<tool_call>\n") and c["grammar"] is not None]
+    assert len(forced) == 2  # every step is a call
+    assert ";finish;" in llama.calls[0]["prompt"] and "call finish with your answer" in llama.calls[0]["prompt"]
+    assert transcript.messages[0].content == LOOP_FINISH_PROMPT.text and "finish" not in TREASURE.registry()
+
+
+def test_finish_ends_the_turn_after_the_calls_before_it():
+    from tool_selection.agent import FINISH_TOOL
+    from tool_selection.decision import MultiToolDecision, ToolCall
+
+    loop = AgentLoop(TREASURE, strategy="native-strict", limits=LoopLimits(finish="tool"))
+    decision = MultiToolDecision(reasoning="", tool_calls=[
+        ToolCall(tool_name="move", arguments={"direction": "north"}),
+        ToolCall(tool_name=FINISH_TOOL, arguments={"answer": "Moved."}),
+        ToolCall(tool_name="check_inventory", arguments={})])
+    calls, answer = loop._calls_and_answer(decision)
+    assert [c.tool_name for c in calls] == ["move"] and answer == "Moved."  # what follows finish is dropped
+    answering = AgentLoop(TREASURE, strategy="native-strict")  # finish="answer": a call named finish is a call
+    assert answering._calls_and_answer(decision) == (decision.tool_calls, None)
+    assert answering._calls_and_answer(MultiToolDecision(reasoning="Hi.", tool_calls=[])) == ([], "Hi.")
+
+
+def test_finish_needs_its_name_free_and_a_known_mode():
+    from tool_selection import BaseTool, ToolRegistry, ToolSelectionError
+
+    class Finish(BaseTool):
+        NAME = "finish"
+        description = "Finish a painting."
+
+    with pytest.raises(ToolSelectionError, match="already hold one named 'finish'.*rename that tool"):
+        AgentLoop(ToolRegistry("art", [Finish]), limits=LoopLimits(finish="tool"))
+    with pytest.raises(ToolSelectionError, match="finish must be 'answer' or 'tool', got 'silence'"):
+        LoopLimits(finish="silence")
+    assert AgentLoop(ToolRegistry("art", [Finish])).choices.names() == ["finish"]  # finish="answer": no clash
+    custom = AgentLoop(TREASURE, limits=LoopLimits(finish="tool"), system_prompt="Be brief.")
+    assert custom.system_prompt == "Be brief." and "finish" in custom.choices

@@ -175,10 +175,30 @@ def test_the_report_reads_a_run(base, tmp_path, capsys):
     assert paired == ["| idle | task success | 2 | 50.0 | 0.0 | -50.0 [-100.0, +0.0] | 1.000 |"]
 
 
+def test_turns_that_end_by_calling_finish_replay_the_ground_truth(base, tmp_path):
+    from dataclasses import replace
+
+    from evals.bfcl_multi_turn import TURN_LIMITS
+    from tests.lm.conftest import staged_lm
+
+    task = base["multi_turn_base_1"]
+    stages = []
+    for turn in task.ground_truth:  # every step a call: the turn's calls one by one, then finish
+        for call in [parse_call_string(text, BfclBackends(task)) for text in turn]:
+            stages += [json.dumps({"name": call.tool_name, "arguments": call.arguments}), "\n</tool_call>"]
+        stages += [json.dumps({"name": "finish", "arguments": {"answer": "Done."}}), "\n</tool_call>"]
+    lm, _ = staged_lm(tmp_path, stages)
+    table, _ = run_multi_turn([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
+                              limits=replace(TURN_LIMITS, finish="tool"))
+    row = table.iloc[0]
+    assert row["success"] == 1.0 and row["finish"] == "tool" and set(row["turn_stop_reasons"]) == {"answered"}
+    assert not any("finish" in call for turn in row["model_result"] for step in turn for call in step)
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["eval", "loop", "--suite", "bfcl:multi_turn_nope"], "Unknown BFCL multi-turn category 'multi_turn_nope'"),
-    (["eval", "loop", "--suite", "multistep", "--sample", "3"], "--sample, --n-ctx and --first-step apply to BFCL"),
-    (["eval", "loop", "--suite", "multistep", "--first-step", "required"], "--first-step apply to BFCL multi-turn"),
+    (["eval", "loop", "--suite", "multistep", "--sample", "3"], "--sample and --n-ctx apply to BFCL"),
+    (["eval", "loop", "--suite", "multistep", "--n-ctx", "8192"], "--sample and --n-ctx apply to BFCL"),
     (["eval", "loop", "--suite", "bfcl:multi_turn_base", "--n-ctx", "2048"], "n_ctx 2048 is too small"),
 ])
 def test_bad_loop_arguments_are_one_clear_error(argv, message, capsys):

@@ -64,3 +64,21 @@ def test_a_nan_threshold_is_refused_before_any_task_runs(tmp_path):
         run_loop_suite(load_loop_suite("multistep")[:1], dspy.LM("openai/unused"),
                        escalation=LoopEscalation(threshold=float("nan")), run=RunConfig(run_dir=tmp_path / "run"))
     assert not (tmp_path / "run").exists()
+
+
+def test_a_task_run_with_finish_ends_by_the_models_call(tmp_path):
+    from tests.lm.conftest import staged_lm
+    from tool_selection.agent import LoopLimits
+
+    task = next(t for t in load_loop_suite("multistep") if "treasure_hunt" in t.tool_sets and len(t.oracle) >= 2
+                and not any("recovery" == tag for tag in t.tags))
+    answer = " ".join(task.success.answer["any_of"]) if task.success.answer else "Done."
+    stages = []
+    for call in [*task.oracle, type(task.oracle[0])(tool_name="finish", arguments={"answer": answer})]:
+        stages += [json.dumps({"name": call.tool_name, "arguments": call.arguments}), "\n</tool_call>"]
+    lm, llama = staged_lm(tmp_path, stages)
+    result = run_loop_suite([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
+                            limits=LoopLimits(finish="tool", max_tool_calls=1))
+    row = result.results.iloc[0]
+    assert row["success"] == 1.0 and row["calls"] == len(task.oracle) and row["finish"] == "tool"
+    assert row["final_answer"] == answer and row["steps"] == len(task.oracle) + 1  # the task's own call limit stood
