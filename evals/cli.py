@@ -117,6 +117,11 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
     loop.add_argument("--finish", choices=["answer", "tool"], default="answer",
                       help="How a turn ends: an answer without a call (default), or 'tool': every decision is a "
                            "required call and the model ends the turn by calling finish(answer) (native strategies).")
+    loop.add_argument("--trajectories", metavar="PATH",
+                      help="Solved tasks shown before each task's conversation (the file or folder 'toolsel optimize "
+                           "--suite LOOP_SUITE' wrote); loop suites.")
+    loop.add_argument("--shown", type=int, default=2, metavar="N",
+                      help="How many of --trajectories open each task: those whose tools the task has (default: 2).")
     loop.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
     loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
     loop.set_defaults(handler=_loop)
@@ -160,6 +165,23 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
                      help="A relevance model to save with the program and apply after its selections ('auto': the "
                           "one shipped for the model); the optimization scores the selection alone.")
     opt.set_defaults(handler=_optimize)
+
+
+def _optimize_loop(args: argparse.Namespace) -> int:
+    """A loop suite's optimization: its train tasks' verified oracles, saved as trajectories for 'eval loop'."""
+    from evals.loop_eval import load_loop_suite, oracle_trajectories
+    from tool_selection.trajectories import save_trajectories
+
+    if args.teacher or args.optimizer not in (None, "bootstrap") or args.target != "program":
+        raise ToolSelectionError("A loop suite is optimized by showing its train tasks' solved oracles (no teacher, "
+                                 "optimizer or target to choose): leave --teacher, --optimizer and --target out.")
+    train = [t for t in load_loop_suite(args.suite) if t.split == "train"][: args.train_limit]
+    trajectories = oracle_trajectories(train)
+    path = save_trajectories(trajectories, Path(args.out or f"programs/{args.suite}-trajectories") / "trajectories.json",
+                             suite=args.suite, split="train", source="oracle")
+    print(f"{len(trajectories)} of {len(train)} train tasks' oracles pass their task's check: saved as trajectories "
+          f"in {path}\nuse them with: toolsel eval loop --suite {args.suite} --trajectories {path.parent}")
+    return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -211,10 +233,13 @@ def _relevance_line(result) -> str:
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    from evals.loop_eval import LOOP_SUITES
     from evals.optimization import OptimizeSettings, optimize
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
+    if (LOOP_SUITES / f"{args.suite}.jsonl").is_file():
+        return _optimize_loop(args)
     strategy = "chat-cot" if args.adapter == "chat" and args.strategy is None else args.strategy
     chosen = {"optimizer": args.optimizer} if args.optimizer else {}
     settings = OptimizeSettings.build(  # checked before any model loads
@@ -376,17 +401,19 @@ def _suites(args: argparse.Namespace) -> int:
 
 
 def _loop(args: argparse.Namespace) -> int:
-    from evals.loop_eval import load_loop_suite, run_loop_suite
+    from evals.loop_eval import LoopSetup, load_loop_suite, run_loop_suite
     from evals.naming import slug
     from tool_selection.agent import LoopEscalation, LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
+    from tool_selection.trajectories import load_trajectories
 
     if args.suite.startswith("bfcl:"):
         return _bfcl_multi_turn(args)
     if args.sample is not None or args.n_ctx is not None:
         raise ToolSelectionError("--sample and --n-ctx apply to BFCL multi-turn suites (--suite bfcl:multi_turn_...).")
+    trajectories = load_trajectories(args.trajectories) if args.trajectories else []
     tasks = [t for t in load_loop_suite(args.suite) if args.split == "all" or t.split == args.split][: args.limit]
     if not tasks:
         raise ToolSelectionError(f"Loop suite {args.suite!r} has no {args.split!r} tasks.")
@@ -402,7 +429,8 @@ def _loop(args: argparse.Namespace) -> int:
     result = run_loop_suite(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True),
-                            limits=LoopLimits(first_step=args.first_step, finish=args.finish))
+                            setup=LoopSetup(LoopLimits(first_step=args.first_step, finish=args.finish),
+                                            tuple(trajectories), args.shown))
     s = result.summary
     print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}"
           f"{_limits_words(args)}")
@@ -419,12 +447,14 @@ def _loop(args: argparse.Namespace) -> int:
 def _limits_label(args: argparse.Namespace) -> str:
     """What a loop run changes of how turns run, for its folder and its summary line ("" for the defaults)."""
     return (("-first-step-required" if args.first_step == "required" else "")
-            + ("-finish-tool" if args.finish == "tool" else ""))
+            + ("-finish-tool" if args.finish == "tool" else "")
+            + (f"-trajectories{args.shown}" if getattr(args, "trajectories", None) else ""))
 
 
 def _limits_words(args: argparse.Namespace) -> str:
-    return (", first step required" if args.first_step == "required" else "") + (
-        ", turns end by calling finish" if args.finish == "tool" else "")
+    return ((", first step required" if args.first_step == "required" else "")
+            + (", turns end by calling finish" if args.finish == "tool" else "")
+            + (f", up to {args.shown} solved tasks shown" if getattr(args, "trajectories", None) else ""))
 
 
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
@@ -438,6 +468,9 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
+    if args.trajectories:
+        raise ToolSelectionError("--trajectories applies to loop suites (--suite multistep); BFCL multi-turn tasks "
+                                 "take none yet.")
     categories = args.suite.removeprefix("bfcl:").split("+")
     tasks = [t for t in load_multi_turn(categories) if args.split == "all" or t.split == args.split]
     if not tasks:

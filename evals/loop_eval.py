@@ -27,7 +27,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +38,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evals.deprecated_keywords import fold_keywords
 from evals.metrics import bootstrap_ci, value_matches
 from evals.runner import _RowWriter, load_rows
-from tool_selection.agent import AgentLoop, LoopEscalation, LoopLimits, ToolSession, Transcript
+from tool_selection.agent import (
+    LOOP_PROMPT,
+    AgentLoop,
+    CallRecord,
+    LoopEscalation,
+    LoopLimits,
+    LoopPrompt,
+    ToolSession,
+    Transcript,
+    result_text,
+)
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
@@ -46,8 +56,10 @@ from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
 from tool_selection.toolset import ToolSet, load_tool_set
+from tool_selection.trajectories import Trajectory, TrajectoryStep, choose_trajectories
 
-__all__ = ["LoopResult", "LoopTask", "StateCheck", "load_loop_suite", "run_loop_suite", "score_task"]
+__all__ = ["LoopResult", "LoopSetup", "LoopTask", "StateCheck", "load_loop_suite", "oracle_trajectories", "run_loop_suite",
+           "score_task"]
 
 LOOP_SUITES = Path(__file__).parent / "suites" / "loop"
 
@@ -172,12 +184,32 @@ def score_task(task: LoopTask, successful_calls: list[ToolCall], shared: dict[st
 
 def run_oracle(task: LoopTask) -> dict[str, bool]:
     """Run the task's oracle calls in a fresh session and score them (the final answer counts as given)."""
+    return _oracle_run(task)[0]
+
+
+def _oracle_run(task: LoopTask) -> tuple[dict[str, bool], list[CallRecord]]:
     with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
         session = ToolSession(task.tools(), root=Path(root))
         records = [session.execute(call, f"oracle_{i}") for i, call in enumerate(task.oracle)]
         made = [ToolCall(tool_name=r.tool_name, arguments=r.arguments) for r in records if r.ok]
         answer = " ".join(task.success.answer["any_of"]) if task.success.answer else None
-        return score_task(task, made, session.shared, answer)
+        return score_task(task, made, session.shared, answer), records
+
+
+def oracle_trajectories(tasks: list[LoopTask]) -> list[Trajectory]:
+    """The tasks' oracles as trajectories (each call with the result it returned in a fresh session, then the
+    answer), only those whose run passes the task's own success check."""
+    trajectories = []
+    for task in tasks:
+        verdicts, records = _oracle_run(task)
+        if not verdicts["success"] or not records:
+            continue
+        steps = [TrajectoryStep(call=ToolCall(tool_name=r.tool_name, arguments=r.arguments), result=result_text(r))
+                 for r in records]
+        options = task.success.answer["any_of"] if task.success.answer else []
+        trajectories.append(Trajectory(source=task.id, request=task.request, steps=steps,
+                                       answer=f"Done. The answer is {options[0]}." if options else "Done."))
+    return trajectories
 
 
 class LoopResult(BaseModel):
@@ -220,15 +252,32 @@ LOOP_SELECTOR = SelectorSpec(relevance="none")
 decisions, not on the steps of a conversation)."""
 
 
+@dataclass(frozen=True)
+class LoopSetup:
+    """How each task's loop runs besides its models and selector: ``limits`` (``LoopLimits``: ``first_step``,
+    ``finish``, reminders; the task's own call limit stands) and ``trajectories``, solved tasks of which up to
+    ``shown`` whose tools the task has open its conversation (``tool_selection.trajectories``; never the task's
+    own)."""
+
+    limits: LoopLimits = field(default_factory=LoopLimits)
+    trajectories: tuple[Trajectory, ...] = ()
+    shown: int = 2
+
+    def prompt_for(self, task: LoopTask) -> LoopPrompt:
+        chosen = choose_trajectories(self.trajectories, task.tools().registry().names(), self.shown,
+                                     exclude=[task.id])
+        return replace(LOOP_PROMPT, demonstrations=tuple(chosen))
+
+
 def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: SelectorSpec | None = None,
                    run: RunConfig | None = None, escalation: LoopEscalation | None = None,
-                   progress: Callable[[str], None] | None = None, limits: LoopLimits | None = None,
+                   progress: Callable[[str], None] | None = None, setup: LoopSetup | None = None,
                    **deprecated: Any) -> LoopResult:
     """Run every task's loop and score it. ``selector``: how each step is decided (default ``LOOP_SELECTOR``);
     ``run``: ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them) and ``limit`` (the
     first N tasks). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
-    ``limits``: how each task's turn runs (``LoopLimits``: ``first_step``, ``finish``, reminders); the task's own
-    call limit stands. The former ``strategy=`` and ``run_dir=`` still work, with a ``DeprecationWarning``."""
+    ``setup``: the turn's limits and the solved tasks shown first (``LoopSetup``). The former ``strategy=`` and
+    ``run_dir=`` still work, with a ``DeprecationWarning``."""
     selector, run = fold_keywords("run_loop_suite", deprecated, selector, run, selector_defaults={"relevance": "none"})
     selector = selector or LOOP_SELECTOR
     if run.sample is not None:
@@ -246,7 +295,7 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: Selector
         if task.id in rows:
             continue
         start = time.perf_counter()
-        rows[task.id] = row = _run_task(task, lm, selector, escalation, limits or LoopLimits())
+        rows[task.id] = row = _run_task(task, lm, selector, escalation, setup or LoopSetup())
         writer.write(row)
         if progress:
             progress(f"{index}/{len(tasks)} {task.id}: {'ok' if row['success'] else 'failed'} "
@@ -259,16 +308,18 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: Selector
 
 
 def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, escalation: LoopEscalation | None,
-              limits: LoopLimits) -> dict[str, Any]:
+              setup: LoopSetup) -> dict[str, Any]:
     """One task's loop, in a folder of its own (each task's files start from nothing), as a result row."""
-    limits = replace(limits, max_tool_calls=task.max_tool_calls, max_steps=None)
+    limits = replace(setup.limits, max_tool_calls=task.max_tool_calls, max_steps=None)
+    prompt = setup.prompt_for(task)
     with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
         loop = AgentLoop(task.tools(), selector=MultiToolSelector.from_spec(selector), lm=lm, limits=limits,
-                         escalation=escalation, session_config={"root": Path(root)})
+                         system_prompt=prompt, escalation=escalation, session_config={"root": Path(root)})
         with dspy.context(track_usage=True), dspy.track_usage() as tracker:
             transcript = loop.run(task.request)
         return {**_row(task, transcript, loop.session, tracker.get_total_tokens()),
-                "first_step": limits.first_step, "finish": limits.finish}
+                "first_step": limits.first_step, "finish": limits.finish,
+                "demonstrations": [t.source for t in prompt.demonstrations]}
 
 
 def registry_of(task: LoopTask) -> ToolRegistry:

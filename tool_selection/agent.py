@@ -22,7 +22,7 @@ import math
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -40,9 +40,11 @@ from tool_selection.stuck.loop import LoopStuckDetector
 from tool_selection.tool import BaseTool, StrictArguments
 from tool_selection.tool_failures import is_failure, tool_failure
 from tool_selection.toolset import ToolSet
+from tool_selection.trajectories import Trajectory
 
 __all__ = [
     "LOOP_FINISH_PROMPT",
+    "LOOP_FINISH_SYSTEM_PROMPT",
     "LOOP_PROMPT",
     "LOOP_SYSTEM_PROMPT",
     "AgentConfig",
@@ -61,6 +63,7 @@ __all__ = [
     "Step",
     "ToolSession",
     "Transcript",
+    "result_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -260,21 +263,24 @@ step after the first (see ``LoopPrompt``)."""
 
 @dataclass(frozen=True)
 class LoopPrompt:
-    """A loop's system prompt. With ``replaces_selector`` (the default) it stands instead of the selector's
-    one-decision instructions (native strategies); a plain string given as ``system_prompt`` follows them."""
+    """What opens a loop's conversation: ``text``, its system prompt, and ``demonstrations``, solved tasks shown
+    after it as earlier conversations (``tool_selection.trajectories``). With ``replaces_selector`` (the default)
+    the text stands instead of the selector's one-decision instructions (native strategies); a plain string given
+    as ``system_prompt`` follows them."""
 
     text: str
     replaces_selector: bool = True
-
+    demonstrations: tuple[Trajectory, ...] = ()
 
 LOOP_PROMPT = LoopPrompt(LOOP_SYSTEM_PROMPT)
 NO_CALL_REMINDER = ("You answered without calling a function. If one of the functions can do what I asked, call it "
                     "now instead of describing it; if none can, say so in one sentence.")
 EMPTY_RESULT = "Done: the call succeeded and returned nothing."  # a None result, which reads as a failure as "null"
 FINISH_TOOL = "finish"
-LOOP_FINISH_PROMPT = LoopPrompt(LOOP_SYSTEM_PROMPT.replace(
+LOOP_FINISH_SYSTEM_PROMPT = LOOP_SYSTEM_PROMPT.replace(
     "answer in one or two plain sentences without a call",
-    f"call {FINISH_TOOL} with your answer to the user in one or two plain sentences"))
+    f"call {FINISH_TOOL} with your answer to the user in one or two plain sentences")
+LOOP_FINISH_PROMPT = LoopPrompt(LOOP_FINISH_SYSTEM_PROMPT)
 
 
 class FinishTurn(BaseTool):
@@ -375,11 +381,13 @@ class AgentLoop:
                 raise ToolSelectionError(f"The tools already hold one named {FINISH_TOOL!r}, the call that ends a turn "
                                          "under LoopLimits(finish='tool'): rename that tool or use finish='answer'.")
             self.choices = ToolRegistry(self.registry.name, [*self.registry, FinishTurn])
-            system_prompt = LOOP_FINISH_PROMPT if system_prompt is LOOP_PROMPT else system_prompt
         self.selector = selector or MultiToolSelector(self.choices, strategy=strategy)
         self.lm = lm
         prompt = system_prompt if isinstance(system_prompt, LoopPrompt) else LoopPrompt(system_prompt or "", False)
+        if self.limits.finish == "tool" and prompt.text == LOOP_SYSTEM_PROMPT:
+            prompt = replace(prompt, text=LOOP_FINISH_SYSTEM_PROMPT)
         self.system_prompt, self.replaces_selector = prompt.text or None, prompt.replaces_selector
+        self.demonstrations = prompt.demonstrations
         self.detector = self.escalation.detector or (LoopStuckDetector() if self.secondary_lm is not None else None)
         self.session = ToolSession(self.registry, **(session_config or {}))
         self._guide = None
@@ -412,9 +420,11 @@ class AgentLoop:
         start = time.perf_counter()
         user = request if isinstance(request, Message) else Message(role=Role.USER, content=request)
         messages = [*history, user]
-        if self.system_prompt and not any(m.role is Role.SYSTEM for m in messages):
-            messages.insert(0, Message(role=Role.SYSTEM, content=self.system_prompt,
-                                       metadata={"replaces_instructions": self.replaces_selector}))
+        if not any(m.role is Role.SYSTEM or "demonstration" in m.metadata for m in messages):  # a conversation's start
+            messages[:0] = [demo for t in self.demonstrations for demo in t.messages(self.limits.finish)]
+            if self.system_prompt:
+                messages.insert(0, Message(role=Role.SYSTEM, content=self.system_prompt,
+                                           metadata={"replaces_instructions": self.replaces_selector}))
         transcript = Transcript(messages=messages)
         calls_made = escalations = 0
         while len(transcript.steps) < self.max_steps:
@@ -468,7 +478,7 @@ class AgentLoop:
             record = self._execute(call, call_id, transcript.calls)
             step.calls.append(record)
             transcript.messages.append(Message(role=Role.TOOL, tool_call_id=call_id, name=call.tool_name,
-                                               content=_result_text(record), metadata={"ok": record.ok}))
+                                               content=result_text(record), metadata={"ok": record.ok}))
         return len(allowed)
 
     def _execute(self, call: ToolCall, call_id: str, earlier: list[CallRecord]) -> CallRecord:
@@ -591,7 +601,8 @@ def fix_hint(record: CallRecord, registry: ToolRegistry) -> str:
             f"(one that lists, searches or looks it up), then call {name} again; if neither helps, tell the user.")
 
 
-def _result_text(record: CallRecord) -> str:
+def result_text(record: CallRecord) -> str:
+    """A call's result as the model reads it: JSON, cut at ``MAX_RESULT_CHARS``; ``EMPTY_RESULT`` for nothing."""
     if record.result is None and record.ok:
         return EMPTY_RESULT
     text = json.dumps(record.result, ensure_ascii=False, default=str)

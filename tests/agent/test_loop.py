@@ -18,7 +18,7 @@ from tool_selection.agent import (
     LoopEscalation,
     LoopLimits,
     Role,
-    _result_text,
+    result_text,
 )
 from tool_selection.lm import LocalEngine
 from tool_selection.strategies.native import NativeSelect
@@ -206,8 +206,8 @@ def test_no_reminder_after_a_call_or_by_default(tmp_path):
 
 def test_a_call_that_returns_nothing_reads_as_done():
     record = CallRecord(id="c0", tool_name="mkdir", arguments={}, ok=True, result=None)
-    assert _result_text(record) == EMPTY_RESULT
-    assert _result_text(record.model_copy(update={"result": {"n": 1}})) == '{"n": 1}'
+    assert result_text(record) == EMPTY_RESULT
+    assert result_text(record.model_copy(update={"result": {"n": 1}})) == '{"n": 1}'
 
 
 def test_a_failed_call_says_what_to_fix_and_is_not_run_twice(tmp_path):

@@ -6,7 +6,7 @@ import json
 import dspy
 import pytest
 
-from evals.loop_eval import load_loop_suite, run_loop_suite
+from evals.loop_eval import LoopSetup, load_loop_suite, run_loop_suite
 from tests.lm.conftest import FakeLlama
 from tool_selection.agent import LoopEscalation
 from tool_selection.lm import LocalEngine
@@ -78,7 +78,7 @@ def test_a_task_run_with_finish_ends_by_the_models_call(tmp_path):
         stages += [json.dumps({"name": call.tool_name, "arguments": call.arguments}), "\n</tool_call>"]
     lm, llama = staged_lm(tmp_path, stages)
     result = run_loop_suite([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
-                            limits=LoopLimits(finish="tool", max_tool_calls=1))
+                            setup=LoopSetup(LoopLimits(finish="tool", max_tool_calls=1)))
     row = result.results.iloc[0]
     assert row["success"] == 1.0 and row["calls"] == len(task.oracle) and row["finish"] == "tool"
     assert row["final_answer"] == answer and row["steps"] == len(task.oracle) + 1  # the task's own call limit stood
