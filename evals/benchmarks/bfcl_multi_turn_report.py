@@ -24,7 +24,6 @@ __all__ = ["main", "multi_turn_table", "paired_table"]
 PAIRED_COLUMNS = {"task success": "success", "turn 1 passed": "turn_1_passed", "turn success (per task)": "turn_success",
                   "calls / task": "calls", "tool errors / task": "tool_errors", "s / task": "seconds"}
 LOWER_IS_BETTER = frozenset({"tool errors / task", "s / task"})
-PER_TASK = frozenset({"calls / task", "tool errors / task", "s / task"})  # means per task; the others are rates
 
 
 def multi_turn_table(runs: dict[str, pd.DataFrame]) -> str:
@@ -47,21 +46,10 @@ def multi_turn_table(runs: dict[str, pd.DataFrame]) -> str:
 
 def paired_table(runs: dict[str, pd.DataFrame]) -> str:
     """Each run after the first against the first, on the tasks both ran."""
-    from evals.stats import compare_paired
+    from evals.benchmarks.loop_report import paired_table as paired_runs
 
-    (base_label, base), *others = runs.items()
-    lines = [f"| run vs {base_label} | metric | tasks | {base_label} | run | difference [95% CI] | McNemar p |",
-             "|---|---|---|---|---|---|---|"]
-    for label, frame in others:
-        table = compare_paired(_with_turn_1(base), _with_turn_1(frame), PAIRED_COLUMNS,
-                               lower_is_better=LOWER_IS_BETTER)
-        for row in table.itertuples():
-            scale = 1 if row.metric in PER_TASK else 100
-            p_value = "-" if row.p_value is None or pd.isna(row.p_value) else f"{row.p_value:.3f}"
-            lines.append(f"| {label} | {row.metric} | {row.n} | {scale * row.a:.1f} | {scale * row.b:.1f} | "
-                         f"{scale * row.difference:+.1f} [{scale * row.ci_low:+.1f}, {scale * row.ci_high:+.1f}] | "
-                         f"{p_value} |")
-    return "\n".join(lines)
+    return paired_runs({label: _with_turn_1(frame) for label, frame in runs.items()}, PAIRED_COLUMNS,
+                       lower_is_better=LOWER_IS_BETTER)
 
 
 def _with_turn_1(frame: pd.DataFrame) -> pd.DataFrame:

@@ -4,7 +4,9 @@
 
 Per run: tasks, task success with its 95% interval, tool state reached, steps, calls, tool errors and errors
 recovered per task, escalations per task, seconds per task, and how the tasks ended. ``--same-tasks`` keeps only
-the tasks every run finished, so that rows compare the same tasks.
+the tasks every run finished, so that rows compare the same tasks. ``--paired`` compares each run after the first
+with the first on the tasks both ran: the paired difference with its 95% interval, and McNemar's exact p for the
+pass/fail columns (``evals.stats.compare_paired``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ import pandas as pd
 
 from evals.metrics import bootstrap_ci
 
-__all__ = ["loop_table", "main"]
+__all__ = ["PAIRED_COLUMNS", "loop_table", "main", "paired_table"]
+
+PAIRED_COLUMNS = {"task success": "success", "calls / task": "calls", "tool errors / task": "tool_errors",
+                  "errors recovered / task": "errors_recovered", "s / task": "seconds"}
+LOWER_IS_BETTER = frozenset({"tool errors / task", "s / task"})
 
 
 def loop_table(runs: dict[str, pd.DataFrame]) -> str:
@@ -34,11 +40,33 @@ def loop_table(runs: dict[str, pd.DataFrame]) -> str:
     return "\n".join(lines)
 
 
+def paired_table(runs: dict[str, pd.DataFrame], columns: dict[str, str] | None = None, *,
+                 lower_is_better: frozenset[str] = LOWER_IS_BETTER) -> str:
+    """Each run after the first against the first, on the tasks both ran: per metric (``{name: column}``), both
+    means, the paired difference with its 95% interval, McNemar's p for pass/fail columns. Rates read in percent,
+    metrics named "... / task" as they are."""
+    from evals.stats import compare_paired
+
+    (base_label, base), *others = runs.items()
+    lines = [f"| run vs {base_label} | metric | tasks | {base_label} | run | difference [95% CI] | McNemar p |",
+             "|---|---|---|---|---|---|---|"]
+    for label, frame in others:
+        table = compare_paired(base, frame, columns or PAIRED_COLUMNS, lower_is_better=lower_is_better)
+        for row in table.itertuples():
+            scale = 1 if "/ task" in row.metric else 100  # counts per task as they are, rates in percent
+            p_value = "-" if row.p_value is None or pd.isna(row.p_value) else f"{row.p_value:.3f}"
+            lines.append(f"| {label} | {row.metric} | {row.n} | {scale * row.a:.1f} | {scale * row.b:.1f} | "
+                         f"{scale * row.difference:+.1f} [{scale * row.ci_low:+.1f}, {scale * row.ci_high:+.1f}] | "
+                         f"{p_value} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.loop_report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR")
     parser.add_argument("--same-tasks", action="store_true", help="Only the tasks every run finished.")
+    parser.add_argument("--paired", action="store_true", help="Also compare each run with the first, task by task.")
     args = parser.parse_args(argv)
     runs = {}
     for item in args.runs:
@@ -48,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         shared = set.intersection(*(set(frame["id"]) for frame in runs.values()))
         runs = {label: frame[frame["id"].isin(shared)] for label, frame in runs.items()}
     print(loop_table(runs))
+    if args.paired and len(runs) > 1:
+        print("\n" + paired_table(runs))
     return 0
 
 

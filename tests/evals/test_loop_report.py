@@ -21,3 +21,13 @@ def test_rows_compare_the_same_tasks_when_asked(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "| small | 2 | 50.0 [" in table and "| large | 2 | 0.0 [0, 0] |" in table
     assert main([f"small={a}"]) == 0 and "| small | 3 | 66.7 [" in capsys.readouterr().out
+
+
+def test_paired_rows_compare_each_run_with_the_first_task_by_task(tmp_path, capsys):
+    a = _run(tmp_path / "a", {"t1": 0, "t2": 0, "t3": 1})
+    b = _run(tmp_path / "b", {"t1": 1, "t2": 1, "t3": 1, "t4": 1})
+    assert main([f"before={a}", f"after={b}", "--paired"]) == 0
+    out = capsys.readouterr().out
+    assert "| run vs before | metric | tasks | before | run | difference [95% CI] | McNemar p |" in out
+    assert "| after | task success | 3 | 33.3 | 100.0 | +66.7 [" in out and "| 0.500 |" in out
+    assert "| after | s / task | 3 | 3.0 | 3.0 | +0.0 [+0.0, +0.0] | - |" in out
