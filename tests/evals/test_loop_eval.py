@@ -82,3 +82,24 @@ def test_a_task_run_with_finish_ends_by_the_models_call(tmp_path):
     row = result.results.iloc[0]
     assert row["success"] == 1.0 and row["calls"] == len(task.oracle) and row["finish"] == "tool"
     assert row["final_answer"] == answer and row["steps"] == len(task.oracle) + 1  # the task's own call limit stood
+
+
+def test_the_loop_benchmark_script_runs_commands_the_command_line_accepts(tmp_path):
+    import shlex
+    import subprocess
+    from pathlib import Path
+
+    from tool_selection.cli import build_parser
+
+    script = Path(__file__).parents[2] / "evals" / "benchmarks" / "measure_loop.sh"
+    env = {"PATH": "/usr/bin:/bin", "DRY_RUN": "1", "LIMIT": "20", "OUT": str(tmp_path)}
+    printed = subprocess.run(["bash", str(script), "qwen2.5-coder-1.5b", "default", "both"], env=env,
+                             capture_output=True, text=True, check=True).stdout
+    commands = [build_parser().parse_args(shlex.split(line.split(" ", 1)[1])[1:]) for line in printed.splitlines()
+                if "/toolsel " in line]
+    optimize, default, both = commands
+    assert optimize.suite == "multistep" and optimize.out == str(tmp_path / "trajectories")
+    assert (default.finish, default.trajectories, default.limit) == ("answer", None, 20)
+    assert (both.finish, both.trajectories, both.model) == ("tool", optimize.out, "local:qwen2.5-coder-1.5b")
+    failed = subprocess.run(["bash", str(script), "m", "sideways"], env=env, capture_output=True, text=True)
+    assert failed.returncode == 2 and "unknown variant sideways" in failed.stdout
