@@ -523,7 +523,8 @@ class _OptimizeJob:
         scoring = RunConfig(mlflow=False, fresh=True, progress=self.run.progress)
         dev_eval = evaluate(dev_suite, self.lm, split=None, selector=compiled,
                             run=scoring.replace(run_dir=out_dir / "dev_eval"))
-        baseline = evaluate(dev_suite, self.lm, split=None, selector=SelectorSpec(strategy=strategy),
+        baseline = evaluate(dev_suite, self.lm, split=None,  # the selection alone, as the program was just scored
+                            selector=SelectorSpec(strategy=strategy, relevance="none"),
                             run=scoring.replace(run_dir=out_dir / "dev_eval_unoptimized"))
         dev_scores = _dev_scores(dev_eval, baseline)
         _check_false_abstention(dev_scores, allowed=self.settings.allow_false_abstention_rise)

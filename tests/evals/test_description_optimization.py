@@ -222,3 +222,20 @@ def test_the_benchmark_script_runs_commands_the_command_line_accepts(tmp_path):
                              check=True).stdout
     optimize = build_parser().parse_args(shlex.split(printed.splitlines()[0].split(" ", 1)[1])[1:])
     assert (optimize.dev_limit, optimize.max_metric_calls, optimize.train_limit) == (30, 150, None)
+
+
+def test_the_dev_baseline_is_the_selection_alone_as_the_program_is(weather_suite, tmp_path, monkeypatch):
+    import evals.evaluation
+
+    scored = []
+    real = evals.evaluation.evaluate
+
+    def recording(*args, selector=None, **kwargs):
+        scored.append(selector)
+        return real(*args, selector=selector, **kwargs)
+
+    monkeypatch.setattr(evals.evaluation, "evaluate", recording)
+    monkeypatch.chdir(tmp_path)
+    run(weather_suite, DescriptionsLM(before=wrong_tool, after=right), tmp_path / "p", evaluate_test=False)
+    program, baseline = scored
+    assert program.relevance is None and baseline.relevance == "none"  # no shipped relevance model on one side only
