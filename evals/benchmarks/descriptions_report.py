@@ -4,8 +4,8 @@
         --write docs/results/descriptions.md
 
 The results folder holds, per suite, ``SUITE/program`` (the compiled selector: its manifest has the rewritten
-descriptions, what compiling cost and the dev figures; ``program/dev_eval`` and ``program/dev_eval_unoptimized``
-its dev runs) and the test runs ``SUITE/test-original`` and ``SUITE/test-optimized``; at the top,
+descriptions and what compiling cost; ``program/dev_eval`` and ``program/dev_eval_unoptimized`` its dev runs,
+the rewritten and the original descriptions, each scoring the selection alone) and the test runs ``SUITE/test-original`` and ``SUITE/test-optimized``; at the top,
 ``provenance.json`` (``evals.benchmarks.provenance``) and optionally ``notes.md`` (what the runs show, written by
 hand; put on the page as it is).
 
@@ -39,6 +39,7 @@ COMMAND = ("python -m evals.benchmarks.descriptions_report --results results/opt
 TEST_COLUMNS = ("suite", "test cases", "original %", "rewritten %", "rewritten - original, points [95% CI]",
                 "McNemar p", "balanced % (original -> rewritten)", "abstention % on no-tool cases",
                 "false abstention %", "s / case")
+DEV_RUNS = {"rewritten": "dev_eval", "original": "dev_eval_unoptimized"}  # under the program's folder
 SEARCH_COLUMNS = ("suite", "metric calls (cap)", "candidates", "compile s", "model calls", "dev cases",
                   "dev balanced % (original -> rewritten)", "tools rewritten")
 
@@ -48,9 +49,9 @@ class SuiteRuns:
     rewritten descriptions, and the original descriptions (from the suite's own catalog)."""
 
     def __init__(self, suite: str, manifest: Manifest, original: pd.DataFrame, rewritten: pd.DataFrame,
-                 dev_cases: int | None = None):
+                 dev: dict[str, pd.DataFrame] | None = None):
         self.suite, self.manifest, self.original, self.rewritten = suite, manifest, original, rewritten
-        self.dev_cases = dev_cases
+        self.dev = dev or {}  # the dev rows: "rewritten" (the program) and "original" (the selector it started from)
         self.original_descriptions = descriptions_of(registry_for(load_suite(suite).cases[0]))
 
 
@@ -62,10 +63,10 @@ def load_suite_runs(results: Path) -> list[SuiteRuns]:
         if not all((folder / run / "results.jsonl").exists() for run in ("test-original", "test-optimized")):
             continue
         manifest = Manifest.model_validate_json(program.read_text(encoding="utf-8"))
-        dev = program.parent / "dev_eval"
+        dev = {side: load_results(program.parent / run) for side, run in DEV_RUNS.items()
+               if (program.parent / run / "results.jsonl").exists()}
         runs.append(SuiteRuns(folder.name, manifest, load_results(folder / "test-original"),
-                              load_results(folder / "test-optimized"),
-                              len(load_results(dev)) if (dev / "results.jsonl").exists() else None))
+                              load_results(folder / "test-optimized"), dev))
     if not runs:
         raise FileNotFoundError(f"{results} holds no suite with a program and both test runs: run "
                                 "evals/benchmarks/measure_descriptions.sh, which keeps them there.")
@@ -118,7 +119,6 @@ def description_changes(runs: SuiteRuns) -> list[dict[str, str]]:
 
 def _search_row(runs: SuiteRuns) -> dict[str, str]:
     manifest, cost = runs.manifest, runs.manifest.cost
-    scores = manifest.scores
     cap = manifest.optimizer_args.get("max_metric_calls", "-")
     budget = manifest.optimizer_args.get("budget", "")
 
@@ -128,9 +128,9 @@ def _search_row(runs: SuiteRuns) -> dict[str, str]:
     return {
         "suite": runs.suite, "metric calls (cap)": f"{cap}" if cap != "-" else f"({budget})",
         "candidates": figure("candidates"), "compile s": figure("compile_seconds"), "model calls": figure("model_calls"),
-        "dev cases": "-" if runs.dev_cases is None else str(runs.dev_cases),
-        "dev balanced % (original -> rewritten)": f"{_percent(scores.get('dev_unoptimized_balanced_accuracy', math.nan))}"
-                                                  f" -> {_percent(scores.get('dev_balanced_accuracy', math.nan))}",
+        "dev cases": str(len(runs.dev["rewritten"])) if "rewritten" in runs.dev else "-",
+        "dev balanced % (original -> rewritten)": " -> ".join(
+            _percent(balanced_accuracy(runs.dev[side])) if side in runs.dev else "-" for side in ("original", "rewritten")),
         "tools rewritten": f"{len(description_changes(runs))} of {len(runs.original_descriptions)}",
     }
 

@@ -37,7 +37,8 @@ def kept(tmp_path) -> Path:
                         cost={"compile_seconds": 600.0, "model_calls": 200.0, "candidates": 3.0})
     (suite / "program").mkdir(parents=True)
     (suite / "program" / MANIFEST_FILE).write_text(manifest.model_dump_json())
-    write_run(suite / "program" / "dev_eval", [("d1", 1, False), ("d2", 0, True)])
+    write_run(suite / "program" / "dev_eval", [("d1", 1, False), ("d2", 0, True)])  # balanced 50
+    write_run(suite / "program" / "dev_eval_unoptimized", [("d1", 0, False), ("d2", 0, True)])  # balanced 0
     # 8 cases: the rewrite wins 4 (c1-c4), loses none; c5-c8 are the same both times
     write_run(suite / "test-original", [(f"c{i}", 0, i == 4) for i in range(1, 5)] +
               [(f"c{i}", i % 2, i == 8) for i in range(5, 9)])
@@ -55,7 +56,7 @@ def test_the_page_pairs_the_runs_and_shows_each_rewrite(kept, tmp_path):
     page = (tmp_path / "page.md").read_text()
     assert page.startswith("# Tool descriptions as what is optimized\n") and page == results_page(kept)
     assert "| treasure_hunt | 8 | 25.0 | 75.0 | +50.0 [" in page and "| 0.125 |" in page  # McNemar: 4 discordant
-    assert "| treasure_hunt | 150 | 3 | 600 | 200 | 2 | 25.0 -> 50.0 | 1 of 12 |" in page
+    assert "| treasure_hunt | 150 | 3 | 600 | 200 | 2 | 0.0 -> 50.0 | 1 of 12 |" in page  # from the dev rows
     assert f"| {REWRITE} |" in page and "Hand-written: one tool rewritten." in page
     assert "| treasure_hunt | `results/x` | `measure_descriptions.sh` | `abc1234` |" in page
 
