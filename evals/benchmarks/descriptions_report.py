@@ -18,6 +18,7 @@ original.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -40,8 +41,10 @@ TEST_COLUMNS = ("suite", "test cases", "original %", "rewritten %", "rewritten -
                 "McNemar p", "balanced % (original -> rewritten)", "abstention % on no-tool cases",
                 "false abstention %", "s / case")
 DEV_RUNS = {"rewritten": "dev_eval", "original": "dev_eval_unoptimized"}  # under the program's folder
-SEARCH_COLUMNS = ("suite", "metric calls (cap)", "candidates", "compile s", "model calls", "dev cases",
-                  "dev balanced % (original -> rewritten)", "tools rewritten")
+SEARCH_COLUMNS = ("suite", "metric calls (cap)", "reflection steps", "rewrites tried", "better on their minibatch",
+                  "candidates", "compile s", "model calls", "dev cases", "dev balanced % (original -> rewritten)",
+                  "tools rewritten")
+RUN_LOG = "optimizer_log/run_log.json"  # GEPA's log of its steps, under the program's folder
 
 
 class SuiteRuns:
@@ -52,6 +55,7 @@ class SuiteRuns:
                  dev: dict[str, pd.DataFrame] | None = None):
         self.suite, self.manifest, self.original, self.rewritten = suite, manifest, original, rewritten
         self.dev = dev or {}  # the dev rows: "rewritten" (the program) and "original" (the selector it started from)
+        self.steps: list[dict] | None = None  # GEPA's reflection steps (its run log), where kept
         self.original_descriptions = descriptions_of(registry_for(load_suite(suite).cases[0]))
 
 
@@ -67,6 +71,8 @@ def load_suite_runs(results: Path) -> list[SuiteRuns]:
                if (program.parent / run / "results.jsonl").exists()}
         runs.append(SuiteRuns(folder.name, manifest, load_results(folder / "test-original"),
                               load_results(folder / "test-optimized"), dev))
+        log = program.parent / RUN_LOG
+        runs[-1].steps = json.loads(log.read_text(encoding="utf-8")) if log.exists() else None
     if not runs:
         raise FileNotFoundError(f"{results} holds no suite with a program and both test runs: run "
                                 "evals/benchmarks/measure_descriptions.sh, which keeps them there.")
@@ -125,8 +131,14 @@ def _search_row(runs: SuiteRuns) -> dict[str, str]:
     def figure(name: str, digits: int = 0) -> str:
         return f"{cost[name]:.{digits}f}" if name in cost else "-"
 
+    steps = runs.steps
+    tried = [step for step in steps or [] if "new_subsample_scores" in step]
+    better = sum(sum(step["new_subsample_scores"]) > sum(step["subsample_scores"]) for step in tried)
     return {
         "suite": runs.suite, "metric calls (cap)": f"{cap}" if cap != "-" else f"({budget})",
+        "reflection steps": "-" if steps is None else str(len(steps)),
+        "rewrites tried": "-" if steps is None else str(len(tried)),
+        "better on their minibatch": "-" if steps is None else str(better),
         "candidates": figure("candidates"), "compile s": figure("compile_seconds"), "model calls": figure("model_calls"),
         "dev cases": str(len(runs.dev["rewritten"])) if "rewritten" in runs.dev else "-",
         "dev balanced % (original -> rewritten)": " -> ".join(

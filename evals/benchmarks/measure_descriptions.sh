@@ -57,7 +57,9 @@ for suite in $SUITES; do
 done
 
 run "$OUT/keep.log" "$BIN/python" -m evals.benchmarks.keep_results "$OUT" "$KEEP"
-for suite in $SUITES; do
+for suite in $SUITES; do  # the comparison and GEPA's log of its steps go with the kept rows
   [[ -f $OUT/$suite/compare.txt ]] && cp "$OUT/$suite/compare.txt" "$KEEP/$suite/compare.txt"
+  log=$OUT/$suite/program/optimizer_log/run_log.json
+  [[ -f $log ]] && mkdir -p "$KEEP/$suite/program/optimizer_log" && cp "$log" "$KEEP/$suite/program/optimizer_log/"
 done
 echo "$(date +%T) done"

@@ -37,6 +37,10 @@ def kept(tmp_path) -> Path:
                         cost={"compile_seconds": 600.0, "model_calls": 200.0, "candidates": 3.0})
     (suite / "program").mkdir(parents=True)
     (suite / "program" / MANIFEST_FILE).write_text(manifest.model_dump_json())
+    (suite / "program" / "optimizer_log").mkdir()
+    (suite / "program" / "optimizer_log" / "run_log.json").write_text(json.dumps([  # GEPA's steps
+        {"i": 0, "subsample_scores": [0, 1, 0], "new_subsample_scores": [1, 1, 0]},
+        {"i": 1, "subsample_scores": [0, 0, 0], "new_subsample_scores": [0, 0, 0]}, {"i": 2}]))
     write_run(suite / "program" / "dev_eval", [("d1", 1, False), ("d2", 0, True)])  # balanced 50
     write_run(suite / "program" / "dev_eval_unoptimized", [("d1", 0, False), ("d2", 0, True)])  # balanced 0
     # 8 cases: the rewrite wins 4 (c1-c4), loses none; c5-c8 are the same both times
@@ -56,7 +60,7 @@ def test_the_page_pairs_the_runs_and_shows_each_rewrite(kept, tmp_path):
     page = (tmp_path / "page.md").read_text()
     assert page.startswith("# Tool descriptions as what is optimized\n") and page == results_page(kept)
     assert "| treasure_hunt | 8 | 25.0 | 75.0 | +50.0 [" in page and "| 0.125 |" in page  # McNemar: 4 discordant
-    assert "| treasure_hunt | 150 | 3 | 600 | 200 | 2 | 0.0 -> 50.0 | 1 of 12 |" in page  # from the dev rows
+    assert "| treasure_hunt | 150 | 3 | 2 | 1 | 3 | 600 | 200 | 2 | 0.0 -> 50.0 | 1 of 12 |" in page  # dev: the rows
     assert f"| {REWRITE} |" in page and "Hand-written: one tool rewritten." in page
     assert "| treasure_hunt | `results/x` | `measure_descriptions.sh` | `abc1234` |" in page
 
