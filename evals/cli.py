@@ -122,6 +122,9 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
                            "--suite LOOP_SUITE' wrote); loop suites.")
     loop.add_argument("--shown", type=int, default=2, metavar="N",
                       help="How many of --trajectories open each task: those whose tools the task has (default: 2).")
+    loop.add_argument("--trajectories-as", choices=["turns", "text"], default="turns",
+                      help="Show --trajectories as earlier turns of the conversation (default) or as examples in "
+                           "the system prompt.")
     loop.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
     loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
     loop.set_defaults(handler=_loop)
@@ -430,7 +433,7 @@ def _loop(args: argparse.Namespace) -> int:
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True),
                             setup=LoopSetup(LoopLimits(first_step=args.first_step, finish=args.finish),
-                                            tuple(trajectories), args.shown))
+                                            tuple(trajectories), args.shown, args.trajectories_as))
     s = result.summary
     print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}"
           f"{_limits_words(args)}")
@@ -448,7 +451,8 @@ def _limits_label(args: argparse.Namespace) -> str:
     """What a loop run changes of how turns run, for its folder and its summary line ("" for the defaults)."""
     return (("-first-step-required" if args.first_step == "required" else "")
             + ("-finish-tool" if args.finish == "tool" else "")
-            + (f"-trajectories{args.shown}" if getattr(args, "trajectories", None) else ""))
+            + (f"-trajectories{args.shown}{'-text' if args.trajectories_as == 'text' else ''}"
+               if getattr(args, "trajectories", None) else ""))
 
 
 def _limits_words(args: argparse.Namespace) -> str:

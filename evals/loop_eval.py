@@ -257,16 +257,17 @@ class LoopSetup:
     """How each task's loop runs besides its models and selector: ``limits`` (``LoopLimits``: ``first_step``,
     ``finish``, reminders; the task's own call limit stands) and ``trajectories``, solved tasks of which up to
     ``shown`` whose tools the task has open its conversation (``tool_selection.trajectories``; never the task's
-    own)."""
+    own), as earlier turns or as examples in the system prompt (``show_as``)."""
 
     limits: LoopLimits = field(default_factory=LoopLimits)
     trajectories: tuple[Trajectory, ...] = ()
     shown: int = 2
+    show_as: Literal["turns", "text"] = "turns"
 
     def prompt_for(self, task: LoopTask) -> LoopPrompt:
         chosen = choose_trajectories(self.trajectories, task.tools().registry().names(), self.shown,
                                      exclude=[task.id])
-        return replace(LOOP_PROMPT, demonstrations=tuple(chosen))
+        return replace(LOOP_PROMPT, demonstrations=tuple(chosen), show_as=self.show_as)
 
 
 def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: SelectorSpec | None = None,

@@ -264,13 +264,15 @@ step after the first (see ``LoopPrompt``)."""
 @dataclass(frozen=True)
 class LoopPrompt:
     """What opens a loop's conversation: ``text``, its system prompt, and ``demonstrations``, solved tasks shown
-    after it as earlier conversations (``tool_selection.trajectories``). With ``replaces_selector`` (the default)
+    after it as earlier conversations or (``show_as="text"``) told in it as examples
+    (``tool_selection.trajectories``). With ``replaces_selector`` (the default)
     the text stands instead of the selector's one-decision instructions (native strategies); a plain string given
     as ``system_prompt`` follows them."""
 
     text: str
     replaces_selector: bool = True
     demonstrations: tuple[Trajectory, ...] = ()
+    show_as: Literal["turns", "text"] = "turns"  # demonstrations as earlier turns, or as examples in the text
 
 LOOP_PROMPT = LoopPrompt(LOOP_SYSTEM_PROMPT)
 NO_CALL_REMINDER = ("You answered without calling a function. If one of the functions can do what I asked, call it "
@@ -386,6 +388,10 @@ class AgentLoop:
         prompt = system_prompt if isinstance(system_prompt, LoopPrompt) else LoopPrompt(system_prompt or "", False)
         if self.limits.finish == "tool" and prompt.text == LOOP_SYSTEM_PROMPT:
             prompt = replace(prompt, text=LOOP_FINISH_SYSTEM_PROMPT)
+        if prompt.demonstrations and prompt.show_as == "text":
+            examples = "\n\n".join(t.text(self.limits.finish) for t in prompt.demonstrations)
+            prompt = replace(prompt, text=f"{prompt.text}\n\nExamples of finished tasks:\n\n{examples}",
+                             demonstrations=())
         self.system_prompt, self.replaces_selector = prompt.text or None, prompt.replaces_selector
         self.demonstrations = prompt.demonstrations
         self.detector = self.escalation.detector or (LoopStuckDetector() if self.secondary_lm is not None else None)

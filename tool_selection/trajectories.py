@@ -1,9 +1,10 @@
 """Finished tasks shown to the loop's model as earlier conversations: what a multi-step task looks like done.
 
 A ``Trajectory`` is one solved task: the request, each call with the result it returned, and the answer. The loop
-(``AgentLoop(demonstrations=...)``) puts the chosen ones after its system prompt, each as the turns the model would
-have produced (its calls in its own format, the tools' results as tool turns, the answer, or the ``finish`` call
-under ``LoopLimits(finish="tool")``), so that a small model sees a whole task carried to its end before its own.
+(``LoopPrompt(demonstrations=...)``) shows the chosen ones either after its system prompt as the turns the model
+would have produced (``show_as="turns"``: its calls in its own format, the tools' results as tool turns, the
+answer, or the ``finish`` call under ``LoopLimits(finish="tool")``), or told as examples inside the system prompt
+(``show_as="text"``), so that a small model sees a whole task carried to its end before its own.
 ``choose_trajectories`` picks those whose tools the current task has. Saved as JSON (``save_trajectories``);
 ``evals.loop_trajectories`` builds them from a loop suite's verified oracles.
 """
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Trajectory", "TrajectoryStep", "choose_trajectories", "load_trajectories", "save_trajectories"]
 
 FINISHED = '{"ok": true, "turn": "ended"}'  # the tool turn that answers a demonstration's finish call
+TEXT_RESULT_CHARS = 300  # a result told in an example longer than this is cut
 
 
 class TrajectoryStep(BaseModel):
@@ -65,6 +67,19 @@ class Trajectory(BaseModel):
         else:
             turns.append(Message(role=Role.ASSISTANT, content=self.answer, metadata=mark))
         return turns
+
+    def text(self, finish: Literal["answer", "tool"] = "answer", result_chars: int = TEXT_RESULT_CHARS) -> str:
+        """The trajectory told as an example in prose, for a system prompt: each call with its result (cut at
+        ``result_chars``), then how it ended."""
+        from tool_selection.agent import FINISH_TOOL
+
+        lines = [f"Request: {self.request}"]
+        for step in self.steps:
+            result = step.result if len(step.result) <= result_chars else step.result[: result_chars - 3] + "..."
+            lines.append(f"Call {step.call} -> {result}")
+        ending = (f'Call {ToolCall(tool_name=FINISH_TOOL, arguments={"answer": self.answer})}' if finish == "tool"
+                  else f"Answer: {self.answer}")
+        return "\n".join([*lines, ending])
 
 
 def choose_trajectories(pool: Iterable[Trajectory], tool_names: Iterable[str], k: int, *,

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The multistep suite's test tasks through the loop, one variant of how turns run at a time (llama.cpp must run
 # alone for its timings): the default, finish (every step a call, the turn ended by finish(answer)), trajectories
-# (the train tasks' solved oracles shown first) or both. Resumable: a run keeps its finished tasks.
+# (the train tasks' solved oracles shown first, as earlier turns), both, or text (the solved tasks told as
+# examples in the system prompt). Resumable: a run keeps its finished tasks.
 #
-#   [LIMIT=20] evals/benchmarks/measure_loop.sh MODEL_NAME [VARIANT...]   (VARIANT: default finish trajectories both)
+#   [LIMIT=20] evals/benchmarks/measure_loop.sh MODEL_NAME [VARIANT...]   (VARIANT: default finish trajectories both text)
 #
 # Rows go to OUT/MODEL_NAME-VARIANT (default OUT: runs/loop/multistep); DRY_RUN=1 prints the commands only. Then
 #   python -m evals.benchmarks.loop_report --paired default=OUT/M-default finish=OUT/M-finish ...
@@ -31,7 +32,8 @@ for variant in $VARIANTS; do
     finish) options=(--finish tool) ;;
     trajectories) options=(--trajectories "$TRAJECTORIES") ;;
     both) options=(--finish tool --trajectories "$TRAJECTORIES") ;;
-    *) echo "unknown variant $variant: default, finish, trajectories or both"; exit 2 ;;
+    text) options=(--trajectories "$TRAJECTORIES" --trajectories-as text) ;;
+    *) echo "unknown variant $variant: default, finish, trajectories, both or text"; exit 2 ;;
   esac
   run "$OUT/$MODEL-$variant.log" "$BIN/toolsel" eval loop --suite multistep --split test --no-cache \
       --model "local:$MODEL" "${limit[@]}" "${options[@]}" --run-dir "$OUT/$MODEL-$variant"

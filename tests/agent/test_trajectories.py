@@ -98,3 +98,21 @@ def test_the_command_line_saves_a_loop_suites_trajectories(tmp_path, capsys):
     assert len(load_trajectories(tmp_path / "t")) == 12
     assert main(["optimize", "--suite", "multistep", "--teacher", "local:qwen2.5-coder-1.5b"]) == 2
     assert "leave --teacher, --optimizer and --target out" in capsys.readouterr().err
+
+
+def test_trajectories_told_as_examples_join_the_system_prompt(tmp_path):
+    from dataclasses import replace
+
+    solved = trajectory("t1", "check_inventory", answer="A rope.")
+    solved.steps[0].result = '{"ok": true, "items": "' + "x" * 400 + '"}'
+    told = solved.text()
+    assert told.startswith("Request: request t1\nCall check_inventory() -> {") and told.endswith("Answer: A rope.")
+    assert len(told.splitlines()[1]) < 330 and told.splitlines()[1].endswith("...")  # a long result is cut
+    assert solved.text("tool").endswith("Call finish(answer='A rope.')")
+
+    lm, llama = lm_for(["Moved."], tmp_path)
+    prompt = replace(LOOP_PROMPT, demonstrations=(solved,), show_as="text")
+    AgentLoop(TREASURE, strategy="native", lm=lm, system_prompt=prompt).run("Go north.")
+    seen = llama.calls[0]["messages"]
+    assert [m["role"] for m in seen] == ["system", "user"]  # no turns of its own
+    assert "Examples of finished tasks:\n\nRequest: request t1" in seen[0]["content"]
