@@ -458,7 +458,8 @@ def _limits_label(args: argparse.Namespace) -> str:
 def _limits_words(args: argparse.Namespace) -> str:
     return ((", first step required" if args.first_step == "required" else "")
             + (", turns end by calling finish" if args.finish == "tool" else "")
-            + (f", up to {args.shown} solved tasks shown" if getattr(args, "trajectories", None) else ""))
+            + (f", up to {args.shown} solved tasks shown{' as text' if args.trajectories_as == 'text' else ''}"
+               if getattr(args, "trajectories", None) else ""))
 
 
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
