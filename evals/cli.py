@@ -452,14 +452,14 @@ def _limits_label(args: argparse.Namespace) -> str:
     return (("-first-step-required" if args.first_step == "required" else "")
             + ("-finish-tool" if args.finish == "tool" else "")
             + (f"-trajectories{args.shown}{'-text' if args.trajectories_as == 'text' else ''}"
-               if getattr(args, "trajectories", None) else ""))
+               if args.trajectories else ""))
 
 
 def _limits_words(args: argparse.Namespace) -> str:
     return ((", first step required" if args.first_step == "required" else "")
             + (", turns end by calling finish" if args.finish == "tool" else "")
             + (f", up to {args.shown} solved tasks shown{' as text' if args.trajectories_as == 'text' else ''}"
-               if getattr(args, "trajectories", None) else ""))
+               if args.trajectories else ""))
 
 
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:

@@ -264,9 +264,9 @@ class LoopSetup:
     shown: int = 2
     show_as: Literal["turns", "text"] = "turns"
 
-    def prompt_for(self, task: LoopTask) -> LoopPrompt:
-        chosen = choose_trajectories(self.trajectories, task.tools().registry().names(), self.shown,
-                                     exclude=[task.id])
+    def prompt_for(self, task: LoopTask, tools: ToolSet) -> LoopPrompt:
+        """The loop's prompt for ``task`` over ``tools``, with the solved tasks it is shown."""
+        chosen = choose_trajectories(self.trajectories, tools.registry().names(), self.shown, exclude=[task.id])
         return replace(LOOP_PROMPT, demonstrations=tuple(chosen), show_as=self.show_as)
 
 
@@ -312,9 +312,10 @@ def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, escalatio
               setup: LoopSetup) -> dict[str, Any]:
     """One task's loop, in a folder of its own (each task's files start from nothing), as a result row."""
     limits = replace(setup.limits, max_tool_calls=task.max_tool_calls, max_steps=None)
-    prompt = setup.prompt_for(task)
+    tools = task.tools()
+    prompt = setup.prompt_for(task, tools)
     with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
-        loop = AgentLoop(task.tools(), selector=MultiToolSelector.from_spec(selector), lm=lm, limits=limits,
+        loop = AgentLoop(tools, selector=MultiToolSelector.from_spec(selector), lm=lm, limits=limits,
                          system_prompt=prompt, escalation=escalation, session_config={"root": Path(root)})
         with dspy.context(track_usage=True), dspy.track_usage() as tracker:
             transcript = loop.run(task.request)

@@ -52,10 +52,10 @@ class SuiteRuns:
     rewritten descriptions, and the original descriptions (from the suite's own catalog)."""
 
     def __init__(self, suite: str, manifest: Manifest, original: pd.DataFrame, rewritten: pd.DataFrame,
-                 dev: dict[str, pd.DataFrame] | None = None):
+                 dev: dict[str, pd.DataFrame] | None = None, steps: list[dict] | None = None):
         self.suite, self.manifest, self.original, self.rewritten = suite, manifest, original, rewritten
         self.dev = dev or {}  # the dev rows: "rewritten" (the program) and "original" (the selector it started from)
-        self.steps: list[dict] | None = None  # GEPA's reflection steps (its run log), where kept
+        self.steps = steps  # GEPA's reflection steps (its run log), where kept
         self.original_descriptions = descriptions_of(registry_for(load_suite(suite).cases[0]))
 
 
@@ -69,10 +69,10 @@ def load_suite_runs(results: Path) -> list[SuiteRuns]:
         manifest = Manifest.model_validate_json(program.read_text(encoding="utf-8"))
         dev = {side: load_results(program.parent / run) for side, run in DEV_RUNS.items()
                if (program.parent / run / "results.jsonl").exists()}
-        runs.append(SuiteRuns(folder.name, manifest, load_results(folder / "test-original"),
-                              load_results(folder / "test-optimized"), dev))
         log = program.parent / RUN_LOG
-        runs[-1].steps = json.loads(log.read_text(encoding="utf-8")) if log.exists() else None
+        runs.append(SuiteRuns(folder.name, manifest, load_results(folder / "test-original"),
+                              load_results(folder / "test-optimized"), dev,
+                              json.loads(log.read_text(encoding="utf-8")) if log.exists() else None))
     if not runs:
         raise FileNotFoundError(f"{results} holds no suite with a program and both test runs: run "
                                 "evals/benchmarks/measure_descriptions.sh, which keeps them there.")
