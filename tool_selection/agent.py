@@ -43,7 +43,6 @@ from tool_selection.toolset import ToolSet
 from tool_selection.trajectories import Trajectory
 
 __all__ = [
-    "LOOP_FINISH_PROMPT",
     "LOOP_FINISH_SYSTEM_PROMPT",
     "LOOP_PROMPT",
     "LOOP_SYSTEM_PROMPT",
@@ -282,7 +281,6 @@ FINISH_TOOL = "finish"
 LOOP_FINISH_SYSTEM_PROMPT = LOOP_SYSTEM_PROMPT.replace(
     "answer in one or two plain sentences without a call",
     f"call {FINISH_TOOL} with your answer to the user in one or two plain sentences")
-LOOP_FINISH_PROMPT = LoopPrompt(LOOP_FINISH_SYSTEM_PROMPT)
 
 
 class FinishTurn(BaseTool):

@@ -258,7 +258,7 @@ def test_a_required_first_step_needs_a_native_strategy(tmp_path):
 
 def test_a_turn_ends_when_the_model_calls_finish(tmp_path):
     from tests.lm.conftest import staged_lm
-    from tool_selection.agent import LOOP_FINISH_PROMPT
+    from tool_selection.agent import LOOP_FINISH_SYSTEM_PROMPT
 
     move = json.dumps({"name": "move", "arguments": {"direction": "north"}})
     finish = json.dumps({"name": "finish", "arguments": {"answer": "You walked north."}})
@@ -271,7 +271,7 @@ def test_a_turn_ends_when_the_model_calls_finish(tmp_path):
     forced = [c for c in llama.calls if c["prompt"].endswith("<tool_call>\n") and c["grammar"] is not None]
     assert len(forced) == 2  # every step is a call
     assert ";finish;" in llama.calls[0]["prompt"] and "call finish with your answer" in llama.calls[0]["prompt"]
-    assert transcript.messages[0].content == LOOP_FINISH_PROMPT.text and "finish" not in TREASURE.registry()
+    assert transcript.messages[0].content == LOOP_FINISH_SYSTEM_PROMPT and "finish" not in TREASURE.registry()
 
 
 def test_finish_ends_the_turn_after_the_calls_before_it():
