@@ -36,11 +36,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evals.bfcl import BFCL_VERSION, bfcl_data_dir, split_for
 from evals.deprecated_keywords import fold_keywords
-from evals.loop_eval import LOOP_SELECTOR
+from evals.loop_eval import LOOP_SELECTOR, LoopSetup
 from evals.metrics import bootstrap_ci
 from evals.runner import _RowWriter, load_rows
 from evals.suite import SuiteError, read_json_lines
-from tool_selection.agent import NOT_EXECUTED, AgentLoop, LoopEscalation, LoopLimits, Message, Role, Transcript
+from tool_selection.agent import (
+    NOT_EXECUTED,
+    AgentLoop,
+    CallRecord,
+    LoopEscalation,
+    LoopLimits,
+    Message,
+    Role,
+    ToolSession,
+    Transcript,
+    result_text,
+)
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
@@ -49,9 +60,11 @@ from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
 from tool_selection.tool_failures import tool_failure
+from tool_selection.trajectories import Trajectory, TrajectoryStep
 
-__all__ = ["MULTI_TURN_CATEGORIES", "BfclBackends", "MultiTurnTask", "check_multi_turn", "load_multi_turn",
-           "multi_turn_n_ctx", "parse_call_string", "run_multi_turn", "summarize_multi_turn", "trim_history"]
+__all__ = ["MULTI_TURN_CATEGORIES", "BfclBackends", "MultiTurnTask", "check_multi_turn", "ground_truth_trajectories",
+           "load_multi_turn", "multi_turn_n_ctx", "parse_call_string", "run_multi_turn", "summarize_multi_turn",
+           "trim_history"]
 
 MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
                          "multi_turn_long_context")
@@ -59,8 +72,11 @@ MAX_STEPS_PER_TURN = 20  # BFCL's MAXIMUM_STEP_LIMIT: a turn that needs more is 
 MAX_CALLS_PER_TURN = 40  # the longest ground-truth turn (long_context) makes 34 calls
 TURN_LIMITS = LoopLimits(max_tool_calls=MAX_CALLS_PER_TURN, max_steps=MAX_STEPS_PER_TURN, reminders=1)
 """Every BFCL multi-turn turn asks for calls: a turn's first answer without one is sent back once."""
+MULTI_TURN_SETUP = LoopSetup(TURN_LIMITS)
+"""BFCL's turn limits, no solved tasks shown."""
 MULTI_TURN_N_CTX = 16384  # Qwen2.5-Coder is trained for 32k; two classes' docs plus a conversation fit in 16k
 CHARS_PER_TOKEN = 3.0  # a conservative estimate for JSON-heavy text (Qwen's tokenizer averages more)
+CLOSING_RESULT_CHARS = 200  # a demonstration's answer quotes its last result up to this length
 TURN_RESERVE_TOKENS = 3072  # room kept for the turn being run: its calls, results and answers
 MULTI_TURN_RUN_KEYWORDS = ("run_dir", "max_tokens")  # run_multi_turn's former keywords of the run
 
@@ -222,6 +238,40 @@ def parse_call_string(text: str, backends: BfclBackends) -> ToolCall:
     return ToolCall(tool_name=node.func.id, arguments=arguments)
 
 
+def ground_truth_trajectories(tasks: Iterable[MultiTurnTask]) -> list[Trajectory]:
+    """Each task's first turn as BFCL's ground truth does it, as a solved task to show the loop: the calls run on
+    the task's fresh back ends, each with the result the loop would show, then an answer that says what was done.
+    Only first turns: a later turn leans on the ones before it ("move that file"). A task whose first turn has no
+    call, or whose ground truth fails on the back ends, gives none."""
+    trajectories = []
+    for task in tasks:
+        if not task.turns or not task.turns[0] or not task.ground_truth or not task.ground_truth[0]:
+            continue
+        backends = BfclBackends(task)
+        session = ToolSession(function_registry(task.functions), backends=backends)
+        records = [session.execute(parse_call_string(text, backends), f"truth_{i}")
+                   for i, text in enumerate(task.ground_truth[0])]
+        if not all(r.ok for r in records):
+            continue
+        steps = [TrajectoryStep(call=ToolCall(tool_name=r.tool_name, arguments=r.arguments), result=result_text(r))
+                 for r in records]
+        trajectories.append(Trajectory(source=task.id, request=task.turns[0][-1]["content"], steps=steps,
+                                       answer=_closing(records)))
+    return trajectories
+
+
+def _closing(records: list[CallRecord]) -> str:
+    """A ground-truth turn's answer, which BFCL does not give: what was done, and what the last call returned."""
+    names = [r.tool_name for r in records]
+    done = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    ran = {1: "ran", 2: "both ran"}.get(len(names), "all ran")
+    if records[-1].result is None:
+        return f"Done: {done} {ran} without an error."
+    last = result_text(records[-1])
+    last = last if len(last) <= CLOSING_RESULT_CHARS else last[: CLOSING_RESULT_CHARS - 3] + "..."
+    return f"Done: {done} {ran} without an error. The last result: {last}"
+
+
 # ------------------------------------------------------------------------------------------------ the checker
 def check_multi_turn(task: MultiTurnTask, model_result: list[list[list[str]]]) -> dict[str, Any]:
     """BFCL's verdict on ``model_result`` (per turn, per step, the call strings): ``valid``, ``error_type``,
@@ -315,14 +365,17 @@ def _context_tokens(lm: dspy.BaseLM | None) -> int | None:
 # ------------------------------------------------------------------------------------------------------ runs
 def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorSpec = LOOP_SELECTOR,
              max_tokens: int = 512, escalation: LoopEscalation | None = None,
-             limits: LoopLimits = TURN_LIMITS) -> dict[str, Any]:
+             setup: LoopSetup = MULTI_TURN_SETUP) -> dict[str, Any]:
     """Run one task's turns through the loop on fresh back ends and score it with BFCL's checker: one row.
-    Every turn's ``AgentLoop`` decides with a selector built from ``selector`` within ``limits`` and escalates
-    stuck steps as ``escalation`` says; ``max_tokens`` (the model's generation limit) is kept free in the context."""
+    Every turn's ``AgentLoop`` decides with a selector built from ``selector`` within ``setup.limits`` and
+    escalates stuck steps as ``escalation`` says; the solved tasks ``setup`` chooses for the task's functions open
+    its first turn. ``max_tokens`` (the model's generation limit) is kept free in the context."""
     from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
 
     start = time.perf_counter()
+    limits = setup.limits
     decide = MultiToolSelector.from_spec(selector)
+    prompt = setup.prompt_for(task.id, [f["name"] for f in task.functions])  # those offered from the start
     backends = BfclBackends(task)
     functions = list(task.functions)
     n_ctx = _context_tokens(lm)
@@ -343,7 +396,7 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
             summarised, dropped = summarised + s, dropped + d
         earlier = [Message(role=Role(m["role"]), content=m["content"]) for m in messages[:-1]]
         loop = AgentLoop(registry, selector=decide, lm=lm, limits=limits, escalation=escalation,
-                         session_config={"backends": backends})
+                         system_prompt=prompt, session_config={"backends": backends})
         transcript = loop.run(messages[-1]["content"] if messages else "", history=[*history, *earlier])
         transcripts.append(transcript)
         model_result.append([[call_string(c.tool_name, c.arguments) for c in step.calls
@@ -367,7 +420,7 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
         "errors_recovered": float(sum(t.errors_recovered for t in transcripts)),
         "escalations": float(sum(t.escalations for t in transcripts)),
         "reminders": float(sum(t.reminders for t in transcripts)), "first_step": limits.first_step,
-        "finish": limits.finish,
+        "finish": limits.finish, "demonstrations": [t.source for t in prompt.demonstrations],
         "turn_stop_reasons": [t.stop_reason for t in transcripts],
         "turns_summarised": float(summarised), "turns_dropped": float(dropped),
         "seconds": time.perf_counter() - start, "model_result": model_result,
@@ -404,17 +457,21 @@ def sample_tasks(tasks: list[MultiTurnTask], size: int | None, seed: int) -> lis
 
 def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, selector: SelectorSpec | None = None,
                    run: RunConfig | None = None, escalation: LoopEscalation | None = None,
-                   progress: Callable[[str], None] | None = None, limits: LoopLimits = TURN_LIMITS,
-                   **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
+                   progress: Callable[[str], None] | None = None, limits: LoopLimits | None = None,
+                   setup: LoopSetup | None = None, **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
     """Run every task and summarise. ``selector``: how each step is decided (default ``LOOP_SELECTOR``); ``run``:
     ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them), ``sample``/``seed`` and
     ``limit`` (which tasks: a seeded sample, then the first N), ``max_tokens`` (the model's generation limit, kept
     free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
     ``limits``: each turn's (default ``TURN_LIMITS``: BFCL's step limit, one reminder; ``first_step="required"``
     makes each turn open with a call, ``finish="tool"`` every step a call until the model calls ``finish``).
+    ``setup``: the limits and solved tasks shown first together (``LoopSetup``; give it or ``limits``, not both).
     The former ``strategy=``, ``run_dir=`` and ``max_tokens=`` still work, with a ``DeprecationWarning``."""
     selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
                                   selector_defaults={"relevance": "none"})
+    if limits is not None and setup is not None:
+        raise ToolSelectionError("Give run_multi_turn limits= or setup= (which holds its limits), not both.")
+    setup = setup or (LoopSetup(limits) if limits is not None else MULTI_TURN_SETUP)
     tasks = sample_tasks(tasks, run.sample, run.seed)[: run.limit]
     run_path = run.run_dir
     if run_path and run.fresh:
@@ -427,7 +484,7 @@ def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, select
         if task.id in rows:
             continue
         row = run_task(task, lm, selector=selector or LOOP_SELECTOR, max_tokens=run.max_tokens, escalation=escalation,
-                       limits=limits)
+                       setup=setup)
         rows[task.id] = row
         writer.write(row)
         if progress:

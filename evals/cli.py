@@ -119,7 +119,7 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
                            "required call and the model ends the turn by calling finish(answer) (native strategies).")
     loop.add_argument("--trajectories", metavar="PATH",
                       help="Solved tasks shown before each task's conversation (the file or folder 'toolsel optimize "
-                           "--suite LOOP_SUITE' wrote); loop suites.")
+                           "--suite SUITE' wrote for a loop suite or a BFCL multi-turn category).")
     loop.add_argument("--shown", type=int, default=2, metavar="N",
                       help="How many of --trajectories open each task: those whose tools the task has (default: 2).")
     loop.add_argument("--trajectories-as", choices=["turns", "text"], default="turns",
@@ -136,7 +136,9 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
         description="Optimize a MultiToolSelector with a DSPy optimizer: trains on the suite's train split, selects "
                     "on dev, never touches test; then scores the compiled selector on test and logs it to MLflow.",
     )
-    opt.add_argument("--suite", default=DEFAULT_SUITE, help="Suite name, bfcl:CATEGORY[+...], or .jsonl path.")
+    opt.add_argument("--suite", default=DEFAULT_SUITE,
+                     help="Suite name, bfcl:CATEGORY[+...], or .jsonl path. A loop suite (multistep) or a BFCL "
+                          "multi-turn category saves its train tasks solved, for 'eval loop --trajectories'.")
     opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
     opt.add_argument("--target", choices=["program", "descriptions"], default="program",
                      help="What is optimized: the selector's prompt (default), or the descriptions its tools show "
@@ -171,19 +173,30 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _optimize_loop(args: argparse.Namespace) -> int:
-    """A loop suite's optimization: its train tasks' verified oracles, saved as trajectories for 'eval loop'."""
-    from evals.loop_eval import load_loop_suite, oracle_trajectories
+    """A loop suite's optimization: its train tasks solved (a loop suite's verified oracles, BFCL multi-turn's
+    ground-truth first turns), saved as trajectories for 'eval loop'."""
+    from evals.naming import slug
     from tool_selection.trajectories import save_trajectories
 
     if args.teacher or args.optimizer not in (None, "bootstrap") or args.target != "program":
-        raise ToolSelectionError("A loop suite is optimized by showing its train tasks' solved oracles (no teacher, "
-                                 "optimizer or target to choose): leave --teacher, --optimizer and --target out.")
-    train = [t for t in load_loop_suite(args.suite) if t.split == "train"][: args.train_limit]
-    trajectories = oracle_trajectories(train)
-    path = save_trajectories(trajectories, Path(args.out or f"programs/{args.suite}-trajectories") / "trajectories.json",
-                             suite=args.suite, split="train", source="oracle")
-    print(f"{len(trajectories)} of {len(train)} train tasks' oracles pass their task's check: saved as trajectories "
-          f"in {path}\nuse them with: toolsel eval loop --suite {args.suite} --trajectories {path.parent}")
+        raise ToolSelectionError("A loop suite is optimized by showing its train tasks solved (no teacher, optimizer "
+                                 "or target to choose): leave --teacher, --optimizer and --target out.")
+    if args.suite.startswith("bfcl:"):
+        from evals.bfcl_multi_turn import ground_truth_trajectories, load_multi_turn
+
+        train = [t for t in load_multi_turn(args.suite.removeprefix("bfcl:").split("+"))
+                 if t.split == "train"][: args.train_limit]
+        trajectories, source = ground_truth_trajectories(train), "ground_truth"
+        what = "ground-truth first turns run on their back ends without a failure"
+    else:
+        from evals.loop_eval import load_loop_suite, oracle_trajectories
+
+        train = [t for t in load_loop_suite(args.suite) if t.split == "train"][: args.train_limit]
+        trajectories, source, what = oracle_trajectories(train), "oracle", "oracles pass their task's check"
+    out = Path(args.out or f"programs/{slug(args.suite)}-trajectories")
+    path = save_trajectories(trajectories, out / "trajectories.json", suite=args.suite, split="train", source=source)
+    print(f"{len(trajectories)} of {len(train)} train tasks' {what}: saved as trajectories in {path}\n"
+          f"use them with: toolsel eval loop --suite {args.suite} --trajectories {path.parent}")
     return 0
 
 
@@ -241,7 +254,7 @@ def _optimize(args: argparse.Namespace) -> int:
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
-    if (LOOP_SUITES / f"{args.suite}.jsonl").is_file():
+    if (LOOP_SUITES / f"{args.suite}.jsonl").is_file() or args.suite.startswith("bfcl:multi_turn"):
         return _optimize_loop(args)
     strategy = "chat-cot" if args.adapter == "chat" and args.strategy is None else args.strategy
     chosen = {"optimizer": args.optimizer} if args.optimizer else {}
@@ -466,16 +479,15 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from evals.bfcl_multi_turn import TURN_LIMITS, load_multi_turn, multi_turn_n_ctx, run_multi_turn
+    from evals.loop_eval import LoopSetup
     from evals.naming import slug
     from tool_selection.agent import LoopEscalation
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
+    from tool_selection.trajectories import load_trajectories
 
-    if args.trajectories:
-        raise ToolSelectionError("--trajectories applies to loop suites (--suite multistep); BFCL multi-turn tasks "
-                                 "take none yet.")
     categories = args.suite.removeprefix("bfcl:").split("+")
     tasks = [t for t in load_multi_turn(categories) if args.split == "all" or t.split == args.split]
     if not tasks:
@@ -494,9 +506,12 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
                                 threshold=args.threshold)
     run = RunConfig.build(run_dir=run_dir, max_tokens=args.max_tokens, sample=args.sample, seed=args.seed,
                           limit=args.limit)
+    setup = LoopSetup(replace(TURN_LIMITS, first_step=args.first_step, finish=args.finish),
+                      tuple(load_trajectories(args.trajectories) if args.trajectories else ()), args.shown,
+                      args.trajectories_as)
     table, s = run_multi_turn(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
                               run=run, escalation=escalation, progress=lambda line: print(line, flush=True),
-                              limits=replace(TURN_LIMITS, first_step=args.first_step, finish=args.finish))
+                              setup=setup)
     print(f"\n{args.suite} ({args.split}{', ' + sample[1:] if sample else ''}, {int(s['tasks'])} tasks), {models}, "
           f"strategy {args.strategy}{_limits_words(args)}; scored by BFCL's multi-turn checker")
     print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "

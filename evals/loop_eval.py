@@ -26,7 +26,7 @@ import json
 import math
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -264,9 +264,10 @@ class LoopSetup:
     shown: int = 2
     show_as: Literal["turns", "text"] = "turns"
 
-    def prompt_for(self, task: LoopTask, tools: ToolSet) -> LoopPrompt:
-        """The loop's prompt for ``task`` over ``tools``, with the solved tasks it is shown."""
-        chosen = choose_trajectories(self.trajectories, tools.registry().names(), self.shown, exclude=[task.id])
+    def prompt_for(self, task_id: str, tool_names: Iterable[str]) -> LoopPrompt:
+        """The loop's prompt for the task ``task_id`` over the tools named ``tool_names``, with the solved tasks it
+        is shown."""
+        chosen = choose_trajectories(self.trajectories, tool_names, self.shown, exclude=[task_id])
         return replace(LOOP_PROMPT, demonstrations=tuple(chosen), show_as=self.show_as)
 
 
@@ -313,7 +314,7 @@ def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, escalatio
     """One task's loop, in a folder of its own (each task's files start from nothing), as a result row."""
     limits = replace(setup.limits, max_tool_calls=task.max_tool_calls, max_steps=None)
     tools = task.tools()
-    prompt = setup.prompt_for(task, tools)
+    prompt = setup.prompt_for(task.id, tools.registry().names())
     with tempfile.TemporaryDirectory(prefix="loop-task-") as root:
         loop = AgentLoop(tools, selector=MultiToolSelector.from_spec(selector), lm=lm, limits=limits,
                          system_prompt=prompt, escalation=escalation, session_config={"root": Path(root)})

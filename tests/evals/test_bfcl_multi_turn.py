@@ -7,21 +7,26 @@ import dspy
 import pytest
 
 from evals.bfcl_multi_turn import (
+    TURN_LIMITS,
     BfclBackends,
     _chars,
     check_multi_turn,
+    ground_truth_trajectories,
     load_multi_turn,
     parse_call_string,
     run_multi_turn,
     trim_history,
 )
+from evals.loop_eval import LoopSetup
 from tests.lm.conftest import FakeLlama
 from tool_selection.agent import Message, Role
 from tool_selection.decision import ToolCall
+from tool_selection.errors import ToolSelectionError
 from tool_selection.lm import LocalEngine
 from tool_selection.lm.engine import LoadSettings
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec
+from tool_selection.trajectories import load_trajectories
 
 NATIVE = SelectorSpec(strategy="native", relevance="none")
 
@@ -178,7 +183,6 @@ def test_the_report_reads_a_run(base, tmp_path, capsys):
 def test_turns_that_end_by_calling_finish_replay_the_ground_truth(base, tmp_path):
     from dataclasses import replace
 
-    from evals.bfcl_multi_turn import TURN_LIMITS
     from tests.lm.conftest import staged_lm
 
     task = base["multi_turn_base_1"]
@@ -239,7 +243,6 @@ def test_the_run_config_picks_the_tasks(base, tmp_path):
 def test_a_required_first_step_opens_each_turn_with_a_call(base, tmp_path):
     from dataclasses import replace
 
-    from evals.bfcl_multi_turn import TURN_LIMITS
     from tests.lm.conftest import staged_lm
 
     task = base["multi_turn_base_1"]
@@ -258,3 +261,42 @@ def test_a_required_first_step_opens_each_turn_with_a_call(base, tmp_path):
     assert row["success"] == 1.0 and row["first_step"] == "required" and row["reminders"] == 0
     opened = [call for call in llama.calls if call["prompt"].endswith("<tool_call>\n") and call["grammar"]]
     assert len(opened) >= len(task.ground_truth)
+
+
+def test_train_tasks_first_turns_become_trajectories_that_replay_their_ground_truth(base):
+    task = base["multi_turn_base_0"]  # cd, mkdir, mv
+    assert task.split == "train"
+    [solved] = ground_truth_trajectories([task])
+    assert solved.source == task.id and solved.request == task.turns[0][-1]["content"]
+    assert [str(step.call) for step in solved.steps] == task.ground_truth[0]
+    assert "moved to 'temp/final_report.pdf'" in solved.steps[-1].result
+    assert solved.answer.startswith("Done: cd, mkdir and mv all ran without an error. The last result: {")
+    broken = task.model_copy(update={"ground_truth": [["cd(folder='no_such_folder')"], *task.ground_truth[1:]]})
+    assert ground_truth_trajectories([broken]) == []  # a ground truth that fails here is not shown
+
+
+def test_solved_tasks_open_the_first_turn_and_never_the_tasks_own(base, tmp_path):
+    task = base["multi_turn_base_1"]
+    pool = tuple(ground_truth_trajectories([base["multi_turn_base_0"], base["multi_turn_base_1"],
+                                            base["multi_turn_base_9"]]))
+    lm, llama = _lm(_ground_truth_script(task), tmp_path)
+    table, _ = run_multi_turn([task], lm, selector=NATIVE, setup=LoopSetup(TURN_LIMITS, pool, shown=2))
+    row = table.iloc[0]
+    assert row["success"] == 1.0 and task.id not in row["demonstrations"] and len(row["demonstrations"]) == 2
+    first = llama.calls[0]["messages"]
+    requests = {p.source: p.request for p in pool}
+    shown = [m["content"] for m in first if m["role"] == "user"]
+    assert shown == [*(requests[source] for source in row["demonstrations"]), task.turns[0][-1]["content"]]
+    later = llama.calls[-1]["messages"]  # the demonstrations stay where they are, once
+    assert sum(m["content"] == shown[0] for m in later if m["role"] == "user") == 1
+    with pytest.raises(ToolSelectionError, match="not both"):
+        run_multi_turn([task], lm, selector=NATIVE, limits=TURN_LIMITS, setup=LoopSetup(TURN_LIMITS))
+
+
+def test_the_command_line_saves_bfcl_trajectories(tmp_path, capsys):
+    from tool_selection.cli import main
+
+    assert main(["optimize", "--suite", "bfcl:multi_turn_base", "--train-limit", "3", "--out", str(tmp_path)]) == 0
+    assert "3 of 3 train tasks' ground-truth first turns run" in capsys.readouterr().out
+    assert [t.source for t in load_trajectories(tmp_path)] == ["multi_turn_base_0", "multi_turn_base_2",
+                                                               "multi_turn_base_4"]
