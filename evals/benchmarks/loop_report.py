@@ -3,7 +3,8 @@
     python -m evals.benchmarks.loop_report LABEL=RUN_DIR [LABEL=RUN_DIR ...] [--same-tasks]
 
 Per run: tasks, task success with its 95% interval, tool state reached, steps, calls, tool errors and errors
-recovered per task, escalations per task, seconds per task, and how the tasks ended. ``--same-tasks`` keeps only
+recovered per task, escalations per task, seconds per task and per solved task (the run's seconds over the tasks
+it solved), and how the tasks ended. ``--same-tasks`` keeps only
 the tasks every run finished, so that rows compare the same tasks. ``--paired`` compares each run after the first
 with the first on the tasks both ran: the paired difference with its 95% interval, and McNemar's exact p for the
 pass/fail columns (``evals.stats.compare_paired``).
@@ -27,16 +28,19 @@ LOWER_IS_BETTER = frozenset({"tool errors / task", "s / task"})
 
 def loop_table(runs: dict[str, pd.DataFrame]) -> str:
     lines = ["| run | tasks | task success % [95% CI] | tool state reached % | steps / task | calls / task | "
-             "tool errors / task | errors recovered / task | escalations / task | s / task | how tasks ended |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "tool errors / task | errors recovered / task | escalations / task | s / task | s / solved task | "
+             "how tasks ended |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, frame in runs.items():
         success, low, high = bootstrap_ci(frame["success"])
         ended = ", ".join(f"{reason} {count}" for reason, count in frame["stop_reason"].value_counts().items())
+        solved = frame["success"].sum()
+        per_solved = f"{frame['seconds'].sum() / solved:.1f}" if solved else "-"  # all the run's time, per task solved
         lines.append(f"| {label} | {len(frame)} | {100 * success:.1f} [{100 * low:.0f}, {100 * high:.0f}] | "
                      f"{100 * frame['state_ok'].mean():.1f} | {frame['steps'].mean():.2f} | "
                      f"{frame['calls'].mean():.2f} | {frame['tool_errors'].mean():.2f} | "
                      f"{frame['errors_recovered'].mean():.2f} | {frame['escalations'].mean():.2f} | "
-                     f"{frame['seconds'].mean():.1f} | {ended} |")
+                     f"{frame['seconds'].mean():.1f} | {per_solved} | {ended} |")
     return "\n".join(lines)
 
 

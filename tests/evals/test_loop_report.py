@@ -20,7 +20,9 @@ def test_rows_compare_the_same_tasks_when_asked(tmp_path, capsys):
     assert main([f"small={a}", f"large={b}", "--same-tasks"]) == 0
     table = capsys.readouterr().out
     assert "| small | 2 | 50.0 [" in table and "| large | 2 | 0.0 [0, 0] |" in table
-    assert main([f"small={a}"]) == 0 and "| small | 3 | 66.7 [" in capsys.readouterr().out
+    out = main([f"small={a}"]) == 0 and capsys.readouterr().out
+    assert "| small | 3 | 66.7 [" in out and "| 3.0 | 4.5 | answered 3 |" in out  # 9 s over 2 solved tasks
+    assert main([f"large={b}"]) == 0 and "| 3.0 | - | answered 2 |" in capsys.readouterr().out
 
 
 def test_paired_rows_compare_each_run_with_the_first_task_by_task(tmp_path, capsys):
