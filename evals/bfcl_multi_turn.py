@@ -26,6 +26,7 @@ import math
 import random
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, Literal
@@ -373,7 +374,6 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
     from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
 
     start = time.perf_counter()
-    limits = setup.limits
     decide = MultiToolSelector.from_spec(selector)
     prompt = setup.prompt_for(task.id, [f["name"] for f in task.functions])  # those offered from the start
     backends = BfclBackends(task)
@@ -395,13 +395,11 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
             history, s, d = trim_history(history, budget)
             summarised, dropped = summarised + s, dropped + d
         earlier = [Message(role=Role(m["role"]), content=m["content"]) for m in messages[:-1]]
-        loop = AgentLoop(registry, selector=decide, lm=lm, limits=limits, escalation=escalation,
+        loop = AgentLoop(registry, selector=decide, lm=lm, limits=setup.limits, escalation=escalation,
                          system_prompt=prompt, session_config={"backends": backends})
         transcript = loop.run(messages[-1]["content"] if messages else "", history=[*history, *earlier])
         transcripts.append(transcript)
-        model_result.append([[call_string(c.tool_name, c.arguments) for c in step.calls
-                              if c.error not in NOT_EXECUTED] for step in transcript.steps])
-        model_result[-1] = [step for step in model_result[-1] if step]
+        model_result.append(executed_calls(transcript))
         history = transcript.messages
         if transcript.stop_reason in ("call_limit", "step_limit", "model_error"):
             ended, error = transcript.stop_reason, transcript.error
@@ -419,13 +417,21 @@ def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorS
         "tool_errors": float(sum(not c.ok for c in calls)),
         "errors_recovered": float(sum(t.errors_recovered for t in transcripts)),
         "escalations": float(sum(t.escalations for t in transcripts)),
-        "reminders": float(sum(t.reminders for t in transcripts)), "first_step": limits.first_step,
-        "finish": limits.finish, "demonstrations": [t.source for t in prompt.demonstrations],
+        "reminders": float(sum(t.reminders for t in transcripts)), "first_step": setup.limits.first_step,
+        "finish": setup.limits.finish, "demonstrations": [t.source for t in prompt.demonstrations],
         "turn_stop_reasons": [t.stop_reason for t in transcripts],
         "turns_summarised": float(summarised), "turns_dropped": float(dropped),
         "seconds": time.perf_counter() - start, "model_result": model_result,
         "transcripts": json.dumps([t.model_dump(mode="json") for t in transcripts]),
     }
+
+
+def executed_calls(transcript: Transcript) -> list[list[str]]:
+    """A turn's calls that reached a back end, as BFCL's checker reads them: per step that made any, the call
+    strings."""
+    steps = [[call_string(c.tool_name, c.arguments) for c in step.calls if c.error not in NOT_EXECUTED]
+             for step in transcript.steps]
+    return [step for step in steps if step]
 
 
 def summarize_multi_turn(results: pd.DataFrame) -> dict[str, float]:
@@ -457,21 +463,23 @@ def sample_tasks(tasks: list[MultiTurnTask], size: int | None, seed: int) -> lis
 
 def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, selector: SelectorSpec | None = None,
                    run: RunConfig | None = None, escalation: LoopEscalation | None = None,
-                   progress: Callable[[str], None] | None = None, limits: LoopLimits | None = None,
-                   setup: LoopSetup | None = None, **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
+                   progress: Callable[[str], None] | None = None, setup: LoopSetup = MULTI_TURN_SETUP,
+                   **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
     """Run every task and summarise. ``selector``: how each step is decided (default ``LOOP_SELECTOR``); ``run``:
     ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them), ``sample``/``seed`` and
     ``limit`` (which tasks: a seeded sample, then the first N), ``max_tokens`` (the model's generation limit, kept
     free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
-    ``limits``: each turn's (default ``TURN_LIMITS``: BFCL's step limit, one reminder; ``first_step="required"``
-    makes each turn open with a call, ``finish="tool"`` every step a call until the model calls ``finish``).
-    ``setup``: the limits and solved tasks shown first together (``LoopSetup``; give it or ``limits``, not both).
-    The former ``strategy=``, ``run_dir=`` and ``max_tokens=`` still work, with a ``DeprecationWarning``."""
+    ``setup``: each turn's limits and the solved tasks shown first (``LoopSetup``; default: ``TURN_LIMITS``,
+    BFCL's step limit and one reminder, none shown; ``first_step="required"`` makes each turn open with a call,
+    ``finish="tool"`` every step a call until the model calls ``finish``). The former ``limits=`` (now
+    ``setup=LoopSetup(limits)``), ``strategy=``, ``run_dir=`` and ``max_tokens=`` still work, with a
+    ``DeprecationWarning``."""
+    if "limits" in deprecated:
+        warnings.warn("run_multi_turn(limits=...) is deprecated: give setup=LoopSetup(limits).", DeprecationWarning,
+                      stacklevel=2)
+        setup = LoopSetup(deprecated.pop("limits"), setup.trajectories, setup.shown, setup.show_as)
     selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
                                   selector_defaults={"relevance": "none"})
-    if limits is not None and setup is not None:
-        raise ToolSelectionError("Give run_multi_turn limits= or setup= (which holds its limits), not both.")
-    setup = setup or (LoopSetup(limits) if limits is not None else MULTI_TURN_SETUP)
     tasks = sample_tasks(tasks, run.sample, run.seed)[: run.limit]
     run_path = run.run_dir
     if run_path and run.fresh:

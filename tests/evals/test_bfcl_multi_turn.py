@@ -21,7 +21,6 @@ from evals.loop_eval import LoopSetup
 from tests.lm.conftest import FakeLlama
 from tool_selection.agent import Message, Role
 from tool_selection.decision import ToolCall
-from tool_selection.errors import ToolSelectionError
 from tool_selection.lm import LocalEngine
 from tool_selection.lm.engine import LoadSettings
 from tool_selection.run_config import RunConfig
@@ -193,7 +192,7 @@ def test_turns_that_end_by_calling_finish_replay_the_ground_truth(base, tmp_path
         stages += [json.dumps({"name": "finish", "arguments": {"answer": "Done."}}), "\n</tool_call>"]
     lm, _ = staged_lm(tmp_path, stages)
     table, _ = run_multi_turn([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
-                              limits=replace(TURN_LIMITS, finish="tool"))
+                              setup=LoopSetup(replace(TURN_LIMITS, finish="tool")))
     row = table.iloc[0]
     assert row["success"] == 1.0 and row["finish"] == "tool" and set(row["turn_stop_reasons"]) == {"answered"}
     assert not any("finish" in call for turn in row["model_result"] for step in turn for call in step)
@@ -255,8 +254,9 @@ def test_a_required_first_step_opens_each_turn_with_a_call(base, tmp_path):
                        "\n</tool_call>"]
         stages.append("Done.")
     lm, llama = staged_lm(tmp_path, stages)
-    table, _ = run_multi_turn([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
-                              limits=replace(TURN_LIMITS, first_step="required"))
+    with pytest.warns(DeprecationWarning, match="setup=LoopSetup"):  # the former keyword
+        table, _ = run_multi_turn([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
+                                  limits=replace(TURN_LIMITS, first_step="required"))
     row = table.iloc[0]
     assert row["success"] == 1.0 and row["first_step"] == "required" and row["reminders"] == 0
     opened = [call for call in llama.calls if call["prompt"].endswith("<tool_call>\n") and call["grammar"]]
@@ -289,8 +289,6 @@ def test_solved_tasks_open_the_first_turn_and_never_the_tasks_own(base, tmp_path
     assert shown == [*(requests[source] for source in row["demonstrations"]), task.turns[0][-1]["content"]]
     later = llama.calls[-1]["messages"]  # the demonstrations stay where they are, once
     assert sum(m["content"] == shown[0] for m in later if m["role"] == "user") == 1
-    with pytest.raises(ToolSelectionError, match="not both"):
-        run_multi_turn([task], lm, selector=NATIVE, limits=TURN_LIMITS, setup=LoopSetup(TURN_LIMITS))
 
 
 def test_the_command_line_saves_bfcl_trajectories(tmp_path, capsys):
