@@ -28,6 +28,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import cache
 from typing import Any, Literal
 
@@ -477,7 +478,7 @@ def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, select
     if "limits" in deprecated:
         warnings.warn("run_multi_turn(limits=...) is deprecated: give setup=LoopSetup(limits).", DeprecationWarning,
                       stacklevel=2)
-        setup = LoopSetup(deprecated.pop("limits"), setup.trajectories, setup.shown, setup.show_as)
+        setup = replace(setup, limits=deprecated.pop("limits"))
     selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
                                   selector_defaults={"relevance": "none"})
     tasks = sample_tasks(tasks, run.sample, run.seed)[: run.limit]
