@@ -16,6 +16,9 @@ from tool_selection.strategies import DEFAULT_STRATEGY
 if TYPE_CHECKING:
     import pandas as pd
 
+    from evals.loop_eval import LoopSetup
+    from tool_selection.agent import LoopLimits
+
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -417,19 +420,18 @@ def _suites(args: argparse.Namespace) -> int:
 
 
 def _loop(args: argparse.Namespace) -> int:
-    from evals.loop_eval import LoopSetup, load_loop_suite, run_loop_suite
+    from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
     from tool_selection.agent import LoopEscalation, LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
-    from tool_selection.trajectories import load_trajectories
 
     if args.suite.startswith("bfcl:"):
         return _bfcl_multi_turn(args)
     if args.sample is not None or args.n_ctx is not None:
         raise ToolSelectionError("--sample and --n-ctx apply to BFCL multi-turn suites (--suite bfcl:multi_turn_...).")
-    trajectories = load_trajectories(args.trajectories) if args.trajectories else []
+    setup = _loop_setup(args, LoopLimits())  # the solved tasks read before any model loads
     tasks = [t for t in load_loop_suite(args.suite) if args.split == "all" or t.split == args.split][: args.limit]
     if not tasks:
         raise ToolSelectionError(f"Loop suite {args.suite!r} has no {args.split!r} tasks.")
@@ -445,8 +447,7 @@ def _loop(args: argparse.Namespace) -> int:
     result = run_loop_suite(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True),
-                            setup=LoopSetup(LoopLimits(first_step=args.first_step, finish=args.finish),
-                                            tuple(trajectories), args.shown, args.trajectories_as))
+                            setup=setup)
     s = result.summary
     print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}"
           f"{_limits_words(args)}")
@@ -458,6 +459,19 @@ def _loop(args: argparse.Namespace) -> int:
         print(f"  {label:<19} {s[key]:.2f}")
     print(f"\nper-task results: {result.run_dir}")
     return 0
+
+
+def _loop_setup(args: argparse.Namespace, limits: LoopLimits) -> LoopSetup:
+    """How each task's turns run, from the loop flags: ``limits`` with the flags' first step and finish, and the
+    solved tasks of --trajectories (read now, so that a wrong path fails before a model loads)."""
+    from dataclasses import replace
+
+    from evals.loop_eval import LoopSetup
+    from tool_selection.trajectories import load_trajectories
+
+    trajectories = tuple(load_trajectories(args.trajectories)) if args.trajectories else ()
+    return LoopSetup(replace(limits, first_step=args.first_step, finish=args.finish), trajectories, args.shown,
+                     args.trajectories_as)
 
 
 def _limits_label(args: argparse.Namespace) -> str:
@@ -476,18 +490,15 @@ def _limits_words(args: argparse.Namespace) -> str:
 
 
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from evals.bfcl_multi_turn import TURN_LIMITS, load_multi_turn, multi_turn_n_ctx, run_multi_turn
-    from evals.loop_eval import LoopSetup
     from evals.naming import slug
     from tool_selection.agent import LoopEscalation
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
-    from tool_selection.trajectories import load_trajectories
 
+    setup = _loop_setup(args, TURN_LIMITS)
     categories = args.suite.removeprefix("bfcl:").split("+")
     tasks = [t for t in load_multi_turn(categories) if args.split == "all" or t.split == args.split]
     if not tasks:
@@ -506,9 +517,6 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
                                 threshold=args.threshold)
     run = RunConfig.build(run_dir=run_dir, max_tokens=args.max_tokens, sample=args.sample, seed=args.seed,
                           limit=args.limit)
-    setup = LoopSetup(replace(TURN_LIMITS, first_step=args.first_step, finish=args.finish),
-                      tuple(load_trajectories(args.trajectories) if args.trajectories else ()), args.shown,
-                      args.trajectories_as)
     table, s = run_multi_turn(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
                               run=run, escalation=escalation, progress=lambda line: print(line, flush=True),
                               setup=setup)
