@@ -57,6 +57,7 @@ from tool_selection.agent import (
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
+from tool_selection.parsing import clip
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
@@ -269,9 +270,7 @@ def _closing(records: list[CallRecord]) -> str:
     ran = {1: "ran", 2: "both ran"}.get(len(names), "all ran")
     if records[-1].result is None:
         return f"Done: {done} {ran} without an error."
-    last = result_text(records[-1])
-    last = last if len(last) <= CLOSING_RESULT_CHARS else last[: CLOSING_RESULT_CHARS - 3] + "..."
-    return f"Done: {done} {ran} without an error. The last result: {last}"
+    return f"Done: {done} {ran} without an error. The last result: {clip(result_text(records[-1]), CLOSING_RESULT_CHARS)}"
 
 
 # ------------------------------------------------------------------------------------------------ the checker

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.interop import from_bfcl, from_openai
+from tool_selection.parsing import clip
 from tool_selection.registry import ToolRegistry
 from tool_selection.strict_json import MAX_DEPTH, loads_strict
 from tool_selection.tool import BaseTool
@@ -427,5 +428,4 @@ def _concerns(field: str, *names: str) -> bool:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return clip(json.dumps(value, ensure_ascii=False), 60)

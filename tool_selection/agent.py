@@ -33,6 +33,7 @@ from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.defaults import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STRATEGY
 from tool_selection.errors import ToolArgumentError, ToolSelectionError, UnknownToolError
 from tool_selection.lm.model_errors import MODEL_FAILURES
+from tool_selection.parsing import clip
 from tool_selection.registry import ToolRegistry
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies.base import ToolChoice
@@ -610,4 +611,4 @@ def result_text(record: CallRecord) -> str:
     if record.result is None and record.ok:
         return EMPTY_RESULT
     text = json.dumps(record.result, ensure_ascii=False, default=str)
-    return text if len(text) <= MAX_RESULT_CHARS else text[: MAX_RESULT_CHARS - 3] + "..."
+    return clip(text, MAX_RESULT_CHARS)

@@ -69,6 +69,11 @@ def safe_text(text: Any, limit: int = MAX_ANSWER_CHARS) -> str:
     return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` whole when it fits in ``limit`` characters, else its start and "..." in ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def safe_value(value: Any, limit: int = MAX_ANSWER_CHARS) -> Any:
     """``value`` (JSON-like) with every string, key included, made encodable by ``safe_text``."""
     if isinstance(value, str):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
+from tool_selection.parsing import clip
 
 if TYPE_CHECKING:
     from tool_selection.agent import Message
@@ -75,8 +76,7 @@ class Trajectory(BaseModel):
 
         lines = [f"Request: {self.request}"]
         for step in self.steps:
-            result = step.result if len(step.result) <= result_chars else step.result[: result_chars - 3] + "..."
-            lines.append(f"Call {step.call} -> {result}")
+            lines.append(f"Call {step.call} -> {clip(step.result, result_chars)}")
         ending = (f'Call {ToolCall(tool_name=FINISH_TOOL, arguments={"answer": self.answer})}' if finish == "tool"
                   else f"Answer: {self.answer}")
         return "\n".join([*lines, ending])

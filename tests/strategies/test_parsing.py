@@ -9,6 +9,7 @@ import pytest
 from tool_selection.parsing import (
     MAX_ANSWER_CHARS,
     MAX_JSON_DEPTH,
+    clip,
     parse_call_lines,
     parse_fenced_tool_blocks,
     parse_native,
@@ -188,3 +189,8 @@ def test_whitespace_around_a_block_stays_outside_its_call_and_its_prose():
     assert names(parsed) == [("a", {})] and parsed.text == "Here.\n\n  Done."
     lines = parse_call_lines("First.\n\n\n  TOOL_CALL: a(x=1)\n\nTOOL_CALL: b()")
     assert names(lines) == [("a", {"x": 1}), ("b", {})] and lines.text == "First."
+
+
+def test_clip_keeps_what_fits_and_marks_what_it_cuts():
+    assert clip("abcdef", 6) == "abcdef"
+    assert clip("abcdefg", 6) == "abc..." and len(clip("x" * 100, 10)) == 10

@@ -19,7 +19,7 @@ from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import drop_strict_nulls
 from tool_selection.named_registry import Registry
-from tool_selection.parsing import safe_text, safe_value
+from tool_selection.parsing import clip, safe_text, safe_value
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies import UNDECLARED_ARGUMENTS
 
@@ -203,7 +203,7 @@ def decided(decision: MultiToolDecision, raw: str | None = None) -> dspy.Predict
 
 def short(text: str, limit: int = 500) -> str:
     text = " ".join(safe_text(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip(text, limit)
 
 
 def as_calls(values: Any) -> list[ToolCall]:
