@@ -19,7 +19,7 @@ import pandas as pd
 
 from evals.metrics import bootstrap_ci
 
-__all__ = ["PAIRED_COLUMNS", "loop_table", "main", "paired_table"]
+__all__ = ["PAIRED_COLUMNS", "loop_table", "main", "paired_table", "seconds_per_solved"]
 
 PAIRED_COLUMNS = {"task success": "success", "calls / task": "calls", "tool errors / task": "tool_errors",
                   "errors recovered / task": "errors_recovered", "s / task": "seconds"}
@@ -34,14 +34,18 @@ def loop_table(runs: dict[str, pd.DataFrame]) -> str:
     for label, frame in runs.items():
         success, low, high = bootstrap_ci(frame["success"])
         ended = ", ".join(f"{reason} {count}" for reason, count in frame["stop_reason"].value_counts().items())
-        solved = frame["success"].sum()
-        per_solved = f"{frame['seconds'].sum() / solved:.1f}" if solved else "-"  # all the run's time, per task solved
         lines.append(f"| {label} | {len(frame)} | {100 * success:.1f} [{100 * low:.0f}, {100 * high:.0f}] | "
                      f"{100 * frame['state_ok'].mean():.1f} | {frame['steps'].mean():.2f} | "
                      f"{frame['calls'].mean():.2f} | {frame['tool_errors'].mean():.2f} | "
                      f"{frame['errors_recovered'].mean():.2f} | {frame['escalations'].mean():.2f} | "
-                     f"{frame['seconds'].mean():.1f} | {per_solved} | {ended} |")
+                     f"{frame['seconds'].mean():.1f} | {seconds_per_solved(frame)} | {ended} |")
     return "\n".join(lines)
+
+
+def seconds_per_solved(frame: pd.DataFrame) -> str:
+    """All of a run's seconds over the tasks it solved, or "-" when it solved none."""
+    solved = frame["success"].sum()
+    return f"{frame['seconds'].sum() / solved:.1f}" if solved else "-"
 
 
 def paired_table(runs: dict[str, pd.DataFrame], columns: dict[str, str] | None = None, *,

@@ -170,7 +170,9 @@ def test_the_report_reads_a_run(base, tmp_path, capsys):
     assert main([f"scripted={tmp_path / 'run'}"]) == 0
     row = capsys.readouterr().out.splitlines()[-1]
     assert row.startswith("| scripted | 2 | 50.0 [0, 100] | 44.4 | 50 / 50 / 50 | 3.00 |")
-    assert " | 0.00 | 2.50 | 0 | " in row and row.endswith("| empty_turn_model_response 1 |")  # 5 turns sent back
+    assert " | 0.00 | 0.00 | 2.50 | 0 | " in row and row.endswith("| empty_turn_model_response 1 |")  # 5 turns sent back
+    seconds, per_solved = (float(cell) for cell in row.split(" | ")[-3:-1])
+    assert per_solved == pytest.approx(2 * seconds, abs=0.1)  # the run's time over its one solved task
     idle, _ = _lm(["No."] * 16, tmp_path)
     run_multi_turn([task, base["multi_turn_base_2"]], idle, selector=NATIVE,
                    run=RunConfig(run_dir=tmp_path / "idle"))
