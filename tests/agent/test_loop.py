@@ -87,6 +87,35 @@ def test_a_stuck_primary_delegates_the_step_to_the_secondary(tmp_path):
     assert transcript.calls[1].ok and transcript.escalations == 1 and len(big.calls) == 1
 
 
+def test_a_call_that_returned_the_same_result_twice_is_stuck_when_made_again(tmp_path):
+    primary, _ = lm_for([call("check_inventory")] * 3 + ["done"], tmp_path, "small")
+    secondary, big = lm_for([call("move", direction="north")], tmp_path, "large")
+    loop = AgentLoop(TREASURE, strategy="native", lm=primary,
+                     escalation=LoopEscalation(secondary_lm=secondary, detector=LoopStuckDetector()))
+    transcript = loop.run("What do I carry?")
+    assert [s.decided_by for s in transcript.steps] == ["primary", "primary", "secondary", "primary"]
+    assert transcript.steps[2].stuck_reasons == [
+        "repeats a call that returned the same result twice: check_inventory()"]
+    assert len(big.calls) == 1
+
+
+def test_a_repeated_call_whose_result_changes_is_not_stuck():
+    from tool_selection.agent import Step
+    from tool_selection.decision import MultiToolDecision, ToolCall
+
+    def step(index, location):
+        return Step(index=index, decision=MultiToolDecision(tool_calls=[ToolCall(tool_name="move",
+                                                                                 arguments={"direction": "north"})]),
+                    calls=[CallRecord(id=str(index), tool_name="move", arguments={"direction": "north"}, ok=True,
+                                      result={"location_id": location})])
+
+    again = MultiToolDecision(tool_calls=[ToolCall(tool_name="move", arguments={"direction": "north"})])
+    detector, registry = LoopStuckDetector(), TREASURE.registry()
+    assert detector.score([step(0, "jungle_path"), step(1, "ruins")], again, "Go north.", registry) == (0.0, [])
+    score, reasons = detector.score([step(0, "ruins"), step(1, "ruins")], again, "Go north.", registry)
+    assert score == 0.8 and reasons[0].startswith("repeats a call that returned the same result twice")
+
+
 def test_escalations_are_bounded(tmp_path):
     primary, _ = lm_for([call("move", direction="sideways")] * 6, tmp_path, "small")
     secondary, big = lm_for([call("move", direction="sideways")] * 6, tmp_path, "large")

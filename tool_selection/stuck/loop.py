@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tool_selection.decision import MultiToolDecision
+from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.registry import ToolRegistry
 from tool_selection.stuck.base import Attempt, DetectorUnavailable, StuckDetector
 
@@ -22,8 +22,10 @@ GIVE_UP = re.compile(r"\b(i (can ?not|can't|am unable to|'m unable to)|unable to
 
 class LoopStuckDetector:
     """Scores a step in [0, 1] from what the loop sees: a failing call repeated with identical arguments, a
-    give-up phrase with no call, no successful call for ``patience`` steps, and (optionally) a per-decision
-    detector from ``tool_selection.stuck`` (its score is taken as is). The highest applicable signal wins."""
+    successful call repeated after its last two runs returned the same result (a call that no longer changes
+    anything), a give-up phrase with no call, no successful call for ``patience`` steps, and (optionally) a
+    per-decision detector from ``tool_selection.stuck`` (its score is taken as is). The highest applicable signal
+    wins."""
 
     def __init__(self, *, patience: int = 3, decision_detector: StuckDetector | None = None):
         self.patience = patience
@@ -37,6 +39,10 @@ class LoopStuckDetector:
         if repeats:
             scores.append(1.0)
             reasons.append(f"repeats a failed call: {repeats[0]}")
+        no_ops = [c for c in decision.tool_calls if _returned_the_same_twice(c, steps)]
+        if no_ops:
+            scores.append(0.8)
+            reasons.append(f"repeats a call that returned the same result twice: {no_ops[0]}")
         if not decision.tool_calls and GIVE_UP.search(decision.reasoning or ""):
             scores.append(0.8)
             reasons.append("gives up")
@@ -61,3 +67,11 @@ class LoopStuckDetector:
 
 def _key(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, default=str)
+
+
+def _returned_the_same_twice(call: ToolCall, steps: Sequence[Step]) -> bool:
+    """Whether ``call``'s last two successful runs with identical arguments returned the same result: running it
+    a third time changes nothing (``move(north)`` twice goes somewhere new each time; ``lockDoors()`` does not)."""
+    results = [_key({"result": c.result}) for s in steps for c in s.calls
+               if c.ok and c.tool_name == call.tool_name and c.arguments == call.arguments]
+    return len(results) >= 2 and results[-1] == results[-2]
