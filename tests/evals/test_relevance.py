@@ -128,8 +128,26 @@ def test_the_bench_command_reports_saves_the_model_and_writes_a_page(tmp_path, c
     assert RelevanceModel.load(model_path).signals == ("dense_best",)
     text = page.read_text()
     assert "## Provenance" in text and "| alpha |" in text and "local:fake" in text
+    assert "## Against the targets" not in text  # the issue set targets for the two local models only
     assert main(["bench", "relevance", run_dirs[0], "--signals", "verify"]) == 2  # not recorded: a clear error
     assert "--relevance-signals verify" in capsys.readouterr().err
+
+
+def test_each_model_is_held_to_its_own_targets():
+    from types import SimpleNamespace
+
+    from evals.benchmarks.relevance import target_table
+
+    test = pd.DataFrame({"suite": ["bfcl_irrelevance (all splits)", "bfcl_multiple (all splits)"],
+                         "abstention_accuracy_after": [0.84, math.nan], "accuracy_after": [0.84, 0.905]})
+    report = SimpleNamespace(test=test)
+    small = target_table(report, "local:qwen2.5-coder-0.5b").set_index("row")
+    large = target_table(report, "local:qwen2.5-coder-1.5b").set_index("row")
+    assert small.loc["bfcl_irrelevance (all splits)", "met"] == "yes" and small.loc[
+        "bfcl_multiple (all splits)", "met"] == "yes"
+    assert large.loc["bfcl_irrelevance (all splits)", "met"] == "no (-1.0)" and large.loc[
+        "bfcl_multiple (all splits)", "met"] == "yes"
+    assert target_table(report, "local:fake").empty
 
 
 def test_decision_signals_are_filled_from_the_rows_cases():
