@@ -67,9 +67,9 @@ def add_selector_flags(parser: argparse.ArgumentParser) -> None:
                             "shipped for the model, if any (the embedded 0.5B model has one); 'none'; or a file "
                             "from 'toolsel bench relevance --save'.")
     group.add_argument("--relevance-signals", metavar="NAMES",
-                       help="Relevance signals to record per case (comma-separated, or 'cheap' for all but the "
-                            "gate): without --relevance they are only recorded, to fit a relevance model on train "
-                            "and dev runs.")
+                       help="Relevance signals to record per case (comma-separated, or 'cheap' for all but "
+                            "'gate' and 'agreement', which cost model calls): without --relevance they are only "
+                            "recorded, to fit a relevance model on train and dev runs.")
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
@@ -147,7 +147,7 @@ def run_config(args: argparse.Namespace, **fixed: Any) -> RunConfig:
 
 
 def signal_names(value: str) -> list[str]:
-    """``--relevance-signals``: names, with ``cheap`` for every signal but the gate."""
+    """``--relevance-signals``: names, with ``cheap`` for every signal but ``gate`` and ``agreement``."""
     from tool_selection.relevance import CHEAP_SIGNALS
 
     names = [name.strip() for name in value.split(",") if name.strip()]

@@ -8,7 +8,13 @@ import pytest
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.interop import from_openai
 from tool_selection.relevance import SIGNALS, Evidence, UnknownSignalError, compute_signals
-from tool_selection.relevance.signals import VERIFY_QUESTION, call_open_score, check_signals
+from tool_selection.relevance.signals import (
+    AGREEMENT_SAMPLES,
+    AGREEMENT_TEMPERATURE,
+    VERIFY_QUESTION,
+    call_open_score,
+    check_signals,
+)
 
 WEATHER = {"name": "get_weather", "description": "Current weather conditions for a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -77,6 +83,33 @@ def test_the_verification_question_follows_the_answer_in_its_conversation(make_l
     assert sent["messages"][3]["content"] == VERIFY_QUESTION.format(calls='get_weather(city="Oslo")')
     assert sent["tools"] == inputs["tools"] and sent["max_tokens"] == 2
     assert evidence.cost["input_tokens"] > 0
+
+
+def test_agreement_is_the_share_of_sampled_answers_calling_the_same_functions(make_lm):
+    weather = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    stocks = '<tool_call>\n{"name": "get_stock_price", "arguments": {"symbol": "OSL"}}\n</tool_call>'
+    lm, llama = make_lm([weather, "No function fits.", weather, stocks])
+    inputs = {"messages": [{"role": "user", "content": "Weather in Oslo?"}],
+              "tools": [{"type": "function", "function": WEATHER}, {"type": "function", "function": STOCKS}]}
+    evidence = Evidence(request="Weather in Oslo?", registry=TOOLS, decision=call("get_weather", city="Oslo"),
+                        lm_inputs=inputs, lm=lm)
+    assert compute_signals(evidence, ["agreement"])["agreement"] == 2 / AGREEMENT_SAMPLES
+    assert len(llama.calls) == AGREEMENT_SAMPLES  # the cache does not answer a sample with an earlier one
+    assert {c["temperature"] for c in llama.calls} == {AGREEMENT_TEMPERATURE}
+    assert len({c["seed"] for c in llama.calls}) == AGREEMENT_SAMPLES
+    assert all(c["messages"] == inputs["messages"] for c in llama.calls)
+    assert evidence.cost["output_tokens"] > 0
+
+
+def test_agreement_needs_a_native_call_to_sample_again(make_lm):
+    lm, llama = make_lm([])
+    no_tools = Evidence(request="Weather in Oslo?", registry=TOOLS, decision=call("get_weather", city="Oslo"),
+                        lm_inputs={"messages": [{"role": "user", "content": "Weather in Oslo?"}]}, lm=lm)
+    no_call = Evidence(request="Tell me a joke", registry=TOOLS, decision=MultiToolDecision(),
+                       lm_inputs={"messages": [{"role": "user", "content": "Joke?"}], "tools": [WEATHER]}, lm=lm)
+    assert math.isnan(compute_signals(no_tools, ["agreement"])["agreement"])
+    assert math.isnan(compute_signals(no_call, ["agreement"])["agreement"])
+    assert not llama.calls
 
 
 def test_retrieval_signals_rank_the_request_against_the_tools():

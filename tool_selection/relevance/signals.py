@@ -16,6 +16,7 @@ model (``relevance.model``) combines them into a probability.
 | ``bm25_best`` | BM25 score of the best tool | negligible |
 | ``verify`` | log P(Yes) - log P(No) of "does that call do exactly what I asked?" asked after the answer | one token; the prompt is the answer's own, so the KV cache holds all but the question |
 | ``gate`` | the relevance gate's Yes/No score with its own model (``strategies.gate``) | one prompt pass of the gate's model |
+| ``agreement`` | the share of ``AGREEMENT_SAMPLES`` answers sampled to the same prompt that call the same functions (native strategies) | that many answers decoded; the prompt stays in the KV cache |
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ __all__ = [
 
 VERIFY_QUESTION = ("Check that answer before it runs: does calling {calls} do exactly what I asked, with a "
                    "function that really offers it? Answer Yes or No.")
+AGREEMENT_SAMPLES, AGREEMENT_TEMPERATURE = 4, 0.7
 CALL_OPENERS = ("<tool_call", "```", "{", "[{")
 LOGIT_CAP = 20.0  # a probability of 0 or 1 in the top alternatives is read as +-LOGIT_CAP
 
@@ -243,12 +245,16 @@ def describe_calls(decision: MultiToolDecision) -> str:
                         for call in decision.tool_calls)
 
 
-def _yes_no(lm: dspy.BaseLM, evidence: Evidence, messages: list[dict[str, Any]], **kwargs: Any) -> float:
-    score = ask_yes_no(lm, messages, **kwargs)
+def _count_usage(lm: dspy.BaseLM, evidence: Evidence) -> None:
     usage = getattr(lm, "history", None) and lm.history[-1].get("usage") or {}
     evidence.cost["input_tokens"] = evidence.cost.get("input_tokens", 0.0) + float(usage.get("prompt_tokens") or 0)
     evidence.cost["output_tokens"] = evidence.cost.get("output_tokens", 0.0) + float(
         usage.get("completion_tokens") or 0)
+
+
+def _yes_no(lm: dspy.BaseLM, evidence: Evidence, messages: list[dict[str, Any]], **kwargs: Any) -> float:
+    score = ask_yes_no(lm, messages, **kwargs)
+    _count_usage(lm, evidence)
     return score
 
 
@@ -286,6 +292,35 @@ def _gate(evidence: Evidence) -> float:
     return _yes_no(evidence.gate_lm, evidence, messages)
 
 
+def sampled_tool_names(output: Any) -> list[str] | None:
+    """The functions one sampled native answer calls (sorted), or None when its calls cannot be read."""
+    if isinstance(output, dict) and output.get("tool_calls"):
+        names = [_field(_field(call, "function") or call, "name") for call in output["tool_calls"]]
+        return sorted(str(name) for name in names) if all(names) else None
+    from tool_selection.parsing import parse_native
+
+    parsed = parse_native(str((output.get("text") if isinstance(output, dict) else output) or ""))
+    return None if parsed.failed else sorted(call.tool_name for call in parsed.calls)
+
+
+def _agreement(evidence: Evidence) -> float:
+    """Each sample is the selection's own call (its messages and tools) decoded again at
+    ``AGREEMENT_TEMPERATURE`` with its own seed; an answer that cannot be read counts as disagreeing."""
+    inputs = dict(evidence.lm_inputs or {})
+    messages, tools = inputs.pop("messages", None), inputs.get("tools")
+    if not evidence.decision.tool_calls or not messages or not tools or evidence.lm is None:
+        return math.nan  # the native strategies send the tools with the call; the others have none to sample
+    chosen = sorted(evidence.decision.tool_names)
+    kept = {key: value for key, value in inputs.items() if key in ("tools", "tool_choice", "max_tokens") and value}
+    agreeing = 0
+    for sample in range(1, AGREEMENT_SAMPLES + 1):
+        outputs = evidence.lm(messages=messages, temperature=AGREEMENT_TEMPERATURE, seed=sample, rollout_id=sample,
+                              **kept)
+        _count_usage(evidence.lm, evidence)
+        agreeing += bool(outputs) and sampled_tool_names(outputs[0]) == chosen
+    return agreeing / AGREEMENT_SAMPLES
+
+
 SIGNALS: dict[str, SignalSpec] = {spec.name: spec for spec in (
     SignalSpec("call_open", _call_open, "log-odds that the answer's first token opens a call",
                reads_the_answer=True),
@@ -302,12 +337,15 @@ SIGNALS: dict[str, SignalSpec] = {spec.name: spec for spec in (
     SignalSpec("verify", _verify, "Yes/No score of 'does that call do exactly what I asked?' after the answer",
                costs_a_call=True, reads_the_answer=True),
     SignalSpec("gate", _gate, "the relevance gate's Yes/No score, with the gate's model", costs_a_call=True),
+    SignalSpec("agreement", _agreement, "share of answers sampled to the same prompt that call the same functions",
+               costs_a_call=True),
 )}
 DECISION_SIGNALS = tuple(name for name, spec in SIGNALS.items() if not spec.costs_a_call and not spec.reads_the_answer)
 """The signals computed from the request, the tools and the decision alone (so also from a finished run's rows)."""
 CHEAP_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "grounded_args", "tools_listed",
                  "dense_best", "dense_chosen", "bm25_best", "verify")
-"""The signals a relevance stage computes unless told otherwise (all but the gate, which needs its own model)."""
+"""The signals a relevance stage computes unless told otherwise: all but the gate, which needs its own model, and
+the sampled agreement, which decodes the answer ``AGREEMENT_SAMPLES`` times more."""
 
 
 def check_signals(names: Sequence[str]) -> tuple[str, ...]:
