@@ -97,6 +97,7 @@ def _command(args: argparse.Namespace) -> str:
     parts += [f"--fit-suites {args.fit_suites}"] if args.fit_suites else []
     parts += [f"--max-added-false-abstention {args.max_added_false_abstention:g}"] \
         if args.max_added_false_abstention != 5.0 else []
+    parts += [f"--save {args.save}"] if args.save else []
     parts += [f"--cost {args.cost}"] if args.cost else []
     parts += [f"--cost-note '{args.cost_note}'"] if args.cost_note else []
     return " ".join(parts)
@@ -239,7 +240,8 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         "included: the model was fitted and its threshold chosen on those, so they read a little high. Figures "
         "are points; in brackets the paired 95% interval of the change, then McNemar's p.", "",
         *(["## Against the targets", "", _table(targets), "",
-            "The *domains* row pools the domain suites whose test rows the runs hold.", ""] if len(targets) else []),
+            *(["The *domains* row pools the domain suites whose test rows the runs hold.", ""]
+              if "domains" in set(targets["row"]) else [])] if len(targets) else []),
         *cost_part,
         "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",
         _table(report.aurocs, index="signal"), "",
