@@ -222,6 +222,11 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
                                 "strategy": p.get("strategy"), "split": p.get("split"), "rows": p.get("cases"),
                                 "commit": p.get("git_commit")} for suite, p in params.items()])
     left_out = [name for name in report.aurocs.index if name != "combined" and name not in model.signals]
+    target_part: list[str] = []
+    if len(targets):
+        target_part = ["## Against the targets", "", _table(targets), ""]
+        if "domains" in set(targets["row"]):
+            target_part += ["The *domains* row pools the domain suites whose test rows the runs hold.", ""]
     cost_part: list[str] = []
     if cost is not None:
         table, note = cost_table(cost)
@@ -239,9 +244,7 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         "Rows marked *(all splits)* score a whole BFCL category as its leaderboard does, train and dev rows "
         "included: the model was fitted and its threshold chosen on those, so they read a little high. Figures "
         "are points; in brackets the paired 95% interval of the change, then McNemar's p.", "",
-        *(["## Against the targets", "", _table(targets), "",
-            *(["The *domains* row pools the domain suites whose test rows the runs hold.", ""]
-              if "domains" in set(targets["row"]) else [])] if len(targets) else []),
+        *target_part,
         *cost_part,
         "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",
         _table(report.aurocs, index="signal"), "",
