@@ -29,6 +29,7 @@ from evals.suite import Case, registry_for
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance import SIGNAL_PREFIX, Evidence, RelevanceModel, compute_signals, fit_relevance_model
+from tool_selection.relevance.model import STORED_DIGITS
 from tool_selection.relevance.signals import DECISION_SIGNALS
 
 __all__ = [
@@ -148,7 +149,8 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Itera
     probabilities = model.probabilities(signals_of(dev, model.signals))
     if thresholds is None:
         candidates = np.unique(probabilities[called(dev)])
-        thresholds = [0.0, *((candidates[1:] + candidates[:-1]) / 2), *candidates[-1:] + 1e-9]
+        above = [_between(top, 1.0) if top < 1.0 else 1.0 for top in candidates[-1:]]
+        thresholds = [0.0, *map(_between, candidates[:-1], candidates[1:]), *above]
     rows = []
     for threshold in sorted(set(float(t) for t in thresholds)):
         table = apply_relevance(dev, model, threshold)
@@ -170,6 +172,14 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Itera
     dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key not in ("threshold", "allowed")}
     dev_figures["max_added_false_abstention"] = max_added_false_abstention
     return RelevanceChoice(model.with_threshold(min(1.0, threshold), {"rows": len(dev), **dev_figures}), sweep)
+
+
+def _between(low: float, high: float) -> float:
+    """The midpoint of two neighbouring probabilities to 6 significant digits (the midpoint itself if rounding
+    leaves the gap): a threshold that bits recomputed on another CPU do not move."""
+    middle = (low + high) / 2
+    rounded = float(f"{middle:.{STORED_DIGITS}g}")
+    return rounded if low < rounded < high else middle
 
 
 def signal_aurocs(rows: pd.DataFrame, names: Sequence[str], *, only_called: bool = True) -> dict[str, float]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 from datetime import date
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def _command(args: argparse.Namespace) -> str:
         if args.max_added_false_abstention != 5.0 else []
     parts += [f"--save {args.save}"] if args.save else []
     parts += [f"--cost {args.cost}"] if args.cost else []
-    parts += [f"--cost-note '{args.cost_note}'"] if args.cost_note else []
+    parts += [f"--cost-note {shlex.quote(args.cost_note)}"] if args.cost_note else []
     return " ".join(parts)
 
 

@@ -80,6 +80,14 @@ def test_the_threshold_is_balanced_so_refusing_everything_cannot_win():
     assert refuse_all["accuracy"] >= choice.model.dev["accuracy"]  # what plain accuracy would have picked
 
 
+def test_the_chosen_threshold_is_rounded_so_that_last_bits_do_not_move():
+    dev = rows("dev", seed=3)
+    model = fit_on_rows(rows("train"), ["dense_best"])
+    nudged = dev.assign(rel_dense_best=dev["rel_dense_best"] * (1 + 1e-13))
+    first, second = (choose_threshold(model, table).model.threshold for table in (dev, nudged))
+    assert first == second and float(f"{first:.6g}") == first
+
+
 def test_the_gate_threshold_is_balanced_too():
     dev = pd.DataFrame([row(f"d{i}", "dev", i % 10 == 0, True, 0.8 if i % 10 == 0 else 0.1 + 0.08 * (i % 10))
                         for i in range(40)])

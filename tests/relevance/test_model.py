@@ -108,3 +108,11 @@ def test_auto_warns_and_runs_without_a_model_whose_retrieval_scores_cannot_be_co
     with pytest.warns(UserWarning, match=r"bm25s is not installed.*tool-selection\[retrieval\].*--relevance none"):
         assert resolve_relevance("auto", "local:m") is None
 
+
+
+def test_a_refit_on_signals_that_differ_in_their_last_bits_is_the_same_model():
+    x, y = table()
+    nudged = x.assign(dense_best=x["dense_best"] * (1 + 1e-13))  # as dense scores recomputed on another CPU
+    first, second = (fit_relevance_model(t, y, ["dense_best", "unlisted"]) for t in (x, nudged))
+    assert first.fingerprint == second.fingerprint
+    assert all(float(f"{c:.6g}") == c for c in first.coefficients)  # stored to 6 significant digits

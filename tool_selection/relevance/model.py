@@ -28,6 +28,9 @@ __all__ = ["DEFAULT_RELEVANCE", "RelevanceModel", "RelevanceModelError", "fit_re
            "shipped_relevance_model", "shipped_relevance_models"]
 
 FILE_FORMAT = 1
+# Fitted numbers are stored to 6 significant digits: signals recomputed on another CPU differ in their last bits,
+# and a refit from the same rows should give the same file (and fingerprint), not a near copy.
+STORED_DIGITS = 6
 SHIPPED_DIR = Path(__file__).parent / "models"  # <model name>.json, fitted by 'toolsel bench relevance --save'
 
 
@@ -149,6 +152,10 @@ def _number(value: Any) -> float:
         return math.nan
 
 
+def _rounded(values: Sequence[float], digits: int = STORED_DIGITS) -> tuple[float, ...]:
+    return tuple(float(f"{float(value):.{digits}g}") for value in values)
+
+
 def fit_relevance_model(table: Any, labels: Sequence[int], signals: Sequence[str], *, C: float = 1.0,
                         trained_on: dict[str, Any] | None = None) -> RelevanceModel:
     """A logistic regression of ``labels`` (1 = some tool fits) on ``signals`` columns of ``table``.
@@ -170,7 +177,6 @@ def fit_relevance_model(table: Any, labels: Sequence[int], signals: Sequence[str
     scales = np.where(scales > 1e-9, scales, 1.0)
     standard = np.where(np.isfinite(x), (x - means) / scales, 0.0)
     classifier = LogisticRegression(C=C, class_weight="balanced", max_iter=1000).fit(standard, y)
-    return RelevanceModel(signals=signals, means=tuple(means.tolist()), scales=tuple(scales.tolist()),
-                          coefficients=tuple(classifier.coef_[0].tolist()),
-                          intercept=float(classifier.intercept_[0]),
+    return RelevanceModel(signals=signals, means=_rounded(means), scales=_rounded(scales),
+                          coefficients=_rounded(classifier.coef_[0]), intercept=_rounded([classifier.intercept_[0]])[0],
                           trained_on={**(trained_on or {}), "rows": int(len(y)), "relevant": int(y.sum())})
