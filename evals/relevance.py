@@ -33,11 +33,13 @@ from tool_selection.relevance.model import STORED_DIGITS
 from tool_selection.relevance.signals import DECISION_SIGNALS
 
 __all__ = [
+    "BoostedRelevance",
     "RelevanceChoice",
     "RelevanceReport",
     "apply_relevance",
     "choose_threshold",
     "called",
+    "compare_classifiers",
     "fill_decision_signals",
     "fit_on_rows",
     "needs_call",
@@ -213,6 +215,7 @@ class RelevanceReport:
     aurocs: pd.DataFrame  # signal x (suite | pooled), on the test rows where the selector called
     sweep: pd.DataFrame  # the dev sweep
     test: pd.DataFrame  # per suite and pooled: before, after, paired differences
+    classifiers: pd.DataFrame | None = None  # the logistic regression against gradient boosting, same protocol
 
 
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
@@ -240,10 +243,59 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     aurocs = pd.DataFrame({name: signal_aurocs(rows, [s for s in report_signals if f"{SIGNAL_PREFIX}{s}" in rows])
                            for name, rows in tests.items()}).reindex(report_signals)
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
+    classifiers = compare_classifiers(choice.model, part, tests, max_added_false_abstention)
     for name in whole:
         tests[f"{name} (all splits)"] = runs[name].reset_index(drop=True)
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
-    return RelevanceReport(choice.model, aurocs, choice.sweep, test)
+    return RelevanceReport(choice.model, aurocs, choice.sweep, test, classifiers)
+
+
+@dataclass(frozen=True)
+class BoostedRelevance:
+    """A gradient-boosted relevance model, scored offline beside the logistic regression (what ships is the
+    regression's coefficients as JSON; a boosted model would need its trees saved)."""
+
+    signals: tuple[str, ...]
+    classifier: object
+    threshold: float = 0.5
+    dev: Mapping[str, object] | None = None
+
+    def probabilities(self, table: pd.DataFrame) -> np.ndarray:
+        return self.classifier.predict_proba(table[list(self.signals)].to_numpy(dtype=float))[:, 1]
+
+    def with_threshold(self, threshold: float, dev: Mapping[str, object] | None = None) -> BoostedRelevance:
+        return BoostedRelevance(self.signals, self.classifier, float(threshold), dev or {})
+
+
+BOOSTING_DEPTHS = (2, 3)
+
+
+def compare_classifiers(model: RelevanceModel, part: Mapping[str, pd.DataFrame], tests: Mapping[str, pd.DataFrame],
+                        max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> pd.DataFrame:
+    """The fitted logistic regression beside gradient boosting (scikit-learn's defaults, balanced classes, each
+    depth of ``BOOSTING_DEPTHS``), each fitted on the same train rows, its threshold chosen on the same dev rows,
+    and read on the pooled test groups: does a classifier that can learn interactions do better?"""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    train = part["train"][called(part["train"])]
+    x, y = signals_of(train, model.signals).to_numpy(dtype=float), needs_call(train)
+    candidates: dict[str, object] = {"logistic regression (the model above)": model}
+    for depth in BOOSTING_DEPTHS:
+        boosted = HistGradientBoostingClassifier(max_depth=depth, class_weight="balanced", random_state=0).fit(x, y)
+        candidates[f"gradient boosting, depth {depth}"] = choose_threshold(
+            BoostedRelevance(tuple(model.signals), boosted), part["dev"],
+            max_added_false_abstention=max_added_false_abstention).model
+    groups = [name for name in ("bfcl", "domains", "pooled") if name in tests] or list(tests)
+    rows = []
+    for name, candidate in candidates.items():
+        row: dict[str, object] = {"classifier": name, "dev balanced": candidate.dev.get("balanced_accuracy")}
+        for group in groups:
+            scored = _test_row(group, tests[group], candidate)
+            row |= {f"{group} accuracy": scored.get("accuracy_after"),
+                    f"{group} abstention": scored.get("abstention_accuracy_after"),
+                    f"{group} false abstention": scored.get("false_abstention_rate_after")}
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def suite_groups(names: Sequence[str]) -> dict[str, list[str]]:

@@ -130,6 +130,12 @@ def test_table(report: RelevanceReport) -> pd.DataFrame:
     })
 
 
+def classifier_table(report: RelevanceReport) -> pd.DataFrame:
+    """``report.classifiers`` in points."""
+    table = report.classifiers if report.classifiers is not None else pd.DataFrame()
+    return table.apply(lambda column: column if column.name == "classifier" else column.map(_points))
+
+
 def _missing(row: pd.Series, metric: str) -> bool:
     value = row.get(f"{metric}_before")
     return value is None or (isinstance(value, float) and math.isnan(value))
@@ -148,7 +154,9 @@ def format_report(report: RelevanceReport) -> str:
              "", "AUROC on the test rows where the selector called (0.5: no signal):",
              report.aurocs.to_string(float_format=lambda v: f"{v:.3f}"),
              "", "test: the selection alone -> with the relevance model (points, paired 95% CI, McNemar's p):",
-             test_table(report).to_string(index=False)]
+             test_table(report).to_string(index=False),
+             "", "other classifiers, fitted and thresholded the same way (test, points after the stage):",
+             classifier_table(report).to_string(index=False)]
     return "\n".join(lines)
 
 
@@ -213,6 +221,17 @@ def _shipped_note(model, params: dict[str, dict]) -> str:
     return ""
 
 
+def _classifier_part(report: RelevanceReport) -> list[str]:
+    table = classifier_table(report)
+    if not len(table):
+        return []
+    return ["## Other classifiers, same protocol", "", _table(table), "",
+            "Each fitted on the same train rows, its threshold chosen on the same dev rows with the same limit on "
+            "added false abstention, then read on the pooled test rows (points, with the stage). Gradient boosting "
+            "is scikit-learn's `HistGradientBoostingClassifier` with its defaults and balanced classes; only the "
+            "logistic regression ships, as a JSON of its coefficients.", ""]
+
+
 def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str,
                     cost: str | Path | None = None, cost_note: str | None = None) -> str:
     """The report as a page: tables first, then where the rows come from."""
@@ -247,6 +266,7 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         "are points; in brackets the paired 95% interval of the change, then McNemar's p.", "",
         *target_part,
         *cost_part,
+        *_classifier_part(report),
         "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",
         _table(report.aurocs, index="signal"), "",
         (f"Recorded but left out of the model: {', '.join(left_out)} (see `evals.relevance.MODEL_SIGNALS` for "

@@ -114,6 +114,25 @@ def test_the_report_fits_on_train_chooses_on_dev_and_compares_on_test():
     assert report.aurocs.loc["combined", "pooled"] > 0.9
 
 
+def xor_rows(split, n=120, seed=0):
+    """A call is needed where exactly one of two signals is high: no weighted sum of them tells the kinds apart."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.random(n), rng.random(n)
+    out = pd.DataFrame([row(f"{split}-{i}", split, bool((a[i] > 0.5) != (b[i] > 0.5)), True, float(a[i]))
+                        for i in range(n)])
+    return out.assign(rel_bm25_best=b)
+
+
+def test_gradient_boosting_is_compared_under_the_same_protocol_and_learns_what_a_sum_cannot():
+    runs = {"x": pd.concat([xor_rows("train"), xor_rows("dev", seed=1), xor_rows("test", seed=2)])}
+    table = relevance_report(runs, ["dense_best", "bm25_best"]).classifiers.set_index("classifier")
+    assert list(table.index) == ["logistic regression (the model above)", "gradient boosting, depth 2",
+                                 "gradient boosting, depth 3"]
+    logistic, boosted = table.iloc[0], table.loc["gradient boosting, depth 2"]
+    assert boosted["dev balanced"] > logistic["dev balanced"] + 0.2  # thresholded on dev, like the regression
+    assert boosted["x accuracy"] > 0.8 > 0.6 > logistic["x accuracy"]
+
+
 def test_the_bench_command_reports_saves_the_model_and_writes_a_page(tmp_path, capsys):
     from tool_selection.cli import main
     from tool_selection.relevance import RelevanceModel
