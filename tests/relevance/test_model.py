@@ -109,7 +109,6 @@ def test_auto_warns_and_runs_without_a_model_whose_retrieval_scores_cannot_be_co
         assert resolve_relevance("auto", "local:m") is None
 
 
-
 def test_a_refit_on_signals_that_differ_in_their_last_bits_is_the_same_model():
     x, y = table()
     nudged = x.assign(dense_best=x["dense_best"] * (1 + 1e-13))  # as dense scores recomputed on another CPU
