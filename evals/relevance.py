@@ -29,7 +29,7 @@ from evals.suite import Case, registry_for
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance import SIGNAL_PREFIX, Evidence, RelevanceModel, compute_signals, fit_relevance_model
-from tool_selection.relevance.model import STORED_DIGITS
+from tool_selection.relevance.model import stored
 from tool_selection.relevance.signals import DECISION_SIGNALS
 
 __all__ = [
@@ -180,7 +180,7 @@ def _between(low: float, high: float) -> float:
     """The midpoint of two neighbouring probabilities to 6 significant digits (the midpoint itself if rounding
     leaves the gap): a threshold that bits recomputed on another CPU do not move."""
     middle = (low + high) / 2
-    rounded = float(f"{middle:.{STORED_DIGITS}g}")
+    rounded = stored(middle)
     return rounded if low < rounded < high else middle
 
 
@@ -215,7 +215,7 @@ class RelevanceReport:
     aurocs: pd.DataFrame  # signal x (suite | pooled), on the test rows where the selector called
     sweep: pd.DataFrame  # the dev sweep
     test: pd.DataFrame  # per suite and pooled: before, after, paired differences
-    classifiers: pd.DataFrame | None = None  # the logistic regression against gradient boosting, same protocol
+    classifiers: pd.DataFrame  # the logistic regression against gradient boosting, same protocol
 
 
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,

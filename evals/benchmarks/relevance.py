@@ -132,8 +132,7 @@ def test_table(report: RelevanceReport) -> pd.DataFrame:
 
 def classifier_table(report: RelevanceReport) -> pd.DataFrame:
     """``report.classifiers`` in points."""
-    table = report.classifiers if report.classifiers is not None else pd.DataFrame()
-    return table.apply(lambda column: column if column.name == "classifier" else column.map(_points))
+    return report.classifiers.apply(lambda column: column if column.name == "classifier" else column.map(_points))
 
 
 def _missing(row: pd.Series, metric: str) -> bool:
@@ -222,10 +221,7 @@ def _shipped_note(model, params: dict[str, dict]) -> str:
 
 
 def _classifier_part(report: RelevanceReport) -> list[str]:
-    table = classifier_table(report)
-    if not len(table):
-        return []
-    return ["## Other classifiers, same protocol", "", _table(table), "",
+    return ["## Other classifiers, same protocol", "", _table(classifier_table(report)), "",
             "Each fitted on the same train rows, its threshold chosen on the same dev rows with the same limit on "
             "added false abstention, then read on the pooled test rows (points, with the stage). Gradient boosting "
             "is scikit-learn's `HistGradientBoostingClassifier` with its defaults and balanced classes; only the "

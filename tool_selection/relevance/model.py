@@ -152,8 +152,13 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def _rounded(values: Sequence[float], digits: int = STORED_DIGITS) -> tuple[float, ...]:
-    return tuple(float(f"{float(value):.{digits}g}") for value in values)
+def stored(value: float) -> float:
+    """``value`` to the ``STORED_DIGITS`` significant digits a relevance model keeps."""
+    return float(f"{float(value):.{STORED_DIGITS}g}")
+
+
+def _rounded(values: Sequence[float]) -> tuple[float, ...]:
+    return tuple(stored(value) for value in values)
 
 
 def fit_relevance_model(table: Any, labels: Sequence[int], signals: Sequence[str], *, C: float = 1.0,
