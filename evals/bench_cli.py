@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from evals.cli_experiment import count
 from tool_selection.cli import add_deferred_command
+from tool_selection.defaults import MAX_GENERATED_TOKENS, MAX_THREADS
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
 from tool_selection.strategies import DEFAULT_STRATEGY
@@ -67,16 +69,16 @@ def _register_stuck(sub: argparse._SubParsersAction) -> None:
                                            "validation, confidence, ...; an unknown name lists them).")
     stuck.add_argument("--thresholds", default="0:1:0.05",
                        help="START:STOP:STEP (inclusive) or a comma-separated list, within [0, 1] (default: 0:1:0.05).")
-    stuck.add_argument("--limit", type=int, help="Only the first N cases of each split.")
+    stuck.add_argument("--limit", type=count(), help="Only the first N cases of each split.")
     stuck.add_argument("--dev-split", default="dev", help="Split the threshold is chosen on (default: dev).")
     stuck.add_argument("--test-split", default="test",
                        help="Split the chosen threshold is reported on (default: test).")
-    stuck.add_argument("--consistency-k", type=int, default=3,
+    stuck.add_argument("--consistency-k", type=count(2, 32), default=3,
                        help="Samples per decision for consistency (default: 3).")
     stuck.add_argument("--temperature", type=float, default=0.7,
                        help="Sampling temperature of consistency samples and retries (default: 0.7).")
-    stuck.add_argument("--threads", type=int, default=1, help="Cases evaluated in parallel (default: 1).")
-    stuck.add_argument("--max-tokens", type=int, default=512, help="Generation limit per decision (default: 512).")
+    stuck.add_argument("--threads", type=count(1, MAX_THREADS), default=1, help="Cases evaluated in parallel (default: 1).")
+    stuck.add_argument("--max-tokens", type=count(1, MAX_GENERATED_TOKENS), default=512, help="Generation limit per decision (default: 512).")
     stuck.add_argument("--no-cache", action="store_true",
                        help="Do not use DSPy's cache (cache hits carry no token usage, hence no cost).")
     stuck.add_argument("--live-threshold", type=float,
@@ -114,8 +116,6 @@ def _stuck(args: argparse.Namespace) -> int:
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
-    if args.limit is not None and args.limit < 1:
-        raise ToolSelectionError("--limit must be a positive number of cases")
     result = run_stuck_bench(
         args.suite, [parse_pair(p) for p in args.pair],
         selector=SelectorSpec.build(strategy=args.selection_strategy),

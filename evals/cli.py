@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.cli_experiment import add_run_flags, add_selector_flags, run_config, selector_spec, threshold
+from evals.cli_experiment import add_run_flags, add_selector_flags, count, given, run_config, selector_spec, threshold
 from tool_selection.cli import add_deferred_command
-from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
+from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE, MAX_CONTEXT, MAX_GENERATED_TOKENS, MAX_THREADS
 from tool_selection.errors import ToolSelectionError
 from tool_selection.strategies import DEFAULT_STRATEGY
 
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           f"saved to disk or in the local cache), or path to a .jsonl file (default: {DEFAULT_SUITE}).")
     run.add_argument("--model", default=DEFAULT_MODEL, help=f"Model spec (default: {DEFAULT_MODEL}).")
     run.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
-    run.add_argument("--mcp", metavar="CMD_OR_URL",
+    run.add_argument("--mcp", type=given, metavar="CMD_OR_URL",
                      help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
                           "the server's tool list, and its expected calls name those tools.")
     add_selector_flags(run)
@@ -105,15 +105,16 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
     loop.add_argument("--strategy", default=DEFAULT_STRATEGY,
                       help=f"Selection strategy in the loop (default: {DEFAULT_STRATEGY}).")
     loop.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
-    loop.add_argument("--limit", type=int, help="Only the first N tasks.")
-    loop.add_argument("--sample", type=int, metavar="N", help="A fixed random sample of N tasks (see --seed).")
+    tasks = loop.add_mutually_exclusive_group()
+    tasks.add_argument("--limit", type=count(), help="Only the first N tasks.")
+    tasks.add_argument("--sample", type=count(), metavar="N", help="A fixed random sample of N tasks (see --seed).")
     loop.add_argument("--seed", type=int, default=0, help="Seed of --sample (default: 0).")
-    loop.add_argument("--n-ctx", type=int, help="Context of a local model for BFCL multi-turn tasks (default: 16384).")
+    loop.add_argument("--n-ctx", type=count(256, MAX_CONTEXT), help="Context of a local model for BFCL multi-turn tasks (default: 16384).")
     loop.add_argument("--secondary", help="A larger model a stuck step escalates to (the loop's stuck detector).")
     loop.add_argument("--escalation", choices=["delegate", "guide"], default="delegate",
                       help="What the secondary does for a stuck step (default: delegate).")
     loop.add_argument("--threshold", type=threshold, default=0.7, help="Stuck score that escalates (default: 0.7).")
-    loop.add_argument("--max-tokens", type=int, default=512, help="Generation limit per step (default: 512).")
+    loop.add_argument("--max-tokens", type=count(1, MAX_GENERATED_TOKENS), default=512, help="Generation limit per step (default: 512).")
     loop.add_argument("--first-step", choices=["auto", "required"], default="auto",
                       help="'required' makes each turn's first decision a call (tool_choice; native strategies) "
                            "(default: auto, the model decides).")
@@ -123,7 +124,7 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
     loop.add_argument("--trajectories", metavar="PATH",
                       help="Solved tasks shown before each task's conversation (the file or folder 'toolsel optimize "
                            "--suite SUITE' wrote for a loop suite or a BFCL multi-turn category).")
-    loop.add_argument("--shown", type=int, default=2, metavar="N",
+    loop.add_argument("--shown", type=count(0, 16), default=2, metavar="N",
                       help="How many of --trajectories open each task: those whose tools the task has (default: 2).")
     loop.add_argument("--trajectories-as", choices=["turns", "text"], default="turns",
                       help="Show --trajectories as earlier turns of the conversation (default) or as examples in "
@@ -151,18 +152,18 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
                           "the registered ones).")
     opt.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
     opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
-    opt.add_argument("--max-metric-calls", type=int, metavar="N",
+    opt.add_argument("--max-metric-calls", type=count(), metavar="N",
                      help="GEPA only: stop its search after N metric calls instead of the budget's number.")
     opt.add_argument("--out", help="Directory for the compiled selector (default: "
                                         "programs/<suite>-<optimizer>[-descriptions]-<model>).")
-    opt.add_argument("--threads", type=int, default=1, help="Parallel evaluations inside the optimizer.")
+    opt.add_argument("--threads", type=count(1, MAX_THREADS), default=1, help="Parallel evaluations inside the optimizer.")
     opt.add_argument("--strategy", help=f"Selection strategy to optimize (see 'toolsel strategies'; default: "
                                         f"{DEFAULT_STRATEGY}).")
     opt.add_argument("--adapter", choices=["json", "chat"], help="Former name of the strategy choice: chat = "
                                                                  "--strategy chat-cot.")
-    opt.add_argument("--train-limit", type=int, help="Use only the first N train cases.")
-    opt.add_argument("--dev-limit", type=int, help="Use only the first N dev cases.")
-    opt.add_argument("--test-limit", type=int, help="Score only the first N test cases.")
+    opt.add_argument("--train-limit", type=count(), help="Use only the first N train cases.")
+    opt.add_argument("--dev-limit", type=count(), help="Use only the first N dev cases.")
+    opt.add_argument("--test-limit", type=count(), help="Score only the first N test cases.")
     opt.add_argument("--no-test", action="store_true", help="Skip the final test evaluation.")
     opt.add_argument("--no-mlflow", action="store_true", help="Do not log to MLflow.")
     opt.add_argument("--tracking-uri", help="MLflow tracking URI.")

@@ -11,6 +11,7 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any
 
+from tool_selection.defaults import MAX_CONTEXT, MAX_GENERATED_TOKENS, MAX_SLOTS, MAX_THREADS
 from tool_selection.errors import ToolSelectionError
 from tool_selection.strategies import UNDECLARED_ARGUMENTS
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
-__all__ = ["add_run_flags", "add_selector_flags", "run_config", "selector_spec", "threshold"]
+__all__ = ["add_run_flags", "add_selector_flags", "count", "given", "run_config", "selector_spec", "threshold"]
 
 
 def threshold(text: str) -> float:
@@ -30,11 +31,34 @@ def threshold(text: str) -> float:
     return value
 
 
+def count(low: int = 1, high: int | None = None):
+    """An argparse type: a whole number from ``low`` to ``high`` (no upper bound when None)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            allowed = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+            raise argparse.ArgumentTypeError(f"{value:,} is out of range: give a number {allowed}")
+        return value
+
+    parse.__name__ = "count"  # argparse names the type in its message
+    return parse
+
+
+def given(text: str) -> str:
+    """An argparse type: text that is not blank (an empty value would read as the flag left out)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give a value, or leave the flag out")
+    return text
+
+
 def add_selector_flags(parser: argparse.ArgumentParser) -> None:
     """The flags ``selector_spec`` reads."""
     group = parser.add_argument_group("the selector (a SelectorSpec)")
-    group.add_argument("--spec", metavar="FILE.yaml", help="A selector spec to start from (the flags below change it).")
-    group.add_argument("--program", help="A compiled selector directory (or DSPy state JSON) to evaluate.")
+    group.add_argument("--spec", type=given, metavar="FILE.yaml", help="A selector spec to start from (the flags below change it).")
+    group.add_argument("--program", type=given, help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     group.add_argument("--allow-tool-changes", action="store_true", default=None,
                        help="Evaluate a compiled selector even if its tools changed since it was compiled.")
     group.add_argument("--strategy", help="How the selector asks the model: auto (default: native-strict with a "
@@ -48,12 +72,12 @@ def add_selector_flags(parser: argparse.ArgumentParser) -> None:
                             "dev with 'toolsel bench gate' from a run with --gate-threshold=-inf, the gate open).")
     group.add_argument("--adapter", choices=["json", "chat"], help="Former name of the strategy choice: chat = "
                                                                    "--strategy chat-cot.")
-    group.add_argument("--retrieve", type=int, metavar="K",
+    group.add_argument("--retrieve", type=count(), metavar="K",
                        help="Show the selector only the K tools a retriever ranks highest for each request (K below "
                             "the size of the largest catalog in the suite).")
     group.add_argument("--retriever", choices=["bm25", "dense", "hybrid"],
                        help="Retriever for --retrieve (default: hybrid; needs the retrieval extra).")
-    group.add_argument("--rerank", type=int, metavar="N",
+    group.add_argument("--rerank", type=count(), metavar="N",
                        help="With --retrieve K: the model re-ranks the retriever's top N (N > K) by whether each "
                             "tool does exactly what is asked, and the selector sees the K best (one short prompt "
                             "per candidate).")
@@ -75,27 +99,28 @@ def add_selector_flags(parser: argparse.ArgumentParser) -> None:
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The flags ``run_config`` reads."""
     group = parser.add_argument_group("the run (a RunConfig)")
-    group.add_argument("--run-config", metavar="FILE.yaml", help="A run config to start from (the flags below "
+    group.add_argument("--run-config", type=given, metavar="FILE.yaml", help="A run config to start from (the flags below "
                                                                  "change it).")
-    group.add_argument("--limit", type=int, help="Only the first N cases of the split.")
-    group.add_argument("--sample", type=int, help="A fixed seeded sample of N cases of the split (see --seed).")
+    cases = group.add_mutually_exclusive_group()
+    cases.add_argument("--limit", type=count(), help="Only the first N cases of the split.")
+    cases.add_argument("--sample", type=count(), help="A fixed seeded sample of N cases of the split (see --seed).")
     group.add_argument("--seed", type=int, help="Seed of --sample (default: 0).")
-    group.add_argument("--threads", type=int, help="Cases evaluated in parallel (default: 1, or N with --serve N).")
-    group.add_argument("--serve", type=int, metavar="N",
+    group.add_argument("--threads", type=count(1, MAX_THREADS), help="Cases evaluated in parallel (default: 1, or N with --serve N).")
+    group.add_argument("--serve", type=count(1, MAX_SLOTS), metavar="N",
                        help="Run the local model in a llama-server with N parallel slots for this evaluation "
                             "(batched decoding, N cases in flight unless --threads says otherwise). See 'toolsel "
                             "serve model'.")
     group.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
                        help="Fan the cases out over Ray, --threads at a time: a local Ray instance, or the cluster "
                             "at ADDRESS (HOST:PORT). Needs the ray extra.")
-    group.add_argument("--max-tokens", type=int, help="Generation limit per decision (default: 512).")
-    group.add_argument("--n-ctx", type=int, metavar="N",
+    group.add_argument("--max-tokens", type=count(1, MAX_GENERATED_TOKENS), help="Generation limit per decision (default: 512).")
+    group.add_argument("--n-ctx", type=count(256, MAX_CONTEXT), metavar="N",
                        help="Context of a local model, in tokens (default: its catalog entry's, e.g. 4096); a longer "
                             "prompt grows it up to the model's trained length. A case whose request and tools cannot "
                             "fit in that length is refused before the run starts (show fewer tools: --retrieve K).")
     group.add_argument("--no-cache", action="store_true", default=None,
                        help="Do not use DSPy's cache of model answers.")
-    group.add_argument("--run-dir", help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
+    group.add_argument("--run-dir", type=given, help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
     group.add_argument("--fresh", action="store_true", default=None,
                        help="Discard results already in the run directory.")
     group.add_argument("--no-mlflow", action="store_true", default=None, help="Do not log the run to MLflow.")
@@ -107,7 +132,6 @@ def selector_spec(args: argparse.Namespace, **fixed: Any) -> SelectorSpec:
     """The spec the selector flags describe (on ``--spec``'s, if given); ``fixed``: fields a command sets itself."""
     from tool_selection.spec import SelectorSpec
 
-    _check_counts(args, {"retrieve": "tools", "rerank": "tools"})
     base = SelectorSpec.load_yaml(args.spec) if getattr(args, "spec", None) else SelectorSpec()
     fields = _given(args, {"program": "program", "allow_tool_changes": "allow_tool_changes",
                            "strategy": "strategy", "undeclared_arguments": "undeclared_arguments",
@@ -133,7 +157,6 @@ def run_config(args: argparse.Namespace, **fixed: Any) -> RunConfig:
     itself. ``--serve N`` without ``--threads`` runs N cases at a time."""
     from tool_selection.run_config import RunConfig
 
-    _check_counts(args, {"limit": "cases", "sample": "cases"})
     base = RunConfig.load_yaml(args.run_config) if getattr(args, "run_config", None) else RunConfig()
     fields = _given(args, {"limit": "limit", "sample": "sample", "seed": "seed", "threads": "threads",
                            "serve": "serve", "ray": "ray", "max_tokens": "max_tokens", "n_ctx": "n_ctx",
@@ -152,12 +175,6 @@ def signal_names(value: str) -> list[str]:
 
     names = [name.strip() for name in value.split(",") if name.strip()]
     return [signal for name in names for signal in (CHEAP_SIGNALS if name == "cheap" else (name,))]
-
-
-def _check_counts(args: argparse.Namespace, counted: dict[str, str]) -> None:
-    for option, what in counted.items():
-        if getattr(args, option, None) is not None and getattr(args, option) < 1:
-            raise ToolSelectionError(f"--{option} must be a positive number of {what}")
 
 
 def _given(args: argparse.Namespace, names: dict[str, str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from tool_selection.errors import ToolSelectionError, close_matches
 from tool_selection.interop import from_bfcl, from_openai
 from tool_selection.parsing import clip
 from tool_selection.registry import ToolRegistry
+from tool_selection.strict_files import FileFormatError, string_problem
 from tool_selection.strict_json import MAX_DEPTH, loads_strict
 from tool_selection.tool import BaseTool
 from tool_selection.toolset import load_tool_set
@@ -30,8 +31,8 @@ MAX_LINE_BYTES = 1 << 20  # one case, its inline tools included
 MAX_LISTED_PROBLEMS = 50
 
 
-class SuiteError(ToolSelectionError, ValueError):
-    """A suite file is malformed; the message names the file, line and field."""
+class SuiteError(FileFormatError):
+    """A suite file is malformed; the message names the file, line and field (every problem found, at once)."""
 
 
 class Message(BaseModel):
@@ -296,7 +297,7 @@ def _read_cases(path: Path) -> tuple[dict[int, Case], list[str]]:
     problems: list[str] = []
     first_line: dict[str, int] = {}
     with path.open("rb") as handle:
-        for number, raw in _lines(handle, MAX_LINE_BYTES):
+        for number, raw in bounded_lines(handle, MAX_LINE_BYTES):
             try:
                 case = _parse_case(raw)
             except ValueError as error:
@@ -312,7 +313,7 @@ def _read_cases(path: Path) -> tuple[dict[int, Case], list[str]]:
     return cases, problems
 
 
-def _lines(handle, limit: int):
+def bounded_lines(handle, limit: int):
     """(line number, bytes) per line, reading at most ``limit`` bytes of each; a longer line comes as None."""
     number = 0
     while raw := handle.readline(limit + 1):
@@ -342,6 +343,9 @@ def _parse_case(raw: bytes | None) -> Case | None:
         raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from None
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object per line, got {type(data).__name__}")
+    problem = string_problem(data)
+    if problem is not None:
+        raise ValueError(problem)
     return validated_case(data)
 
 
@@ -358,18 +362,20 @@ def validated_case(data: dict[str, Any]) -> Case:
 
 
 def read_json_lines(path: Path) -> list[Any]:
-    """The JSON values of a JSON Lines file (BFCL's data), blank lines skipped; a line that is not UTF-8 JSON is a
-    ``SuiteError``."""
+    """The JSON values of a JSON Lines file (BFCL's data), blank lines skipped, each read strictly
+    (``loads_strict``); a line that is not UTF-8 JSON is a ``SuiteError``."""
     rows = []
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in bounded_lines(handle, MAX_LINE_BYTES):
             try:
+                if raw is None:
+                    raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes")
                 line = raw.decode("utf-8")
                 if line.strip():
-                    rows.append(json.loads(line))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-                reason = "nested too deep" if isinstance(error, RecursionError) else f"{type(error).__name__}: {error}"
-                raise SuiteError(f"{path}, line {number}: not valid UTF-8 JSON ({reason}).") from None
+                    rows.append(loads_strict(line))
+            except ValueError as error:  # UnicodeDecodeError and json.JSONDecodeError are ValueErrors
+                raise SuiteError(f"{path}, line {number}: not valid UTF-8 JSON ({type(error).__name__}: "
+                                 f"{error}).") from None
     return rows
 
 

@@ -33,6 +33,7 @@ from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec, SpecError
+from tool_selection.strict_files import read_yaml
 
 if TYPE_CHECKING:
     import dspy
@@ -165,13 +166,9 @@ class SweepPlan(BaseModel):
     def load_yaml(cls, path: str | Path) -> SweepPlan:
         """A plan from a sweep file (what ``sweep.yaml`` holds; its ``cells`` list is only a record); the name
         defaults to the file's stem."""
-        import yaml
-
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise SweepError(f"Cannot read the sweep file {path}: {error}") from None
+        data = read_yaml(path, what="sweep file", fix="Write the plan as a plain YAML mapping (name, split, "
+                                                      "selector, run, axes, baseline; see evals/sweeps/).") or {}
         if not isinstance(data, dict):
             raise SweepError(f"{path}: expected a mapping (name, split, selector, run, axes, baseline), got "
                              f"{type(data).__name__}.")

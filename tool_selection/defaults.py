@@ -13,6 +13,10 @@ __all__ = [
     "DEFAULT_SUITE",
     "DEFAULT_TRACKING_URI",
     "EXPERIMENT",
+    "MAX_CONTEXT",
+    "MAX_GENERATED_TOKENS",
+    "MAX_SLOTS",
+    "MAX_THREADS",
 ]
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b"
@@ -44,3 +48,15 @@ DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 EXPERIMENT = "tool-selection"
 """The MLflow experiment runs are logged to."""
+
+MAX_THREADS = 256
+"""Most cases in flight at once: past this, threads only queue on a provider's rate limit or a local model's cores."""
+
+MAX_SLOTS = 64
+"""Most llama-server slots (``--serve N``); each holds a context of its own."""
+
+MAX_GENERATED_TOKENS = 32_768
+"""Most tokens one decision may generate: the longest context of any model the toolkit ships."""
+
+MAX_CONTEXT = 131_072
+"""Largest context (``--n-ctx``) a local model may be loaded with."""

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_ANSWER_CHARS",
     "MAX_JSON_DEPTH",
     "ParsedAnswer",
+    "call_arguments",
     "load_json",
     "mended_json",
     "native_calls_start",
@@ -135,16 +136,25 @@ def _as_call(item: Any) -> ToolCall | None:
     if isinstance(item.get("function"), dict):
         item = item["function"]
     name = item.get("name", item.get("tool_name", item.get("function")))
-    arguments = item.get("arguments", item.get("parameters", item.get("args", {})))
-    if isinstance(arguments, str):
-        arguments, problem = load_json(arguments) if arguments.strip() else ({}, None)
-        if problem:  # an arguments string that is not JSON is unreadable, not "no arguments"
-            return None
-    if arguments is None:
-        arguments = {}
-    if not isinstance(name, str) or not name.strip() or not isinstance(arguments, dict):
+    arguments = call_arguments(item, ("arguments", "parameters", "args"))
+    if not isinstance(name, str) or not name.strip() or arguments is None:
         return None
     return ToolCall(tool_name=name.strip(), arguments=arguments)
+
+
+def call_arguments(call: dict[str, Any], keys: tuple[str, ...] = ("arguments",)) -> dict[str, Any] | None:
+    """The arguments a call object holds under the first of ``keys`` it has: a JSON object, or a string of one (an
+    empty string, as some servers send for a call without arguments, is none). No key at all means no arguments;
+    anything else (``null``, a list, a number, text that is not a JSON object) is None: an unreadable call."""
+    key = next((key for key in keys if key in call), None)
+    if key is None:
+        return {}
+    arguments = call[key]
+    if isinstance(arguments, str):
+        arguments, problem = load_json(arguments) if arguments.strip() else ({}, None)
+        if problem:
+            return None
+    return arguments if isinstance(arguments, dict) else None
 
 
 def _undoubled(text: str, start: int = 0) -> tuple[Any, int] | None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tool_selection.defaults import EXPERIMENT
+from tool_selection.defaults import EXPERIMENT, MAX_CONTEXT, MAX_GENERATED_TOKENS, MAX_SLOTS, MAX_THREADS
 from tool_selection.spec import _read_yaml, _validated
 
 __all__ = ["RunConfig"]
@@ -25,16 +25,17 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    threads: int = Field(default=1, ge=1, description="Cases (or optimizer evaluations) in parallel.")
-    serve: int | None = Field(default=None, ge=1, description="Serve the local model in a llama-server with this "
+    threads: int = Field(default=1, ge=1, le=MAX_THREADS, description="Cases (or optimizer evaluations) in "
+                                                                      "parallel.")
+    serve: int | None = Field(default=None, ge=1, le=MAX_SLOTS, description="Serve the local model in a llama-server with this "
                                                                 "many parallel slots for the run.")
     ray: str | None = Field(default=None, description="Fan cases out over Ray: 'local' or a cluster's HOST:PORT.")
     cache: bool = Field(default=True, description="Use DSPy's cache of model answers.")
-    max_tokens: int = Field(default=512, ge=1, description="Generation limit per decision.")
-    n_ctx: int | None = Field(default=None, ge=256, description="Context a local model is loaded with, in tokens "
+    max_tokens: int = Field(default=512, ge=1, le=MAX_GENERATED_TOKENS, description="Generation limit per decision.")
+    n_ctx: int | None = Field(default=None, ge=256, le=MAX_CONTEXT, description="Context a local model is loaded with, in tokens "
                                                                  "(default: its catalog entry's); a longer prompt "
                                                                  "grows it, up to the model's trained length.")
-    temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature of the selector's model.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature of the selector's model.")
     mlflow: bool = Field(default=True, description="Log the run to MLflow.")
     tracking_uri: str | None = Field(default=None, description="MLflow tracking URI (default: "
                                                                "$MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
@@ -45,6 +46,13 @@ class RunConfig(BaseModel):
     sample: int | None = Field(default=None, ge=1, description="A fixed seeded sample of N cases.")
     seed: int = Field(default=0, description="Seed of sample.")
     progress: bool = Field(default=True, description="Show progress.")
+
+    @model_validator(mode="after")
+    def _one_way_to_choose_cases(self) -> RunConfig:
+        if self.limit is not None and self.sample is not None:
+            raise ValueError("limit and sample both choose cases; give one (limit: the first N, sample: a seeded "
+                             "random N)")
+        return self
 
     @field_validator("run_dir")
     @classmethod

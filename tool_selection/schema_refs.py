@@ -29,13 +29,18 @@ _REFERENCE_KEYWORDS = ("$ref", "$dynamicRef")
 def outside_references(schema: Any) -> list[str]:
     """One line for each ``$ref`` in ``schema`` (JSON Schema 2020-12) that does not resolve inside it: a URL or
     another document, which would have to be fetched, or a pointer to nothing. Empty when every reference is
-    local (``#/$defs/NAME``, ``#anchor``, an ``$id`` the schema itself declares)."""
+    local (``#/$defs/NAME``, ``#anchor``, an ``$id`` the schema itself declares). A local reference's target is
+    checked too, also where it lies under a keyword JSON Schema does not know (``#/x-lib/q``), since validation
+    follows it there."""
     root = DRAFT202012.create_resource(schema)
     resolver = METASCHEMAS.combine(LOCAL_ONLY).resolver_with_root(root)
-    return list(_unresolved(root, resolver))
+    return list(_unresolved(root, resolver, set()))
 
 
-def _unresolved(resource: SchemaResource, resolver: Any) -> Iterator[str]:
+def _unresolved(resource: SchemaResource, resolver: Any, seen: set[int]) -> Iterator[str]:
+    if id(resource.contents) in seen:
+        return
+    seen.add(id(resource.contents))
     resolver = resolver.in_subresource(resource)
     contents = resource.contents
     if isinstance(contents, dict):
@@ -44,11 +49,15 @@ def _unresolved(resource: SchemaResource, resolver: Any) -> Iterator[str]:
             if not isinstance(ref, str):
                 continue
             try:
-                resolver.lookup(ref)
+                resolved = resolver.lookup(ref)
             except (PointerToNowhere, NoSuchAnchor, InvalidAnchor):
                 yield f"{keyword} {ref!r} points to nothing in the schema"
             except Unresolvable:
                 yield (f"{keyword} {ref!r} refers outside the schema, which is never fetched: copy the schema it "
                        "names under $defs and refer to it as '#/$defs/NAME'")
+            else:
+                if isinstance(resolved.contents, dict):
+                    target = DRAFT202012.create_resource(resolved.contents)
+                    yield from _unresolved(target, resolved.resolver, seen)
     for subresource in resource.subresources():
-        yield from _unresolved(subresource, resolver)
+        yield from _unresolved(subresource, resolver, seen)

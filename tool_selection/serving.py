@@ -21,6 +21,7 @@ any parse error.
 from __future__ import annotations
 
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -32,6 +33,7 @@ import dspy
 from tool_selection.compiled import Manifest, save_compiled, tool_fingerprint
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector
+from tool_selection.strict_files import read_yaml
 from tool_selection.tracking import EXPERIMENT
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
@@ -63,17 +65,35 @@ class ServedSelector(dspy.Module):
 
 
 class SelectorModel:
-    """What MLflow serves: a compiled selector read from the model's data, the LM built from the model spec."""
+    """What MLflow serves: a compiled selector read from the model's data, the LM built from the model spec.
+
+    Loading reads files only: the spec is parsed (a bad one fails here), and the LM is built at the first request,
+    so that loading a logged model contacts no address its spec names (a ``served:`` spec asks its server for its
+    model when the LM is built)."""
 
     def __init__(self, program_dir: str | Path, model: str):
-        from tool_selection.lm import get_lm
+        from tool_selection.lm import ModelSpec
 
+        ModelSpec.parse(model)
         self.served = ServedSelector(MultiToolSelector.load(program_dir))
-        self.lm = get_lm(model, constrained=True)
+        self.model = model
+        self._lm: dspy.BaseLM | None = None
+        self._building = threading.Lock()
+
+    @property
+    def lm(self) -> dspy.BaseLM:
+        """The LM of the model spec, built on first use (once, whichever request comes first)."""
+        with self._building:
+            if self._lm is None:
+                from tool_selection.lm import get_lm
+
+                self._lm = get_lm(self.model, constrained=True)
+        return self._lm
 
     def predict(self, model_input: Any, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        request = _one_request(model_input)
         with dspy.context(lm=self.lm):
-            return self.served(request=_one_request(model_input)).toDict()
+            return self.served(request=request).toDict()
 
     def get_raw_model(self) -> ServedSelector:
         """The served selector (MLflow's ``PyFuncModel.get_raw_model()``)."""
@@ -189,11 +209,12 @@ def scoring_app(model_uri: str, *, timeout: int | None = None) -> Any:
 
 def check_served_model(model_dir: str | Path, *, source: str | None = None) -> None:
     """Refuse a model directory whose MLmodel would make MLflow run anything but this package's loader: stored
-    code (``code``, ``model_code_path``), a pickled ``python_model``, another loader module, or no data."""
-    from mlflow.models import Model
-
-    flavors = Model.load(Path(model_dir) / "MLmodel").flavors
-    pyfunc = flavors.get("python_function") or {}
+    code (``code``, ``model_code_path``), a pickled ``python_model``, another loader module, or no data. The MLmodel
+    is read strictly first (``strict_files.read_yaml``: no tags, anchors, duplicate keys or deep nesting)."""
+    mlmodel = read_yaml(Path(model_dir) / "MLmodel", what="MLmodel", fix="Log the selector again: toolsel serve log.")
+    flavors = mlmodel.get("flavors") if isinstance(mlmodel, dict) else None
+    flavors = flavors if isinstance(flavors, dict) else {}
+    pyfunc = flavors.get("python_function") if isinstance(flavors.get("python_function"), dict) else {}
     problems = [f"{key} is set to {pyfunc[key]!r}" for key in ("code", "model_code_path", "python_model", "artifacts")
                 if pyfunc.get(key)]
     if pyfunc.get("loader_module") != LOADER_MODULE:

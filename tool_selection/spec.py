@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tool_selection.defaults import DEFAULT_RELEVANCE, DEFAULT_STRATEGY
 from tool_selection.errors import ToolSelectionError
+from tool_selection.strict_files import read_yaml
 
 __all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "selection_params"]
 
@@ -189,13 +190,11 @@ def _validated(cls: type[BaseModel], fields: dict[str, Any], where: str = "") ->
 
 
 def _read_yaml(path: str | Path, *, section: str) -> dict[str, Any]:
-    import yaml
-
+    """The fields of a spec or run config file (``strict_files.read_yaml``: a refusal is a ``FileFormatError``)."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise SpecError(f"Cannot read {path}: {error}") from None
+    what = {"selector": "selector spec"}.get(section, f"{section} config")
+    data = read_yaml(path, what=what, fix=f"Write the {section} fields as a plain YAML mapping ('toolsel eval "
+                                          "--help' lists them).") or {}
     if isinstance(data, dict) and isinstance(data.get(section), dict):
         data = data[section]
     if not isinstance(data, dict):

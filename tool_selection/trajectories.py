@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.parsing import clip
+from tool_selection.strict_files import read_json
 
 if TYPE_CHECKING:
     from tool_selection.agent import Message
@@ -108,8 +109,9 @@ def load_trajectories(path: str | Path) -> list[Trajectory]:
     if not path.is_file():
         raise ToolSelectionError(f"No trajectories at {path}: give the file or folder 'toolsel optimize --suite "
                                  "LOOP_SUITE --out DIR' wrote.")
+    data = read_json(path, what="trajectories file", fix="Write it with save_trajectories (or 'toolsel optimize "
+                                                         "--suite LOOP_SUITE --out DIR').")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         return [Trajectory.model_validate(t) for t in data["trajectories"]]
     except (ValueError, KeyError, TypeError) as error:
         raise ToolSelectionError(f"{path} is not a trajectories file ({error}); write it with "

@@ -15,6 +15,7 @@ from tool_selection.relevance import (
     shipped_relevance_model,
     shipped_relevance_models,
 )
+from tool_selection.strict_files import FileFormatError
 
 
 def table(n=200, seed=0):
@@ -66,7 +67,7 @@ def test_save_and_load_round_trip_and_refuse_what_is_not_a_model(tmp_path):
         with pytest.raises(RelevanceModelError, match=message):
             RelevanceModel.load(path)
     path.write_bytes(b"\xff\xfe not json")
-    with pytest.raises(RelevanceModelError, match="Cannot read"):
+    with pytest.raises(FileFormatError, match="relevance.json, line 1: is not UTF-8"):
         RelevanceModel.load(path)
 
 

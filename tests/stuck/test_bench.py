@@ -113,8 +113,6 @@ def test_cli_runs_the_benchmark(suite_path, tmp_path, fake_catalog, capsys):
     (["--dev-split", "train"], "has no 'train' cases"),
     (["--pair", "test/weak"], "write PRIMARY,SECONDARY"),
     (["--pair", "test/weak,test/weak"], "the primary and secondary are the same model"),
-    (["--limit", "0"], "--limit must be a positive number"),
-    (["--consistency-k", "1"], "consistency_k: Input should be greater than or equal to 2"),
     (["--temperature", "3"], "temperature: Input should be less than or equal to 2"),
     (["--pair", "local:qwen-typo,test/strong"],
      "--pair 'local:qwen-typo,test/strong': Unknown embedded model 'qwen-typo' in spec 'local:qwen-typo'."),
@@ -126,6 +124,16 @@ def test_cli_reports_bad_input_without_traceback(argv, message, suite_path, tmp_
         base = base[:4] + base[6:]
     assert main(base + argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--limit", "0"], "argument --limit: 0 is out of range: give a number at least 1"),
+    (["--consistency-k", "1"], "argument --consistency-k: 1 is out of range: give a number from 2 to 32"),
+])
+def test_the_parser_refuses_counts_out_of_range(argv, message, suite_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "stuck", "--suite", str(suite_path), "--no-mlflow", *argv])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_bench_help(capsys):

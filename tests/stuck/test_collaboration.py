@@ -18,6 +18,7 @@ from tool_selection.collaboration import (
 )
 from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.strict_files import FileFormatError
 
 EXAMPLE = """
 collaboration:
@@ -177,7 +178,7 @@ def test_config_file_errors(tmp_path):
         load_collaboration_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("collaboration: [unclosed")
-    with pytest.raises(CollaborationConfigError, match="not valid YAML"):
+    with pytest.raises(FileFormatError, match="bad.yaml, line 1: is not valid YAML"):
         load_collaboration_config(bad)
     bad.write_text("pairs: []")
     with pytest.raises(CollaborationConfigError, match="top-level 'collaboration' section"):

@@ -1,6 +1,7 @@
 """The code tool set: programs run for real in a fresh folder with a minimal environment, and every limit
 (time, CPU, output, file size, processes) stops them with a structured failure. Where Linux namespaces can be
-created, programs also see no other process and have no network unless it is allowed."""
+created, programs also see no other process, have no network unless it is allowed, and work in a copy of their
+folder inside one private tmpfs (tests/attacks/test_sandbox_boundary.py attacks that boundary)."""
 
 import json
 import os
@@ -19,7 +20,7 @@ from tool_selection import ToolArgumentError
 from tool_selection.tool_failures import is_failure
 from tool_sets._sandbox import process
 from tool_sets._sandbox.pids_cgroup import PidsCgroup, _own_pids_cgroups
-from tool_sets._sandbox.process import Isolation, SandboxWarning
+from tool_sets._sandbox.process import Isolation, Limits, SandboxWarning, run_limited
 from tool_sets.code import TOOL_SET, RunBash, RunJavaScript, RunPython
 
 NODE = shutil.which("node") or shutil.which("nodejs")
@@ -192,7 +193,8 @@ def test_without_namespaces_programs_run_and_a_warning_says_what_does_not_hold(m
     monkeypatch.setattr(process, "isolation", lambda: Isolation(False, "unshare() failed: refused in this test"))
     process._warn_not_isolated.cache_clear()
     with pytest.warns(SandboxWarning, match=r"refused in this test\): they can read the environment of this user's "
-                                             r"processes, API keys included, and reach the network"):
+                                             r"processes, API keys included, and reach the network; and none of the "
+                                             r"file-system protections holds"):
         result = run("run_python", "print('ran')")
     process._warn_not_isolated.cache_clear()
     assert result["ok"] and result["stdout"] == "ran\n"
@@ -212,3 +214,28 @@ def test_oversized_code_is_rejected_by_the_schema():
 def test_limits_are_validated_when_the_tool_is_built():
     with pytest.raises(ValidationError, match="timeout_s"):
         RunBash(timeout_s=0)
+    with pytest.raises(ValidationError, match="max_total_file_bytes"):
+        RunBash(max_total_file_bytes=4096)
+
+
+def test_a_total_file_quota_below_one_tmpfs_is_refused():
+    with pytest.raises(ValueError, match=r"max_total_file_bytes=0 is below the smallest private tmpfs a run can have "
+                                         r"\(65536 bytes\); give at least that"):
+        Limits(max_total_file_bytes=0)
+
+
+def test_with_namespaces_a_program_works_in_a_copy_of_its_folder(namespaces, tmp_path):
+    (tmp_path / "given.txt").write_text("given\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.csv").write_text("a,b\n")
+    script = 'cat given.txt data/rows.csv; echo made > made.txt; echo "$PWD $HOME"'
+    outcome = run_limited(["/bin/sh", "-c", script], cwd=tmp_path, limits=Limits())
+    inside = f"/tmp/{tmp_path.name}"
+    assert (outcome.exit_code, outcome.stdout) == (0, f"given\na,b\n{inside} {inside}\n"), outcome
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data", "given.txt"]  # nothing came back
+
+
+def test_a_folder_larger_than_the_quota_is_a_setup_failure(namespaces, tmp_path):
+    (tmp_path / "big.bin").write_bytes(bytes(2 * 2**20))
+    outcome = run_limited(["/bin/true"], cwd=tmp_path, limits=Limits(max_total_file_bytes=2**20))
+    assert outcome.exit_code == 125 and "copying the folder into the sandbox failed: No space left" in outcome.stderr

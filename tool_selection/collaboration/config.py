@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec
-from tool_selection.parsing import nesting_depth
 from tool_selection.strategies import DEFAULT_STRATEGY, parse_strategy
+from tool_selection.strict_files import read_yaml
 from tool_selection.stuck import DetectorOptions, StuckDetector, detector_class, make_detector
 from tool_selection.validation import validation_problems
 
@@ -147,7 +146,7 @@ class CollaborationConfig(BaseModel):
         return self
 
 
-MAX_CONFIG_CHARS = 100_000
+MAX_CONFIG_BYTES = 100_000
 MAX_CONFIG_DEPTH = 32
 
 
@@ -163,17 +162,8 @@ def load_collaboration_config(source: str | Path | dict[str, Any]) -> Collaborat
             raise CollaborationConfigError(f"Collaboration config {path} does not exist.")
         if not path.is_file():
             raise CollaborationConfigError(f"Collaboration config {path} is a directory, not a YAML file.")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as error:
-            raise CollaborationConfigError(f"{path}: not UTF-8 ({error.reason} at byte {error.start}).") from None
-        if len(text) > MAX_CONFIG_CHARS or nesting_depth(text.replace("-", "[")) > MAX_CONFIG_DEPTH:
-            raise CollaborationConfigError(f"{path}: too large or nested too deep for a collaboration config "
-                                           f"(at most {MAX_CONFIG_CHARS} characters, {MAX_CONFIG_DEPTH} levels).")
-        try:
-            data = yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError) as error:
-            raise CollaborationConfigError(f"{path}: not valid YAML ({error}).") from None
+        data = read_yaml(path, what="collaboration config", max_bytes=MAX_CONFIG_BYTES, max_depth=MAX_CONFIG_DEPTH,
+                         fix="Write it as YAML holding collaboration: {enabled: true, pairs: [...]}.")
     if not isinstance(data, dict) or "collaboration" not in data:
         raise CollaborationConfigError(f"{where}: expected a top-level 'collaboration' section "
                                        "(collaboration: {enabled: true, pairs: [...]}).")

@@ -1,5 +1,5 @@
-"""Configuration files in (YAML or JSON, bounded before parsing) and JSON records out (written atomically, so a
-run killed mid-write leaves the previous version whole)."""
+"""Configuration files in (YAML or JSON, read strictly by ``strict_files.read_yaml``) and JSON records out (written
+atomically, so a run killed mid-write leaves the previous version whole)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tool_selection.conversations.errors import ConversationConfigError
-from tool_selection.parsing import nesting_depth
+from tool_selection.strict_files import read_yaml
 
-__all__ = ["MAX_CONFIG_CHARS", "read_config", "write_json"]
+__all__ = ["MAX_CONFIG_BYTES", "read_config", "write_json"]
 
-MAX_CONFIG_CHARS = 200_000
+MAX_CONFIG_BYTES = 200_000
 MAX_CONFIG_DEPTH = 32
 
 
@@ -33,17 +31,8 @@ def read_config(source: str | os.PathLike | dict[str, Any], section: str) -> dic
             raise ConversationConfigError(f"{section.capitalize()} config {path} "
                                           f"{'is a directory' if path.is_dir() else 'does not exist'}; give the "
                                           f"path of a YAML or JSON file.")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as error:
-            raise ConversationConfigError(f"{path}: not UTF-8 ({error.reason} at byte {error.start}).") from None
-        if len(text) > MAX_CONFIG_CHARS or nesting_depth(text.replace("-", "[")) > MAX_CONFIG_DEPTH:
-            raise ConversationConfigError(f"{path}: too large or nested too deep for a {section} config (at most "
-                                          f"{MAX_CONFIG_CHARS} characters, {MAX_CONFIG_DEPTH} levels).")
-        try:
-            data = yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError) as error:
-            raise ConversationConfigError(f"{path}: neither valid YAML nor JSON ({error}).") from None
+        data = read_yaml(path, what=f"{section} config", max_bytes=MAX_CONFIG_BYTES, max_depth=MAX_CONFIG_DEPTH,
+                         fix=f"Write it as YAML or JSON holding {section}: {{...}} (examples/discussion.yaml).")
     if not isinstance(data, dict) or not isinstance(data.get(section), dict):
         raise ConversationConfigError(f"{where}: expected a top-level '{section}' section holding its settings "
                                       f"({section}: {{...}}).")

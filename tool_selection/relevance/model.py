@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tool_selection.defaults import DEFAULT_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import check_signals
+from tool_selection.strict_files import read_json
 
 __all__ = ["DEFAULT_RELEVANCE", "RelevanceModel", "RelevanceModelError", "fit_relevance_model", "resolve_relevance",
            "shipped_relevance_model", "shipped_relevance_models"]
@@ -32,6 +33,7 @@ FILE_FORMAT = 1
 # and a refit from the same rows should give the same file (and fingerprint), not a near copy.
 STORED_DIGITS = 6
 SHIPPED_DIR = Path(__file__).parent / "models"  # <model name>.json, fitted by 'toolsel bench relevance --save'
+MAX_FILE_BYTES = 1 << 20  # a model holds a few numbers per signal and its provenance
 
 
 class RelevanceModelError(ToolSelectionError, ValueError):
@@ -96,10 +98,12 @@ class RelevanceModel(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> RelevanceModel:
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            raise RelevanceModelError(f"Cannot read the relevance model {path}: {error}") from None
+        if not path.is_file():
+            raise RelevanceModelError(f"Cannot read the relevance model {path}: "
+                                      f"{'it is a directory' if path.is_dir() else 'no such file'}; give a relevance "
+                                      "model file, auto or none.")
+        data = read_json(path, what="relevance model", max_bytes=MAX_FILE_BYTES,
+                         fix="Write one with RelevanceModel.save or 'toolsel bench relevance --save'.")
         if not isinstance(data, dict) or data.pop("format", None) != FILE_FORMAT:
             raise RelevanceModelError(f"{path} is not a relevance model file (format {FILE_FORMAT}); write one with "
                                       "RelevanceModel.save or 'toolsel bench relevance --save'.")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
+import re
 from typing import Any
 
 import dspy
@@ -128,7 +130,57 @@ def _read_json(text: str) -> Any | None:
         value = json_repair.loads(text)
     except Exception:  # json_repair raises assorted errors on hopeless input
         return None
-    return None if value == "" else value  # json_repair's "nothing found"
+    if value == "":  # json_repair's "nothing found"
+        return None
+    return value if repair_kept_what_was_written(text, value) else None
+
+
+_WRITTEN_KEY = re.compile(r'"((?:[^"\\]|\\.){1,200})"\s*:')
+
+
+def repair_kept_what_was_written(text: str, value: Any) -> bool:
+    """Whether json_repair's reading of ``text`` neither invented nor dropped anything: every key and value it
+    holds is written in ``text``, and every key written in ``text`` is in it. ``{"order_id": }`` read as
+    ``{"order_id": ""}`` invented a value, and a call with that argument dropped would win a case it never
+    stated; such an answer is unreadable instead."""
+    keys, leaves = set(), []
+    _collect(value, keys, leaves)
+    written = {json.loads(f'"{key}"') for key in _WRITTEN_KEY.findall(text) if _is_json_string(key)}
+    return written <= keys and all(_written(leaf, text) for leaf in [*keys, *leaves])
+
+
+def _collect(value: Any, keys: set[str], leaves: list[Any]) -> None:
+    if isinstance(value, dict):
+        keys.update(value)
+        for item in value.values():
+            _collect(item, keys, leaves)
+    elif isinstance(value, list):
+        for item in value:
+            _collect(item, keys, leaves)
+    else:
+        leaves.append(value)
+
+
+def _is_json_string(body: str) -> bool:
+    try:
+        json.loads(f'"{body}"')
+    except ValueError:
+        return False
+    return True
+
+
+def _written(leaf: Any, text: str) -> bool:
+    """Whether ``leaf`` (a key or a scalar json_repair read) appears in ``text`` in some spelling."""
+    if isinstance(leaf, bool) or leaf is None:
+        spellings = {True: ("true", "True"), False: ("false", "False"), None: ("null", "None")}[leaf]
+    elif isinstance(leaf, (int, float)):
+        whole = isinstance(leaf, float) and math.isfinite(leaf) and leaf.is_integer()
+        spellings = (str(leaf), str(int(leaf)) if whole else str(leaf))
+    elif leaf == "":
+        spellings = ('""', "''")
+    else:
+        spellings = (leaf, json.dumps(leaf)[1:-1], json.dumps(leaf, ensure_ascii=False)[1:-1])
+    return any(spelling in text for spelling in spellings)
 
 
 def _is_text(field: Any) -> bool:
@@ -200,16 +252,20 @@ class GuardedChatAdapter(_GuardedParse, dspy.ChatAdapter):
         super().__init__(use_json_adapter_fallback=False, **kwargs)
 
     def readable(self, signature, completion: str) -> str:
-        """The answer as it is; one longer than ``MAX_REPAIR_CHARS`` only if its non-text fields are JSON as written
-        (DSPy's parser runs json_repair on each of them)."""
-        if len(completion) <= MAX_REPAIR_CHARS:
-            return completion
+        """The answer as it is, if each non-text field is JSON as written or mended without inventing or dropping
+        anything (DSPy's parser runs json_repair on each of them), and mended only in an answer of at most
+        ``MAX_REPAIR_CHARS``."""
         for name, section in _chat_sections(completion).items():
             field = signature.output_fields.get(name)
-            if field is not None and not _is_text(field) and load_json(section)[1] is not None:
+            if field is None or _is_text(field) or load_json(section)[1] is None:
+                continue
+            if len(completion) > MAX_REPAIR_CHARS:
                 raise self._failure(signature, completion, f"The answer's {name} is not JSON as written, and the "
                                                            f"answer is longer than {MAX_REPAIR_CHARS} characters, "
                                                            "so it is not mended.")
+            if read_json(section) is None:
+                raise self._failure(signature, completion, f"The answer's {name} is not JSON, and mending it "
+                                                           "would invent or drop what it says.")
         return completion
 
 

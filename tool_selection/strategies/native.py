@@ -27,7 +27,7 @@ from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
 from tool_selection.lm.model_errors import MODEL_FAILURES, unreadable_answer
-from tool_selection.parsing import ParsedAnswer, parse_native, safe_text
+from tool_selection.parsing import ParsedAnswer, call_arguments, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
     SelectionStrategy,
@@ -74,14 +74,9 @@ def _provider_call(call: dict[str, Any], declared: dict[str, set[str]]) -> ToolC
     """The call a provider returned, or None when its arguments are not a JSON object. ``declared``: the argument
     names of each offered tool."""
     function = call.get("function") or call
-    arguments = function.get("arguments") or {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            return None
+    arguments = call_arguments(function)
     name = function.get("name")
-    if not isinstance(name, str) or not isinstance(arguments, dict):
+    if not isinstance(name, str) or arguments is None:
         return None
     if len(arguments) == 1:
         ((key, value),) = arguments.items()

@@ -5,7 +5,11 @@ initial user), and a process-group watch that reads ``/proc`` is starved by a fo
 sees the bomb only after thousands of processes. Where this process may create a cgroup below its own in a
 ``pids`` hierarchy (root in most containers, or a user with a delegated cgroup), the program runs in one whose
 ``pids.max`` makes ``fork`` fail past the limit, whoever runs it, and ``pids.events`` tells that it happened.
-Elsewhere ``PidsCgroup.create`` answers None and the process-group watch is the only bound.
+Elsewhere ``PidsCgroup.create`` answers None and the process count from ``/proc`` is the only bound.
+
+The program must not be able to write its cgroup's files: as root (or the owner of a delegated cgroup) it could
+raise ``pids.max`` or move itself out by writing ``cgroup.procs``. In namespaces (``namespaces.py``) every cgroup
+mount is read-only to it and it can make no new one; without them, nothing stops it.
 """
 
 from __future__ import annotations

@@ -4,17 +4,20 @@ Always: a fresh working directory, a minimal environment (no inherited API keys)
 limits set before ``exec`` (``RLIMIT_CPU``, ``RLIMIT_AS``/``RLIMIT_DATA``, ``RLIMIT_NPROC``, ``RLIMIT_FSIZE``, no
 core files), output cut at a bound, and the whole process group killed when the program exits, times out, floods
 its output or starts too many processes. ``RLIMIT_NPROC`` is not enforced for root, so where a ``pids`` cgroup
-can be made (``pids_cgroup.py``) the program runs in one that refuses tasks past the limit, and the process count
-of the group is also watched (from ``/proc``, where there is one); either stops the run.
+can be made (``pids_cgroup.py``) the program runs in one that refuses tasks past the limit; its processes are also
+counted from ``/proc`` every tick; either stops the run.
 
 Where Linux lets this process create a user namespace and others inside it (``isolation()`` tries it once;
 containers that forbid ``unshare(2)`` and kernels that restrict unprivileged user namespaces refuse), the
-program also runs in its own user, mount, PID, IPC and network namespaces (``namespaces.py``): it sees no process but its own, so it cannot read the environment or memory of
-this process or of any other, cannot reach the network unless ``Limits.allow_network``, and everything it
-started dies with it, even a child that left the process group with ``setsid``. Where not, a ``SandboxWarning``
-says so once: the program can then read the environment of this user's processes (API keys included) and reach
-the network. Either way it runs as the same user and can read and write what that user can: no security
-boundary for the file system.
+program also runs in its own user, mount, PID, IPC and network namespaces (``namespaces.py``): it sees no process
+but its own, so it cannot read the environment or memory of this process or of any other, cannot reach the network
+unless ``Limits.allow_network``, and everything it started dies with it, even a child that left the process group
+with ``setsid``; the count of its processes is that of its PID namespace, which ``setsid`` does not leave. Its file
+system is then read-only (cgroup files included, so it cannot raise its limits) but for one private tmpfs of
+``Limits.max_total_file_bytes`` at ``/tmp``, ``/var/tmp`` and ``/dev/shm``, where it works in a copy of ``cwd``
+(``namespaces.folder_inside(cwd)``): what it writes never reaches ``cwd`` or the host, and vanishes with the run.
+Secrets on ``HIDDEN_PATHS`` and the sockets under ``/run`` are out of its reach; anything else its user can read,
+it can read. Where namespaces are unavailable, a ``SandboxWarning`` says once that none of this holds.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -36,7 +40,8 @@ from pathlib import Path
 from tool_sets._sandbox import namespaces
 from tool_sets._sandbox.pids_cgroup import PidsCgroup
 
-__all__ = ["Isolation", "Limits", "Outcome", "SandboxWarning", "isolation", "minimal_environment", "run_limited"]
+__all__ = ["HIDDEN_PATHS", "Isolation", "Limits", "Outcome", "SandboxWarning", "isolation", "minimal_environment",
+           "run_limited"]
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _TICK_S = 0.02
@@ -44,6 +49,12 @@ _PROC = Path("/proc")
 _LAUNCHER = Path(namespaces.__file__)
 _LAUNCHER_PROCESSES = 2  # the launcher outside the PID namespace and the init inside it
 _PROBE_TIMEOUT_S = 30.0
+
+# Secrets a program cannot read even where its user can (with namespaces): a short list of the usual places, no
+# boundary. Relative paths are in the home of the user running the toolkit.
+HIDDEN_PATHS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssl/private", "/var/backups",
+                "/etc/ssh/ssh_host_*key", ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc",
+                ".git-credentials", ".pgpass", ".config/gcloud", ".config/gh", ".cache/huggingface")
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,12 @@ class Limits:
     max_output_bytes: int = 20_000  # per stream
     limit_address_space: bool = True  # False for runtimes such as node that reserve gigabytes they never use
     allow_network: bool = False  # off: the program gets a network namespace of its own, with only loopback
+    max_total_file_bytes: int = 64 * 2**20  # its folder, /tmp, /var/tmp and /dev/shm together (namespaces only)
+
+    def __post_init__(self) -> None:
+        if self.max_total_file_bytes < namespaces.MIN_TOTAL_FILE_BYTES:
+            raise ValueError(f"max_total_file_bytes={self.max_total_file_bytes} is below the smallest private tmpfs "
+                             f"a run can have ({namespaces.MIN_TOTAL_FILE_BYTES} bytes); give at least that")
 
 
 @dataclass(frozen=True)
@@ -88,9 +105,10 @@ def isolation() -> Isolation:
     if not sys.executable:
         return Isolation(False, "the Python interpreter that would run namespaces.py is unknown (sys.executable)")
     try:
-        probe = subprocess.run([sys.executable, "-I", "-S", str(_LAUNCHER), "--probe"], capture_output=True,
-                               text=True, stdin=subprocess.DEVNULL, env=minimal_environment(Path("/")),
-                               timeout=_PROBE_TIMEOUT_S)
+        with tempfile.TemporaryDirectory(prefix="tool-selection-probe-") as folder:
+            probe = subprocess.run([*_launcher(Limits()), "--probe"], capture_output=True, text=True, cwd=folder,
+                                   stdin=subprocess.DEVNULL, env=minimal_environment(Path(folder)),
+                                   timeout=_PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         return Isolation(False, f"namespaces.py could not be run: {error}")
     if probe.returncode != 0:
@@ -102,7 +120,9 @@ def isolation() -> Isolation:
 def _warn_not_isolated(reason: str) -> None:
     warnings.warn(
         f"Programs run without Linux namespaces here ({reason}): they can read the environment of this user's "
-        "processes, API keys included, and reach the network. To isolate them, let this process create "
+        "processes, API keys included, and reach the network; and none of the file-system protections holds: they "
+        "can write wherever this user can, with no total quota, read the hidden secrets, reach daemons' sockets, "
+        "and, as root, rewrite their own cgroup's limits. To isolate them, let this process create "
         "namespaces: enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, and on "
         "Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or in a container allow unshare(2) and mount(2) "
         "(a seccomp profile that permits them).",
@@ -114,29 +134,57 @@ def minimal_environment(home: Path) -> dict[str, str]:
     return {"PATH": SAFE_PATH, "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8"}
 
 
+@functools.cache
+def _hidden() -> tuple[str, ...]:
+    """``HIDDEN_PATHS`` as absolute paths, patterns expanded (once: host keys do not come and go)."""
+    try:
+        home = Path.home()
+    except RuntimeError:  # no home to be found: only the system's secrets
+        home = None
+    paths = []
+    for path in HIDDEN_PATHS:
+        if "*" in path:
+            paths += sorted(str(match) for match in Path(path).parent.glob(Path(path).name))
+        elif path.startswith("/") or home is not None:
+            paths.append(path if path.startswith("/") else str(home / path))
+    return tuple(paths)
+
+
+def _launcher(limits: Limits) -> list[str]:
+    """The command that sets up the namespaces for a run under ``limits``: ``--probe`` or ``--`` and the program
+    follow."""
+    network = ["--allow-network"] if limits.allow_network else []
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), *network,
+            f"--max-total-file-bytes={limits.max_total_file_bytes}", *(f"--hide={path}" for path in _hidden())]
+
+
 def run_limited(argv: Sequence[str], *, cwd: Path, limits: Limits) -> Outcome:
-    """Run ``argv`` in ``cwd`` (also its home) under ``limits``; never raises for what the program does."""
+    """Run ``argv`` in ``cwd`` (also its home) under ``limits``; never raises for what the program does. With
+    namespaces it runs in a copy of ``cwd`` instead, at ``namespaces.folder_inside(cwd)`` (then its home), and
+    ``cwd`` is left as it was."""
     isolated = isolation().available
+    home = cwd
     if isolated:
-        network = ("--allow-network",) if limits.allow_network else ()
-        argv = [sys.executable, "-I", "-S", str(_LAUNCHER), *network, "--", *argv]
+        argv = [*_launcher(limits), "--", *argv]
+        home = Path(namespaces.folder_inside(str(cwd)))
     else:
         _warn_not_isolated(isolation().reason)
     most_processes = limits.max_processes + (_LAUNCHER_PROCESSES if isolated else 0)
     cgroup = PidsCgroup.create(most_processes)
     try:
-        return _run(argv, cwd, limits, isolated, most_processes, cgroup)
+        return _run(argv, (cwd, home), limits, isolated, most_processes, cgroup)
     finally:
         if cgroup is not None:
             cgroup.remove()
 
 
-def _run(argv: Sequence[str], cwd: Path, limits: Limits, isolated: bool, most_processes: int,
+def _run(argv: Sequence[str], folders: tuple[Path, Path], limits: Limits, isolated: bool, most_processes: int,
          cgroup: PidsCgroup | None) -> Outcome:
+    """Run with ``folders``: the directory it starts in, and the home the program sees."""
     started = time.monotonic()
     deadline = started + limits.timeout_s
     process = subprocess.Popen(
-        list(argv), cwd=cwd, env=minimal_environment(cwd), stdin=subprocess.DEVNULL,
+        list(argv), cwd=folders[0], env=minimal_environment(folders[1]), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
         preexec_fn=_apply(_rlimits(limits), cgroup),
     )
@@ -174,7 +222,7 @@ def _run(argv: Sequence[str], cwd: Path, limits: Limits, isolated: bool, most_pr
             elif time.monotonic() >= next_census:  # reading /proc costs about 1 ms, so once a tick
                 next_census = time.monotonic() + _TICK_S
                 if (cgroup is not None and cgroup.refused_a_task()) or (
-                        _group_size(process.pid, above=most_processes) > most_processes):
+                        _run_size(process.pid, isolated, above=most_processes) > most_processes):
                     stopped = "process_limit"
     _kill_group(process.pid, until_empty_s=1.0)
     exit_code = process.wait()
@@ -256,6 +304,35 @@ def _user_tasks() -> int:
     """Threads of every process of this user (what ``RLIMIT_NPROC`` counts)."""
     uid = os.getuid()
     return sum(int(fields[17]) for owner, fields in _proc_stats() if owner == uid)
+
+
+def _run_size(launcher: int, isolated: bool, above: int) -> int:
+    """The run's processes: with namespaces, the launcher and every process of the PID namespace (``setsid`` leaves
+    the process group, never the namespace), once the sandbox has mounted its /proc; else its process group."""
+    if isolated:
+        inside = _namespace_size(launcher, above)
+        if inside is not None:
+            return 1 + inside
+    return _group_size(launcher, above=above)
+
+
+def _namespace_size(launcher: int, above: int) -> int | None:
+    """Processes in the PID namespace of ``launcher``'s children, up to the first past ``above``, listed from the
+    sandbox's own /proc, reached through the launcher's root (one directory read, not one file per process of the
+    machine); None before the sandbox has mounted it or after the launcher is gone."""
+    sandbox_proc = f"{_PROC}/{launcher}/root/proc"
+    count = 0
+    try:
+        if os.stat(sandbox_proc).st_dev == os.stat(_PROC).st_dev:
+            return None
+        with os.scandir(sandbox_proc) as entries:
+            for entry in entries:
+                count += entry.name.isdigit()
+                if count > above:
+                    break
+    except OSError:
+        return None
+    return count
 
 
 def _group_size(pgid: int, running_only: bool = False, above: int | None = None) -> int:

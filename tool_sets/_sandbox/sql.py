@@ -65,18 +65,28 @@ _PRINTF_CONVERSIONS = frozenset("dsgzqQwcouxXfeEGinp%r")  # any other character 
 
 class QueryRefused(Exception):
     """A query the sandbox would not run, or stopped. ``code``: ``not_select``, ``one_statement_only``,
-    ``not_allowed``, ``timeout`` or ``sql_error``."""
+    ``not_allowed``, ``timeout``, ``sql_error`` or (in a worker, ``sql_worker``) ``busy``. The times are those of
+    ``QueryResult``."""
 
-    def __init__(self, code: str, message: str, suggestions: Sequence[str] = ()):
+    def __init__(self, code: str, message: str, suggestions: Sequence[str] = (), *, queued: bool = False,
+                 queued_s: float = 0.0, run_s: float = 0.0):
         super().__init__(message)
         self.code, self.message, self.suggestions = code, message, list(suggestions)
+        self.queued, self.queued_s, self.run_s = queued, queued_s, run_s
 
 
 @dataclass(frozen=True)
 class QueryResult:
+    """Rows of a SELECT. Through a worker (``sql_worker.run_query``) also: ``queued_s``, the wait before the
+    query ran (for a free slot and a worker to start), ``run_s``, from the query sent to its answer or its
+    worker killed, and ``queued``, whether other queries were running when it was asked."""
+
     columns: list[str]
     rows: list[list[Any]]
     truncated: bool
+    queued_s: float = 0.0
+    run_s: float = 0.0
+    queued: bool = False
 
 
 class SqlSandbox(sqlite3.Connection):

@@ -2,8 +2,8 @@
 
 Every run is a child process in a fresh temporary directory with a timeout, CPU, memory, process, file-size
 and output limits and a minimal environment (``tool_sets._sandbox.process``); where Linux namespaces can be
-created, it also sees no other process and has no network unless ``allow_network``. Not a security boundary for
-the file system.
+created, it also sees no other process, has no network unless ``allow_network``, cannot change its limits and
+cannot write to the host (it works in a private, size-limited tmpfs). Reading is not confined.
 """
 
 from tool_selection import ToolSet

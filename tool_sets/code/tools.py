@@ -3,9 +3,12 @@
 Each call runs in a fresh temporary directory through ``tool_sets._sandbox.process``: a wall-clock timeout,
 CPU, memory, process and file-size limits, output cut at a bound, a minimal environment (no inherited API
 keys), stdin closed, and the process group killed at the end. Where Linux namespaces can be created, the program
-also sees no other process (so not this one's environment or memory) and has no network unless
-``allow_network``; ``tool_sets._sandbox.process.isolation()`` says whether they can. Not a security boundary for
-the file system: programs run as the same user and can read what that user can read.
+also sees no other process (so not this one's environment or memory), has no network unless ``allow_network``,
+cannot change its limits, and cannot write to the host's files: it works in a copy of its folder inside one private
+tmpfs of ``max_total_file_bytes`` that also holds its ``/tmp``, ``/var/tmp`` and ``/dev/shm``. Nothing is read back
+from the folder (only what the program prints), so the copy loses nothing and a run leaves no file behind.
+``tool_sets._sandbox.process.isolation()`` says whether namespaces can be created. Reading is not confined: a
+program can read what the toolkit's user can read, but for a short list of secrets (``process.HIDDEN_PATHS``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ class CodeTool(BaseTool, abstract=True):
     max_processes: int = Field(default=32, ge=1, description="Most processes a run may have at once.")
     max_file_bytes: int = Field(default=10 * 2**20, ge=0, description="Largest file a run may write.")
     max_output_bytes: int = Field(default=20_000, ge=1, description="Most bytes kept of stdout and of stderr.")
+    max_total_file_bytes: int = Field(default=64 * 2**20, ge=2**20, description=(
+        "Most bytes a run's files may hold together: its folder, /tmp, /var/tmp and /dev/shm share one private "
+        "tmpfs of this size, held in memory and gone after the run (where Linux namespaces can be created)."))
     allow_network: bool = Field(default=False, description="Let programs reach the network. Off, each run has a "
                                                            "network namespace of its own with only loopback (where "
                                                            "Linux namespaces can be created).")
@@ -60,7 +66,7 @@ class CodeTool(BaseTool, abstract=True):
         limits = Limits(timeout_s=self.timeout_s, cpu_s=self.cpu_s, memory_bytes=self.memory_mb * 2**20,
                         max_processes=self.max_processes, max_file_bytes=self.max_file_bytes,
                         max_output_bytes=self.max_output_bytes, limit_address_space=not self.RESERVES_ADDRESS_SPACE,
-                        allow_network=self.allow_network)
+                        allow_network=self.allow_network, max_total_file_bytes=self.max_total_file_bytes)
         with tempfile.TemporaryDirectory(prefix="tool-selection-code-", ignore_cleanup_errors=True) as workdir:
             program = Path(workdir, self.FILE_NAME)
             program.write_text(code, encoding="utf-8")

@@ -2,8 +2,9 @@
 
 The database file is opened read-only (SQLite URI ``mode=ro``) and queries run in ``tool_sets._sandbox.sql``:
 one SELECT, allow-listed functions, and limits on rows, value sizes and time, in a worker process that is killed
-if it outruns the time limit (``tool_sets._sandbox.sql_worker``). The default database is a small
-lending library built from ``library.sql`` into a temporary file at first use; ``database=`` names another.
+if it outruns the time limit (``tool_sets._sandbox.sql_worker``); a query asked while others were running says
+how long it waited (``queued_s``). The default database is a small lending library built from ``library.sql``
+into a temporary file at first use; ``database=`` names another.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tool_selection import BaseTool, register_tool
 from tool_selection.tool import StrictArguments
 from tool_selection.tool_failures import tool_failure
 from tool_sets._sandbox.sql import MAX_RESULT_BYTES, MAX_VALUE_BYTES, QueryRefused
-from tool_sets._sandbox.sql_worker import SqlSource, run_query
+from tool_sets._sandbox.sql_worker import SqlSource, run_query, wait_details
 
 __all__ = ["TOOLS", "DatabaseTool", "DescribeTable", "ListTables", "QueryDatabase", "sample_database"]
 
@@ -80,9 +81,10 @@ class DatabaseTool(BaseTool, abstract=True):
             result = run_query(SqlSource.file(self.database), sql, timeout_s=self.timeout_s, max_rows=self.max_rows,
                                max_result_bytes=self.max_result_bytes, max_value_bytes=self.max_value_bytes)
         except QueryRefused as refusal:
-            return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions)
+            return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions,
+                                **wait_details(refusal))
         return {"ok": True, "columns": result.columns, "rows": result.rows, "row_count": len(result.rows),
-                "truncated": result.truncated}
+                "truncated": result.truncated, **wait_details(result)}
 
     def _tables(self) -> dict[str, dict[str, Any]]:
         """Every table and view: ``{name: {"type", "columns": pragma table_info rows, "foreign_keys", "rows"}}``.

@@ -2,6 +2,8 @@
 
 Every path is checked by ``tool_sets._sandbox.paths``: relative to the root, no ``..``, no symbolic link that
 leads out, only regular files. Reads, writes, listings and searches are bounded by the tool's configuration.
+A write holds the root's lock (``root_locked``) from its quota check to its last byte, so the quotas hold for
+writers in many threads and processes at once.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from pydantic import Field, field_validator
 from tool_selection import BaseTool, register_tool
 from tool_selection.tool import StrictArguments
 from tool_selection.tool_failures import tool_failure
-from tool_sets._sandbox.paths import PathRefused, open_regular, resolve_inside, walk_files
+from tool_sets._sandbox.paths import PathRefused, RootBusy, open_regular, resolve_inside, root_locked, walk_files
 
 __all__ = ["TOOLS", "FilesTool", "ListDirectory", "ReadFile", "SearchFiles", "WriteFile", "default_root"]
 
 MAX_CONTENT_CHARS = 100_000
+LOCK_WAIT_S = 10.0  # the longest a write waits for the others to the same folder
 _LINE_CHARS = 200
 
 
@@ -149,8 +152,18 @@ class WriteFile(FilesTool):
             return _refused(refusal)
         if resolved.is_dir():
             return tool_failure("is_a_directory", f"{path!r} is a folder; name a file.", path=path)
+        try:
+            with root_locked(self.root, LOCK_WAIT_S):  # the quota check and the write as one step
+                return self._over_quota(path, resolved, len(data), mode) or self._write(path, resolved, data, mode)
+        except RootBusy as busy:
+            return tool_failure("busy", f"The working folder is busy: {busy}; try again.", path=path)
+        except OSError as error:  # the root itself could not be opened (removed meanwhile)
+            return _os_error(error, path)
+
+    def _over_quota(self, path: str, resolved: Path, size: int, mode: str) -> dict[str, Any] | None:
+        """The failure when writing ``size`` bytes to ``resolved`` would pass a limit, else None."""
         existing = resolved.stat().st_size if resolved.is_file() else 0
-        final_size = existing + len(data) if mode == "append" else len(data)
+        final_size = existing + size if mode == "append" else size
         if final_size > self.max_write_bytes:
             return tool_failure("too_large", f"The file would hold {final_size:,} bytes; at most "
                                              f"{self.max_write_bytes:,} are allowed.", path=path,
@@ -160,13 +173,16 @@ class WriteFile(FilesTool):
             return tool_failure("quota_exceeded", f"The working folder would hold more than {self.max_root_bytes:,} "
                                                   "bytes; shorten files first.", path=path,
                                 limit_bytes=self.max_root_bytes)
-        created = not resolved.exists()
-        new_entries = _missing_folders(self.root, resolved.parent) + created
+        new_entries = _missing_folders(self.root, resolved.parent) + (not resolved.exists())
         if used_entries + new_entries > self.max_root_entries:
             return tool_failure("quota_exceeded", f"The working folder would hold more than {self.max_root_entries:,} "
                                                   f"files and folders (this write adds {new_entries}); write into "
                                                   "existing files and folders instead.", path=path,
                                 limit_entries=self.max_root_entries)
+        return None
+
+    def _write(self, path: str, resolved: Path, data: bytes, mode: str) -> dict[str, Any]:
+        created = not resolved.exists()
         flags = os.O_WRONLY | os.O_CREAT | {"overwrite": os.O_TRUNC, "append": os.O_APPEND, "create": os.O_EXCL}[mode]
         try:
             resolved.parent.mkdir(parents=True, exist_ok=True)

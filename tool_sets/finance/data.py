@@ -23,7 +23,7 @@ from typing import Any
 
 from tool_selection.tool_failures import tool_failure
 from tool_sets._sandbox.sql import QueryRefused, SqlSandbox
-from tool_sets._sandbox.sql_worker import SqlSource, open_image, run_query
+from tool_sets._sandbox.sql_worker import SqlSource, open_image, run_query, wait_details
 
 __all__ = ["DATA_FILES", "FinanceData", "PricePoint", "load_data", "money", "run_select", "significant", "unknown"]
 
@@ -166,16 +166,18 @@ def _fill(db: sqlite3.Connection, data: FinanceData) -> None:
 def run_select(data: FinanceData, sql: str, *, timeout_s: float, max_rows: int) -> dict[str, Any]:
     """Run one read-only SELECT over the shipped tables; every failure is a structured result, not an error:
     the shared failure shape with the sandbox's code (``not_select``, ``one_statement_only``, ``not_allowed``,
-    ``timeout``, ``sql_error``) as ``error``. The query runs in a worker process (``tool_sets._sandbox.sql_worker``)
-    that is killed if it outruns ``timeout_s``."""
+    ``timeout``, ``sql_error``, ``busy``) as ``error``. The query runs in a worker process
+    (``tool_sets._sandbox.sql_worker``) that is killed if it outruns ``timeout_s``; a query asked while others
+    were running says how long it waited (``queued_s``)."""
     try:
         result = run_query(_source(data), sql, timeout_s=timeout_s, max_rows=max_rows)
     except QueryRefused as refusal:
-        return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions)
+        return tool_failure(refusal.code, refusal.message, suggestions=refusal.suggestions, **wait_details(refusal))
     return {
         "ok": True,
         "columns": result.columns,
         "rows": [[round(v, 4) if isinstance(v, float) else v for v in row] for row in result.rows],
         "row_count": len(result.rows),
         "truncated": result.truncated,
+        **wait_details(result),
     }
