@@ -161,6 +161,7 @@ class MultiToolSelector(dspy.Module):
         with self._observed() as captured, dspy.context(adapter=self.strategy.adapter()):
             prediction = self.strategy.decide(self.select, request, registry, conversation=conversation,
                                               tool_choice=tool_choice)
+        extras.update(getattr(prediction, "row_extras", None) or {})  # what the strategy recorded (split actions)
         if self.undeclared_arguments == "drop":
             decision, dropped = drop_undeclared(prediction.decision, registry)
             prediction.decision, prediction.tool_calls = decision, decision.tool_calls

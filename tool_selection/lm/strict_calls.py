@@ -26,7 +26,7 @@ from typing import Any
 from tool_selection.decision import ToolCall
 from tool_selection.parsing import parse_native
 
-__all__ = ["render_chat", "strict_tool_completion"]
+__all__ = ["MORE_CALLS", "more_calls", "render_chat", "strict_tool_completion"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -35,6 +35,9 @@ NEXT_CALL = ("<tool_call>", "```json", "</tool_call>", "```")  # what may follow
 FORCED_OPENER = "<tool_call>\n"  # what a required call opens with (Qwen's own tag)
 NAMED_CALL = '{"name"'  # after a bare call, an object that opens so is the next call (JSON lines); any other ends it
 _TAIL_TOKENS = 16  # enough tokens to hold an opener however the tokenizer splits it
+MORE_CALLS = "tool_selection_more_calls"
+"""The key, in a request's ``metadata``, of how many calls to open for the model after its own (``more_calls``)."""
+CLOSED_CALL = "\n</tool_call>"
 
 
 def render_chat(llama: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]]):
@@ -114,15 +117,85 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
                       "total_tokens": (prompt_tokens or 0) + produced}}
 
 
-def _forced_call(llama: Any, prompt: str, grammar: Any, max_tokens: int,
-                 options: dict[str, Any]) -> tuple[str, int, int, str]:
+def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: int, request: str,
+               options: dict[str, Any]) -> dict[str, Any]:
+    """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget`` more calls opened for the
+    model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small models
+    answer a request that asks for several things with its first call and end. The first call that repeats one
+    already made, or fills an argument with a value ``request`` does not spell out (a model with nothing left to
+    call repeats itself or makes values up), ends the answer and is not kept. An answer without a call, or cut at
+    its token limit, is left as it is."""
+    choice, usage = completion["choices"][0], completion["usage"]
+    text, produced = choice["text"], usage["completion_tokens"]
+    calls = parse_native(text).calls
+    max_tokens = options.get("max_tokens") or llama.n_ctx()
+    generation = {k: v for k, v in options.items() if k != "max_tokens"}
+    opener, closer = _call_form(text)
+    for _ in range(budget if calls and choice["finish_reason"] != "length" else 0):
+        opened = _closed_calls(text) + "\n"
+        written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, generation,
+                                                 opener=opener)
+        new = parse_native(written).calls
+        if finish == "length" or not new or new[0] in calls or not _grounded(new[0], request):
+            for _ in range(spent):
+                _forget_last_scored_token(llama)
+            break
+        text, produced = opened + written + closer, produced + spent
+        calls += new[:1]
+    return {"choices": [{"text": text, "finish_reason": choice["finish_reason"]}],
+            "usage": {**usage, "completion_tokens": produced,
+                      "total_tokens": usage["prompt_tokens"] + produced}}
+
+
+def _call_form(text: str) -> tuple[str, str]:
+    """How the answer's last call opened and closes: Qwen's tag, the JSON fence small models write instead, or
+    nothing (a bare object as the whole answer: the next one follows on its own line, as JSON lines)."""
+    fence, tag = text.rfind("```json"), text.rfind("<tool_call>")
+    if fence == tag == -1:
+        return "", ""
+    return ("```json\n", "\n```") if fence > tag else (FORCED_OPENER, CLOSED_CALL)
+
+
+def _grounded(call: ToolCall, request: str) -> bool:
+    """Whether every string and number among ``call``'s arguments is written in ``request`` (as a word sequence,
+    case and punctuation aside; 6.0 as 6)."""
+    spelled = f" {_words(request)} "
+    return all(f" {_words(value)} " in spelled for value in _argument_values(call.arguments))
+
+
+def _argument_values(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _argument_values(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _argument_values(item)]
+    if isinstance(value, float) and value.is_integer():
+        return [str(int(value))]
+    return [str(value)] if isinstance(value, str | int | float) and not isinstance(value, bool) else []
+
+
+def _words(text: str) -> str:
+    return " ".join("".join(ch.lower() if ch.isalnum() else " " for ch in text).split())
+
+
+def _closed_calls(text: str) -> str:
+    """``text`` with a call it left open (a tag or fence its grammar stage ended in) closed."""
+    text = text.rstrip()
+    if text.count("<tool_call>") > text.count("</tool_call>"):
+        text += CLOSED_CALL
+    elif text.count("```") % 2:
+        text += "\n```"
+    return text
+
+
+def _forced_call(llama: Any, prompt: str, grammar: Any, max_tokens: int, options: dict[str, Any], *,
+                 opener: str = FORCED_OPENER) -> tuple[str, int, int, str]:
     """A call opened for the model and written under ``grammar``: (text, tokens, prompt tokens, finish)."""
-    first = llama.create_completion(_tokens(llama, prompt + FORCED_OPENER), max_tokens=max_tokens, grammar=grammar,
+    first = llama.create_completion(_tokens(llama, prompt + opener), max_tokens=max_tokens, grammar=grammar,
                                     **options)
     written, produced, finish = _stage(first)
     if finish != "length":
         _forget_last_scored_token(llama)  # the end-of-sequence token that closed the grammar
-    return FORCED_OPENER + written, produced, first["usage"]["prompt_tokens"], finish
+    return opener + written, produced, first["usage"]["prompt_tokens"], finish
 
 
 class _CallOpener:

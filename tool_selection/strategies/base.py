@@ -93,7 +93,7 @@ def _check_strategy(cls: Any) -> None:
 STRATEGIES: Registry[type[SelectionStrategy]] = Registry(
     "selection strategy", group="tool_selection.strategies", check=_check_strategy, error=UnknownStrategyError,
     builtins=["tool_selection.strategies.json_strategies", "tool_selection.strategies.native",
-              "tool_selection.strategies.text"],
+              "tool_selection.strategies.text", "tool_selection.strategies.split"],
     hint=f"Any of them can be put behind the relevance gate as {GATE_PREFIX}NAME.")
 """The selection strategies by name: the built-in ones, those registered with ``register_strategy``, and those of
 the ``tool_selection.strategies`` entry-point group."""

@@ -27,6 +27,7 @@ from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
 from tool_selection.lm.model_errors import MODEL_FAILURES, unreadable_answer
+from tool_selection.lm.strict_calls import MORE_CALLS
 from tool_selection.parsing import ParsedAnswer, call_arguments, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
@@ -196,6 +197,7 @@ def openai_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
 
 class _NativeStrategy(SelectionStrategy):
     strict = False  # decode each call under a grammar of the listed tools (local models)
+    more_calls = 0  # with strict calls: calls opened for the model after its own, until one repeats
 
     def build_predictor(self) -> dspy.Module:
         if self.reasoning:
@@ -216,6 +218,8 @@ class _NativeStrategy(SelectionStrategy):
         if self.strict_for(inner.lm or dspy.settings.lm):  # with tools, the local engine applies the schema to each call
             config["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "tool_call", "schema": call_schema(tools)}}
+            if self.more_calls:
+                config["metadata"] = {MORE_CALLS: self.more_calls}
         try:
             prediction = predictor(request=request, conversation=conversation or [], config=config, demos=demos)
         except AdapterParseError as error:
@@ -280,6 +284,15 @@ class NativeCoTStrict(_NativeStrategy):
     summary = "native-cot's short thought first, then native-strict's calls (local models)"
     reasoning = True
     strict = True
+
+
+@register_strategy
+class NativeStrictMore(_NativeStrategy):
+    name = "native-strict-more"
+    summary = ("native-strict, then more calls opened for the model after its own, each under the grammar, until "
+               "it repeats one (requests that ask for several things; local models)")
+    strict = True
+    more_calls = 3
 
 
 @register_strategy

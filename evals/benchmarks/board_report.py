@@ -1,0 +1,166 @@
+"""The BFCL board page (``docs/results/board.md``) from kept rows: our selector per single-turn category beside the
+published models of the same size, and each multi-call strategy paired against the default.
+
+    toolsel sweep evals/sweeps/board.yaml                                      # the rows (resumable)
+    python -m evals.benchmarks.keep_results runs/sweeps/board results/board/qwen2.5-coder-0.5b
+    python -m evals.benchmarks.board_report --runs results/board --out docs/results/board.md
+
+Every run folder under ``--runs`` (``summary.json`` and ``results.jsonl``) is one (model, strategy, category).
+Accuracy is BFCL's full match as ``score_case`` reads it (irrelevance: no call). "Mean 4" is the plain mean of
+the four call categories, computed alike for every row; it is shown only where all four were measured on the
+same cases. A run of a seeded sample says so in its cases column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evals.benchmarks.provenance import provenance_table
+from evals.metrics import bootstrap_ci
+from evals.runner import load_results
+from evals.runs import find_run_dirs
+from evals.stats import mcnemar_exact, paired_bootstrap_ci
+
+__all__ = ["CATEGORIES", "PUBLISHED", "board_page", "load_board", "main"]
+
+CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+CALL_CATEGORIES = CATEGORIES[:4]
+DEFAULT = "native-strict"  # what the default (auto) runs as with the local models
+PUBLISHED_SOURCE = ("BFCL v4 board of 2025-12-16 (Python `simple`), Qwen2.5 rows from the v3 board of 2025-04-30, "
+                    "the last that lists them; function-calling mode")
+PUBLISHED = {  # model: simple, multiple, parallel, parallel_multiple, irrelevance
+    "Qwen2.5-0.5B-Instruct": (81.5, 78.0, 60.0, 50.0, 39.2),
+    "Hammer2.1-0.5b (fine-tuned for calling)": (83.3, 81.0, 69.0, 51.5, 85.0),
+    "Qwen3-0.6B": (86.5, 86.0, 67.5, 69.5, 82.5),
+    "Qwen2.5-1.5B-Instruct": (92.3, 87.0, 81.5, 75.5, 64.6),
+    "Hammer2.1-1.5b": (89.8, 92.0, 85.5, 80.5, 87.1),
+    "Arch-Agent-1.5B": (89.5, 92.0, 85.5, 81.0, 76.3),
+    "Qwen3-1.7B": (91.0, 92.5, 88.5, 80.0, 80.0),
+}
+
+
+def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
+    """``{(model, strategy, category): rows}`` for every run folder under ``root`` that ran one BFCL category."""
+    runs = {}
+    for folder in find_run_dirs(root):
+        params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
+        category = str(params.get("suite_ref", "")).removeprefix("bfcl:")
+        if category in CATEGORIES:
+            model = str(params["model"]).removeprefix("local:")
+            runs[(model, str(params["strategy"]), category)] = load_results(folder).set_index("id")
+    return runs
+
+
+def _accuracy(rows: pd.DataFrame) -> np.ndarray:
+    return rows["full_match"].fillna(0.0).to_numpy(dtype=float)
+
+
+def _cell(rows: pd.DataFrame | None) -> str:
+    if rows is None:
+        return "-"
+    _, low, high = bootstrap_ci(_accuracy(rows))
+    return f"{100 * _accuracy(rows).mean():.1f} [{100 * low:.1f}, {100 * high:.1f}] (n={len(rows)})"
+
+
+def _mean4(runs: dict, model: str, strategy: str) -> str:
+    cells = [runs.get((model, strategy, c)) for c in CALL_CATEGORIES]
+    if any(c is None for c in cells):
+        return "-"
+    return f"{np.mean([100 * _accuracy(c).mean() for c in cells]):.1f}"
+
+
+def board_table(runs: dict) -> str:
+    """Published rows, then ours, per category."""
+    head = ["model", *CATEGORIES, "mean 4"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for model, scores in PUBLISHED.items():
+        mean4 = sum(scores[:4]) / 4
+        lines.append(f"| {model} | " + " | ".join(f"{s:.1f}" for s in scores) + f" | {mean4:.1f} |")
+    for model, strategy in sorted({(m, s) for m, s, _ in runs}):
+        cells = [_cell(runs.get((model, strategy, c))) for c in CATEGORIES]
+        lines.append(f"| **this toolkit, {model}, {strategy}** | " + " | ".join(cells)
+                     + f" | {_mean4(runs, model, strategy)} |")
+    return "\n".join(lines)
+
+
+def _seconds(rows: pd.DataFrame) -> tuple[float, float]:
+    seconds = rows["latency_s"].astype(float)
+    right = _accuracy(rows).sum()
+    return float(seconds.mean()), float(seconds.sum() / right) if right else math.inf
+
+
+def paired_table(runs: dict, baseline: str = DEFAULT) -> str:
+    """Each strategy against ``baseline`` on the cases both ran: points, interval, McNemar's p, seconds."""
+    head = ["model", "category", "strategy", "cases", "baseline %", "strategy %", "change, points [95% CI]",
+            "McNemar p", "s/case (x baseline)", "s/correct", "false abstention"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (model, strategy, category), rows in sorted(runs.items()):
+        base = runs.get((model, baseline, category))
+        if strategy == baseline or base is None:
+            continue
+        shared = base.index.intersection(rows.index)
+        a, b = _accuracy(base.loc[shared]), _accuracy(rows.loc[shared])
+        low, high = paired_bootstrap_ci(b - a)
+        p, _, _ = mcnemar_exact(a, b)
+        (sa, _), (sb, per_right) = _seconds(base.loc[shared]), _seconds(rows.loc[shared])
+        costly = " **over 2x**" if sb > 2 * sa else ""
+        abstained = rows.loc[shared, "false_abstention"].mean()
+        lines.append(f"| {model} | {category} | {strategy} | {len(shared)} | {100 * a.mean():.1f} | "
+                     f"{100 * b.mean():.1f} | {100 * (b - a).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | "
+                     f"{p:.3g} | {sb:.2f} ({sb / sa:.2f}x){costly} | {per_right:.1f} | "
+                     f"{'-' if math.isnan(abstained) else f'{100 * abstained:.1f}%'} |")
+    return "\n".join(lines)
+
+
+def board_page(runs: dict, root: Path) -> str:
+    provenance = root / "provenance.json"
+    parts = [
+        "# The BFCL board: single-turn categories",
+        "",
+        "Generated by `python -m evals.benchmarks.board_report --runs results/board --out docs/results/board.md` "
+        "from the kept rows in `results/board/` (two CPU cores; see each row's provenance). Accuracy is BFCL's full "
+        "match as this toolkit scores it (`irrelevance`: no call), with its 95% bootstrap interval and the number "
+        "of cases; a seeded sample is marked by its n below the category's size (simple_python 400, multiple "
+        "200, parallel 200, parallel_multiple 200, irrelevance 240). \"Mean 4\" is the plain mean of the four call "
+        "categories.",
+        "",
+        f"Published rows: {PUBLISHED_SOURCE}.",
+        "",
+        board_table(runs),
+        "",
+        "## Several calls: each strategy paired against the default",
+        "",
+        f"On the same cases as the default ({DEFAULT}, what `auto` runs as locally): the change in points with its "
+        "paired bootstrap interval, McNemar's exact p, seconds per case (a strategy over twice the default's "
+        "says so) and per fully right decision, and false abstention (no call where one was needed). "
+        "The strategies are described in the [strategies guide](../guide/strategies.md#requests-that-ask-for-"
+        "several-things).",
+        "",
+        paired_table(runs),
+    ]
+    if provenance.is_file():
+        parts += ["", "## Provenance", "", provenance_table(provenance)]
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, default=Path("results/board"), help="Kept run folders.")
+    parser.add_argument("--out", type=Path, help="Write the page here (default: print it).")
+    args = parser.parse_args(argv)
+    page = board_page(load_board(args.runs), args.runs)
+    if args.out is None:
+        print(page, end="")
+    else:
+        args.out.write_text(page, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""Splitting a request into its actions: the list read, one decision per action, calls merged (scripted models)."""
+
+import pytest
+
+from tests.lm.conftest import StagedLlama
+from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.interop import from_openai
+from tool_selection.selector import MultiToolSelector
+from tool_selection.strategies.split import MAX_ACTIONS, actions_of, merged
+
+RATE = {"name": "get_exchange_rate", "description": "The exchange rate between two currencies.",
+        "parameters": {"type": "object", "properties": {"base": {"type": "string"}, "quote": {"type": "string"}},
+                       "required": ["base", "quote"]}}
+NEWS = {"name": "get_news", "description": "Latest news headlines on a topic.",
+        "parameters": {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}}
+TOOLS = from_openai([RATE, NEWS], name="fx")
+EUR, GBP = (ToolCall(tool_name="get_exchange_rate", arguments={"base": b, "quote": "USD"}) for b in ("EUR", "GBP"))
+
+
+def _call(call: ToolCall) -> str:
+    import json
+
+    return f'<tool_call>\n{json.dumps({"name": call.tool_name, "arguments": call.arguments})}\n</tool_call>'
+
+
+@pytest.mark.parametrize(("text", "actions"), [
+    ("Get the EUR rate\nGet the GBP rate", ["Get the EUR rate", "Get the GBP rate"]),
+    ("1. Get the EUR rate\n2) Get the GBP rate\n\n- Read the news\n* Step 4: stop", [
+        "Get the EUR rate", "Get the GBP rate", "Read the news", "Step 4: stop"]),
+    ("  \n\n", []),
+    ("\n".join(f"action {n}" for n in range(20)), [f"action {n}" for n in range(MAX_ACTIONS)]),
+])
+def test_the_list_is_read_one_action_a_line(text, actions):
+    assert actions_of(text) == actions
+
+
+def test_merging_keeps_order_drops_exact_repeats_and_rechecks():
+    news = ToolCall(tool_name="get_news", arguments={"topic": "rates"})
+    unknown = ToolCall(tool_name="get_weather", arguments={})
+    decision = merged([MultiToolDecision(tool_calls=[EUR]), MultiToolDecision(tool_calls=[EUR, GBP]),
+                       MultiToolDecision(parse_error="unreadable"), MultiToolDecision(tool_calls=[news, unknown])],
+                      TOOLS)
+    assert decision.tool_calls == [EUR, GBP, news, unknown] and decision.parse_error is None
+    assert [(p.kind, p.call_index) for p in decision.problems] == [("unknown_tool", 3)]
+    assert merged([MultiToolDecision(parse_error="a"), MultiToolDecision(parse_error="b")], TOOLS).parse_error == "a"
+    assert merged([MultiToolDecision(), MultiToolDecision()], TOOLS).abstained
+
+
+def test_a_request_of_several_actions_gets_a_decision_each(scripted):
+    lm, llama = scripted(["Get the EUR to USD rate\nGet the GBP to USD rate", _call(EUR), _call(GBP)])
+    selector = MultiToolSelector(TOOLS, strategy="native-split")
+    import dspy
+
+    with dspy.context(lm=lm):
+        prediction = selector(request="What are the EUR to USD and GBP to USD rates?")
+    assert prediction.decision.tool_calls == [EUR, GBP]
+    assert prediction.row_extras["split_actions"] == 2.0
+    split, first, second = llama.calls
+    assert "tools" not in split and split["messages"][-1]["content"] == "What are the EUR to USD and GBP to USD rates?"
+    assert first["messages"][-1]["content"] == "Get the EUR to USD rate" and first["tools"]
+    assert second["messages"][-1]["content"] == "Get the GBP to USD rate"
+
+
+def test_a_request_of_one_action_is_decided_as_written(scripted):
+    lm, llama = scripted(["Get the EUR to USD rate", _call(EUR)])
+    import dspy
+
+    with dspy.context(lm=lm):
+        prediction = MultiToolSelector(TOOLS, strategy="native-split")(request="EUR to USD rate, please.")
+    assert prediction.decision.tool_calls == [EUR]
+    assert llama.calls[1]["messages"][-1]["content"] == "EUR to USD rate, please."
+    assert "split_actions" not in (getattr(prediction, "row_extras", None) or {})
+
+
+def test_actions_that_fit_no_tool_add_no_call_and_all_abstaining_abstains(scripted):
+    import dspy
+
+    lm, _ = scripted(["Get the EUR to USD rate\nBook a flight to Oslo", _call(EUR), "None of them can do this."])
+    with dspy.context(lm=lm):
+        assert MultiToolSelector(TOOLS, strategy="native-split")(request="EUR rate, and book me a flight to Oslo"
+                                                                 ).decision.tool_calls == [EUR]
+    lm, _ = scripted(["Bake a cake\nBook a flight", "No function fits.", "No function fits."])
+    with dspy.context(lm=lm):
+        assert MultiToolSelector(TOOLS, strategy="native-split")(request="Bake a cake and book a flight"
+                                                                 ).decision.abstained
+
+
+class SplitStagedLlama(StagedLlama):
+    """A staged llama that also answers the split's plain chat call."""
+
+    def __init__(self, split_answer, stages):
+        super().__init__(stages)
+        self.split_answer = split_answer
+
+    def create_chat_completion(self, messages, **options):
+        self.calls.append({"messages": messages, **options})
+        return {"choices": [{"message": {"role": "assistant", "content": self.split_answer},
+                             "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+
+
+def test_native_strict_split_decodes_each_action_under_the_grammar(tmp_path):
+    import dspy
+
+    from tool_selection.lm import LocalEngine
+
+    llama = SplitStagedLlama("Get the EUR to USD rate\nGet the GBP to USD rate",
+                             ["<tool_call>\n", _call(EUR).removeprefix("<tool_call>\n"), "",
+                              "<tool_call>\n", _call(GBP).removeprefix("<tool_call>\n"), ""])
+    engine = LocalEngine(tmp_path / "m.gguf", llama=llama)
+    engine.supports_native_tools = lambda: True
+    lm = dspy.LM("local:fake", engine=engine, cache=False, temperature=0.0, max_tokens=200)
+    with dspy.context(lm=lm):
+        prediction = MultiToolSelector(TOOLS, strategy="native-strict-split")(request="EUR and GBP to USD rates?")
+    assert prediction.decision.tool_calls == [EUR, GBP]
+    assert sum(call.get("grammar") is not None for call in llama.calls) == 2
+
+
+def _strict_selector_run(tmp_path, stages, strategy="native-strict-more", request="EUR and GBP to USD rates?"):
+    import dspy
+
+    from tests.lm.conftest import staged_lm
+
+    lm, llama = staged_lm(tmp_path, stages, max_tokens=1000)
+    with dspy.context(lm=lm):
+        return MultiToolSelector(TOOLS, strategy=strategy)(request=request), llama
+
+
+def _json(call: ToolCall) -> str:
+    return _call(call).removeprefix("<tool_call>\n").removesuffix("\n</tool_call>")
+
+
+def test_more_calls_are_opened_after_the_models_own_until_one_repeats(tmp_path):
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(GBP), _json(EUR)])
+    assert prediction.decision.tool_calls == [EUR, GBP]
+    forced = [call["prompt"] for call in llama.calls[3:]]
+    assert all(prompt.endswith("<tool_call>\n") for prompt in forced) and len(forced) == 2
+    assert _json(GBP) in forced[1] and forced[1].count("</tool_call>") == 2  # both calls closed
+
+
+def test_more_calls_stop_at_their_budget_and_add_nothing_to_an_abstention(tmp_path):
+    news = [ToolCall(tool_name="get_news", arguments={"topic": t}) for t in "abcde"]
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", *map(_json, news)],
+                                         request="EUR to USD, and news on a, b, c, d and e")
+    assert prediction.decision.tool_calls == [EUR, *news[:3]]  # three more at most
+    prediction, llama = _strict_selector_run(tmp_path, ["None of the functions can do this.", _json(EUR)])
+    assert prediction.decision.abstained and len(llama.calls) == 1
+
+
+def test_native_strict_asks_for_no_more_calls(tmp_path):
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(GBP)],
+                                             strategy="native-strict")
+    assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 3
+
+
+def test_a_call_whose_values_the_request_does_not_spell_out_ends_the_answer(tmp_path):
+    made_up = ToolCall(tool_name="get_exchange_rate", arguments={"base": "JPY", "quote": "USD"})
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(made_up), _json(GBP)])
+    assert prediction.decision.tool_calls == [EUR]
+
+
+def test_more_calls_take_the_form_of_the_models_own(tmp_path):
+    prediction, llama = _strict_selector_run(tmp_path, ["```json\n", _json(EUR), "\n```", _json(GBP), _json(EUR)])
+    assert prediction.decision.tool_calls == [EUR, GBP]
+    assert llama.calls[-1]["prompt"].endswith("```\n```json\n") and "<tool_call>" not in llama.calls[-1]["prompt"]
+
+
+def test_after_a_bare_call_more_calls_follow_as_json_lines(tmp_path):
+    prediction, llama = _strict_selector_run(tmp_path, ["{", _json(EUR), "", _json(GBP), _json(EUR)])
+    assert prediction.decision.tool_calls == [EUR, GBP]
+    assert llama.calls[-1]["prompt"].endswith(_json(EUR) + "\n" + _json(GBP) + "\n")
