@@ -1,4 +1,5 @@
 import sys
+import time
 from pathlib import Path
 
 import dspy
@@ -27,3 +28,17 @@ def fake_llama_server(tmp_path, monkeypatch):
     model = tmp_path / "tiny-model.gguf"
     model.write_bytes(b"GGUF")
     return f"local:{model}"
+
+
+@pytest.fixture
+def timed(request):
+    """``timed(call, within_s=...)``: the call's result, after asserting it took less than ``within_s``; the time is
+    printed for attack tests (run with -s to see them)."""
+    def measure(call, *, within_s: float):
+        started = time.monotonic()
+        result = call()
+        elapsed = time.monotonic() - started
+        print(f"\n[attack] {request.node.name}: {elapsed * 1000:.1f} ms (bound {within_s * 1000:.0f} ms)")
+        assert elapsed < within_s, f"took {elapsed:.3f} s"
+        return result
+    return measure

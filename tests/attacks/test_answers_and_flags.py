@@ -2,7 +2,6 @@
 refused or scored as a failure, and each is timed against an upper bound (run with -s to see the times)."""
 
 import json
-import time
 
 import dspy
 import pytest
@@ -21,18 +20,6 @@ from tool_selection.selector import MultiToolSelector
 SHOP = load_tool_set("ecommerce").registry()
 VIEW_CART = Case(id="cart", request="What is in my cart?", tool_set="ecommerce", split="test", tags=["single"],
                  expected_calls=[{"tool_name": "view_cart", "arguments": {}}])
-
-
-@pytest.fixture
-def timed(request):
-    def measure(call, *, within_s: float):
-        started = time.monotonic()
-        result = call()
-        elapsed = time.monotonic() - started
-        print(f"\n[attack] {request.node.name}: {elapsed * 1000:.1f} ms (bound {within_s * 1000:.0f} ms)")
-        assert elapsed < within_s, f"took {elapsed:.3f} s"
-        return result
-    return measure
 
 
 def _local_lm(tmp_path, answer: str) -> dspy.LM:

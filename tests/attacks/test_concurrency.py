@@ -35,19 +35,6 @@ SQL_LIMIT_S = 1.0  # query_transactions' default timeout_s
 
 
 @pytest.fixture
-def timed(request):
-    """``timed(call, within_s=...)``: the call's result, after asserting it took less than ``within_s``."""
-    def measure(call, *, within_s: float):
-        started = time.monotonic()
-        result = call()
-        elapsed = time.monotonic() - started
-        print(f"\n[attack] {request.node.name}: {elapsed * 1000:.1f} ms (bound {within_s * 1000:.0f} ms)")
-        assert elapsed < within_s, f"took {elapsed:.3f} s"
-        return result
-    return measure
-
-
-@pytest.fixture
 def root(tmp_path: Path) -> Path:
     folder = tmp_path / "root"
     folder.mkdir()

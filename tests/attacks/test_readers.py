@@ -39,19 +39,6 @@ COLLABORATION = ("collaboration:\n  enabled: true\n  pairs:\n    - {primary: loc
                  "secondary: local:qwen2.5-coder-1.5b, threshold: 0.7, max_retries: 2}\n")
 
 
-@pytest.fixture
-def timed(request):
-    """``timed(call, within_s=...)``: the call's result, after asserting it took less than ``within_s``."""
-    def measure(call, *, within_s: float):
-        started = time.monotonic()
-        result = call()
-        elapsed = time.monotonic() - started
-        print(f"\n[attack] {request.node.name}: {elapsed * 1000:.1f} ms (bound {within_s * 1000:.0f} ms)")
-        assert elapsed < within_s, f"took {elapsed:.3f} s"
-        return result
-    return measure
-
-
 def _refused(load, path, error_type=FileFormatError, *, match: str):
     """Run ``load(path)`` and return the message of the ``error_type`` it raises, which must name ``path``."""
     with pytest.raises(error_type) as raised:

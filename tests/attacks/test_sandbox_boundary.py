@@ -22,7 +22,6 @@ from tool_sets.code import TOOL_SET as CODE
 
 NODE = test_sandbox_attacks.NODE
 REPOSITORY = Path(__file__).resolve().parents[2]
-timed = test_sandbox_attacks.timed  # the fixture: "[attack] name: N ms (bound M ms)"
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from contextlib import closing
 from pathlib import Path
 
@@ -24,19 +23,6 @@ from tool_sets.files import TOOL_SET as FILES
 from tool_sets.finance import TOOL_SET as FINANCE
 
 NODE = shutil.which("node") or shutil.which("nodejs")
-
-
-@pytest.fixture
-def timed(request):
-    """``timed(call, within_s=...)``: the call's result, after asserting it took less than ``within_s``."""
-    def measure(call, *, within_s: float):
-        started = time.monotonic()
-        result = call()
-        elapsed = time.monotonic() - started
-        print(f"\n[attack] {request.node.name}: {elapsed * 1000:.1f} ms (bound {within_s * 1000:.0f} ms)")
-        assert elapsed < within_s, f"took {elapsed:.3f} s"
-        return result
-    return measure
 
 
 @pytest.fixture
