@@ -189,7 +189,8 @@ print(json.dumps(outcomes))
 def test_the_program_cannot_write_outside_its_folder(timed):
     """On main it could write wherever its user could: as root, anywhere."""
     marker = f"tool-selection-attack-{uuid.uuid4().hex[:8]}"
-    folders = [str(path) for path in (REPOSITORY, Path.home(), Path("/etc"), Path("/usr/local/bin")) if path.is_dir()]
+    folders = [str(path) for path in (REPOSITORY, Path.home(), Path("/etc"), Path("/usr/local/bin"))
+               if path.is_dir() and not str(path).startswith(("/tmp/", "/var/tmp/"))]  # under /tmp: the private tmpfs
     program = WRITE_OUTSIDE.replace("FOLDERS", repr(folders)).replace("MARKER", marker)
     try:
         result = printed(timed(lambda: code("run_python", program), within_s=5))
@@ -341,8 +342,8 @@ namespaces.main(sys.argv[3:])"""
 
 
 def patched_launcher(patches: dict, program: str, folder: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-I", "-S", "-c", PATCHED_LAUNCHER, str(Path(namespaces.__file__).parent),
-               json.dumps(patches), f"--max-total-file-bytes={2**20}", "--", sys.executable, "-I", "-c", program]
+    command = [os.path.realpath(sys.executable), "-I", "-S", "-c", PATCHED_LAUNCHER, str(Path(namespaces.__file__).parent),
+               json.dumps(patches), f"--max-total-file-bytes={2**20}", "--", os.path.realpath(sys.executable), "-I", "-c", program]
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=60)
 
 
@@ -391,6 +392,6 @@ def test_a_resolver_file_in_run_stays_readable_and_nothing_else_there(tmp_path):
 
 
 def test_the_launcher_refuses_a_quota_below_one_tmpfs():
-    run = subprocess.run([sys.executable, "-I", "-S", str(Path(namespaces.__file__)), "--max-total-file-bytes=0",
+    run = subprocess.run([os.path.realpath(sys.executable), "-I", "-S", str(Path(namespaces.__file__)), "--max-total-file-bytes=0",
                           "--probe"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "N is a number of bytes, at least 65536" in run.stderr

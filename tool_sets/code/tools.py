@@ -13,6 +13,7 @@ program can read what the toolkit's user can read, but for a short list of secre
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -96,7 +97,9 @@ class RunPython(CodeTool):
     FILE_NAME = "main.py"
     OPTIONS = ("-I",)  # isolated: ignores PYTHON* variables and the user's site-packages
 
-    executable: str | None = Field(default=sys.executable, description="The Python interpreter.")
+    executable: str | None = Field(default=os.path.realpath(sys.executable),
+                                   description="The interpreter itself, not a virtual environment's link to it (a "
+                                               "folder under /tmp is hidden in the sandbox).")
 
 
 @register_tool
