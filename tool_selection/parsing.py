@@ -41,6 +41,7 @@ __all__ = [
     "safe_text",
     "safe_value",
     "too_large",
+    "words",
 ]
 
 MAX_ANSWER_CHARS = 20_000  # a decision is a few hundred characters; more is a model looping
@@ -84,6 +85,11 @@ def safe_value(value: Any, limit: int = MAX_ANSWER_CHARS) -> Any:
     if isinstance(value, list | tuple):
         return [safe_value(v, limit) for v in value]
     return value
+
+
+def words(text: str) -> str:
+    """``text`` lower-cased with every run of characters that are not letters or digits made one space."""
+    return " ".join("".join(ch.lower() if ch.isalnum() else " " for ch in text).split())
 
 
 def nesting_depth(text: str) -> int:

@@ -20,6 +20,8 @@ from tool_sets._sandbox import namespaces, process
 from tool_sets._sandbox.pids_cgroup import PidsCgroup
 from tool_sets.code import TOOL_SET as CODE
 
+PYTHON = os.path.realpath(sys.executable)  # the interpreter itself: a venv under /tmp is hidden in the sandbox
+
 NODE = test_sandbox_attacks.NODE
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -201,14 +203,18 @@ def test_the_program_cannot_write_outside_its_folder(timed):
     assert planted == [] and result == dict.fromkeys(folders, "EROFS")
 
 
-KERNEL_INTERFACES = """
-import ctypes, errno, json, os, stat
+ATTEMPT = """
+import errno
 def attempt(action):
     try:
         action()
         return "done"
     except OSError as error:
         return errno.errorcode[error.errno]
+"""
+
+KERNEL_INTERFACES = ATTEMPT + """
+import ctypes, json, os, stat
 def unshare_user():
     if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:  # CLONE_NEWUSER: capabilities in a new one
         raise OSError(ctypes.get_errno(), "unshare")
@@ -342,19 +348,13 @@ namespaces.main(sys.argv[3:])"""
 
 
 def patched_launcher(patches: dict, program: str, folder: Path) -> subprocess.CompletedProcess:
-    command = [os.path.realpath(sys.executable), "-I", "-S", "-c", PATCHED_LAUNCHER, str(Path(namespaces.__file__).parent),
-               json.dumps(patches), f"--max-total-file-bytes={2**20}", "--", os.path.realpath(sys.executable), "-I", "-c", program]
+    command = [PYTHON, "-I", "-S", "-c", PATCHED_LAUNCHER, str(Path(namespaces.__file__).parent),
+               json.dumps(patches), f"--max-total-file-bytes={2**20}", "--", PYTHON, "-I", "-c", program]
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=60)
 
 
-CHECK_FILE_SYSTEM = """
-import errno, json, os, stat
-def attempt(action):
-    try:
-        action()
-        return "done"
-    except OSError as error:
-        return errno.errorcode[error.errno]
+CHECK_FILE_SYSTEM = ATTEMPT + """
+import json, os, stat
 blocks = [f"/dev/{name}" for name in sorted(os.listdir("/dev")) if stat.S_ISBLK(os.lstat(f"/dev/{name}").st_mode)]
 print(json.dumps([attempt(lambda: open("/etc/planted-by-a-test", "x").close()),
                   attempt(lambda: os.close(os.open(blocks[0], os.O_RDONLY))) if blocks else "EACCES",
@@ -392,6 +392,6 @@ def test_a_resolver_file_in_run_stays_readable_and_nothing_else_there(tmp_path):
 
 
 def test_the_launcher_refuses_a_quota_below_one_tmpfs():
-    run = subprocess.run([os.path.realpath(sys.executable), "-I", "-S", str(Path(namespaces.__file__)), "--max-total-file-bytes=0",
+    run = subprocess.run([PYTHON, "-I", "-S", str(Path(namespaces.__file__)), "--max-total-file-bytes=0",
                           "--probe"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "N is a number of bytes, at least 65536" in run.stderr

@@ -600,15 +600,16 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     options = dict(options)
     rendered = render_chat(llama, messages, options.pop("tools"))
     budget = options.pop(MORE_CALLS, 0)
+    max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     completion = strict_tool_completion(
-        llama, rendered.prompt, grammar=grammar, max_tokens=options.get("max_tokens") or llama.n_ctx(),
+        llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
         stop=[*options.pop("stop", []), *rendered.stop],  # Jinja2ChatFormatter's stop is always a list
-        stopping_criteria=rendered.stopping_criteria, required=required,
-        **{k: v for k, v in options.items() if k != "max_tokens"})
+        stopping_criteria=rendered.stopping_criteria, required=required, **options)
     if budget:
         request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
-                                request=request if isinstance(request, str) else "", options=options)
+                                request=request if isinstance(request, str) else "", max_tokens=max_tokens,
+                                options=options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from tool_selection.decision import ToolCall
-from tool_selection.parsing import parse_native
+from tool_selection.parsing import parse_native, words
 
 __all__ = ["MORE_CALLS", "more_calls", "render_chat", "strict_tool_completion"]
 
@@ -118,22 +118,21 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: int, request: str,
-               options: dict[str, Any]) -> dict[str, Any]:
+               max_tokens: int, options: dict[str, Any]) -> dict[str, Any]:
     """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget`` more calls opened for the
     model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small models
     answer a request that asks for several things with its first call and end. The first call that repeats one
     already made, or fills an argument with a value ``request`` does not spell out (a model with nothing left to
     call repeats itself or makes values up), ends the answer and is not kept. An answer without a call, or cut at
-    its token limit, is left as it is."""
+    its token limit, is left as it is. ``max_tokens`` bounds the whole answer; ``options``: the other generation
+    settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
-    max_tokens = options.get("max_tokens") or llama.n_ctx()
-    generation = {k: v for k, v in options.items() if k != "max_tokens"}
     opener, closer = _call_form(text)
     for _ in range(budget if calls and choice["finish_reason"] != "length" else 0):
         opened = _closed_calls(text) + "\n"
-        written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, generation,
+        written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
                                                  opener=opener)
         new = parse_native(written).calls
         if finish == "length" or not new or new[0] in calls or not _grounded(new[0], request):
@@ -159,8 +158,8 @@ def _call_form(text: str) -> tuple[str, str]:
 def _grounded(call: ToolCall, request: str) -> bool:
     """Whether every string and number among ``call``'s arguments is written in ``request`` (as a word sequence,
     case and punctuation aside; 6.0 as 6)."""
-    spelled = f" {_words(request)} "
-    return all(f" {_words(value)} " in spelled for value in _argument_values(call.arguments))
+    spelled = f" {words(request)} "
+    return all(f" {words(value)} " in spelled for value in _argument_values(call.arguments))
 
 
 def _argument_values(value: Any) -> list[str]:
@@ -171,10 +170,6 @@ def _argument_values(value: Any) -> list[str]:
     if isinstance(value, float) and value.is_integer():
         return [str(int(value))]
     return [str(value)] if isinstance(value, str | int | float) and not isinstance(value, bool) else []
-
-
-def _words(text: str) -> str:
-    return " ".join("".join(ch.lower() if ch.isalnum() else " " for ch in text).split())
 
 
 def _closed_calls(text: str) -> str:

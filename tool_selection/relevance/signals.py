@@ -33,6 +33,7 @@ from dspy.utils.callback import BaseCallback
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
+from tool_selection.parsing import words
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.gate import ask_yes_no
 
@@ -190,19 +191,15 @@ def _leaf_values(value: Any) -> Iterator[Any]:
         yield value
 
 
-def _normalised(text: str) -> str:
-    return " ".join("".join(ch.lower() if ch.isalnum() else " " for ch in text).split())
-
-
 def _grounded_args(evidence: Evidence) -> float:
     """The share of the calls' argument values (strings and numbers) that the request spells out: a call made for
     a request no tool fits often fills its arguments with values of its own."""
     values = [value for call in evidence.decision.tool_calls for value in _leaf_values(call.arguments)]
-    values = [_normalised(str(value)) for value in values]
+    values = [words(str(value)) for value in values]
     values = [value for value in values if value]
     if not values:
         return math.nan
-    request = f" {_normalised(evidence.request)} "
+    request = f" {words(evidence.request)} "
     return sum(f" {value} " in request or (len(value) > 3 and value in request) for value in values) / len(values)
 
 
