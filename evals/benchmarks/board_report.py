@@ -118,6 +118,22 @@ def paired_table(runs: dict, baseline: str = DEFAULT) -> str:
     return "\n".join(lines)
 
 
+def relevance_table(runs: dict) -> str:
+    """Per row and call category: how often no call was made where one was needed, and how many of those the
+    relevance stage made (it overruled the selector's call)."""
+    head = ["model", "strategy", "category", "cases", "false abstention", "of which the relevance stage's"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (model, strategy, category), rows in sorted(runs.items()):
+        if category not in CALL_CATEGORIES:
+            continue
+        abstained = rows["false_abstention"].fillna(0.0).astype(float)
+        overruled = rows.get("relevance_overruled", pd.Series(0.0, index=rows.index)).fillna(0.0).astype(float)
+        gate = int(((abstained > 0) & (overruled > 0)).sum())
+        lines.append(f"| {model} | {strategy} | {category} | {len(rows)} | {100 * abstained.mean():.1f}% "
+                     f"({int(abstained.sum())}) | {gate} |")
+    return "\n".join(lines)
+
+
 def board_page(runs: dict, root: Path) -> str:
     provenance = root / "provenance.json"
     parts = [
@@ -143,6 +159,14 @@ def board_page(runs: dict, root: Path) -> str:
         "several-things).",
         "",
         paired_table(runs),
+        "",
+        "## What the relevance stage costs on requests that need a call",
+        "",
+        "The relevance stage may turn a call into no call when it judges that no listed tool fits. On the call "
+        "categories every such turn is a false abstention: the share of cases answered with no call, and how "
+        "many of them the relevance stage made (the rest the selector made itself).",
+        "",
+        relevance_table(runs),
     ]
     if provenance.is_file():
         parts += ["", "## Provenance", "", provenance_table(provenance)]

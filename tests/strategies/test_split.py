@@ -158,6 +158,22 @@ def test_a_call_whose_values_the_request_does_not_spell_out_ends_the_answer(tmp_
     assert prediction.decision.tool_calls == [EUR]
 
 
+@pytest.mark.parametrize("same_again", [
+    ToolCall(tool_name="get_exchange_rate", arguments={"base": "USD", "quote": "EUR"}),  # values swapped
+    ToolCall(tool_name="get_exchange_rate", arguments={"base": "eur", "quote": "usd"}),  # in other case
+])
+def test_a_call_that_adds_no_value_ends_the_answer(tmp_path, same_again):
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(same_again), _json(GBP)])
+    assert prediction.decision.tool_calls == [EUR]
+
+
+def test_another_function_with_the_same_values_is_kept(tmp_path):
+    news = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(news), _json(EUR)],
+                                         request="The EUR to USD rate and the news on the EUR")
+    assert prediction.decision.tool_calls == [EUR, news]
+
+
 def test_more_calls_take_the_form_of_the_models_own(tmp_path):
     prediction, llama = _strict_selector_run(tmp_path, ["```json\n", _json(EUR), "\n```", _json(GBP), _json(EUR)])
     assert prediction.decision.tool_calls == [EUR, GBP]
@@ -168,3 +184,34 @@ def test_after_a_bare_call_more_calls_follow_as_json_lines(tmp_path):
     prediction, llama = _strict_selector_run(tmp_path, ["{", _json(EUR), "", _json(GBP), _json(EUR)])
     assert prediction.decision.tool_calls == [EUR, GBP]
     assert llama.calls[-1]["prompt"].endswith(_json(EUR) + "\n" + _json(GBP) + "\n")
+
+
+def test_a_flipped_flag_or_reordered_list_adds_nothing_a_new_value_does():
+    from tool_selection.lm.strict_calls import _adds_to
+
+    case = ToolCall(tool_name="check_case", arguments={"case_id": 1234, "items": ["a b", "c"], "closed": True})
+    assert not _adds_to([case], case.model_copy(update={"arguments": {**case.arguments, "closed": False}}))
+    assert not _adds_to([case], case.model_copy(update={"arguments": {"case_id": 1234.0, "items": ["c", "A-B"]}}))
+    assert _adds_to([case], case.model_copy(update={"arguments": {**case.arguments, "case_id": 5678}}))
+
+
+@pytest.mark.parametrize(("request_text", "left"), [
+    ("Play Taylor Swift and Maroon 5 for 20 and 15 minutes", ["5", "15", "Maroon 5"]),
+    ("What is the derivative of 3x^2 at 40 in m/s^2?", []),
+    ("Can I get the gcd of 40 and 50?", []),
+    ("Get the EUR to USD rate, then the GBP one.", ["GBP"]),
+])
+def test_uncovered_lists_the_numbers_and_names_no_call_holds(request_text, left):
+    from tool_selection.lm.strict_calls import uncovered
+
+    calls = [ToolCall(tool_name="f", arguments={"a": "Taylor Swift", "n": 20, "gcd": [40, 50.0]}), EUR]
+    assert uncovered(request_text, calls) == left
+
+
+def test_cover_opens_another_call_only_while_the_request_holds_an_unused_value(tmp_path):
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(GBP), _json(EUR)],
+                                             strategy="native-strict-cover", request="The EUR and GBP to USD rates")
+    assert prediction.decision.tool_calls == [EUR, GBP] and len(llama.calls) == 4  # no third call opened
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(GBP)],
+                                             strategy="native-strict-cover", request="The EUR to USD rate")
+    assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 3  # nothing left: no call opened

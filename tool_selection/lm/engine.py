@@ -58,7 +58,13 @@ from tool_selection.lm.assemble import ModelFileError, ensure_model
 from tool_selection.lm.catalog import load_catalog
 from tool_selection.lm.engine_check import require_working_engine
 from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
-from tool_selection.lm.strict_calls import MORE_CALLS, more_calls, render_chat, strict_tool_completion
+from tool_selection.lm.strict_calls import (
+    MORE_CALLS,
+    UNTIL_COVERED,
+    more_calls,
+    render_chat,
+    strict_tool_completion,
+)
 from tool_selection.parsing import parse_native
 
 __all__ = [
@@ -476,6 +482,7 @@ def _generation_options(request: Request) -> tuple[dict[str, Any], list[Adaptati
     metadata = extensions.pop("metadata", None) or {}
     if metadata.get(MORE_CALLS):  # calls opened for the model after its own (strategies.native, native-strict-more)
         options[MORE_CALLS] = int(metadata[MORE_CALLS])
+        options[UNTIL_COVERED] = bool(metadata.get(UNTIL_COVERED))
     unknown = sorted(set(extensions) - _EXTENSION_OPTIONS)
     if unknown:
         raise UnsupportedFeatureError(f"The local engine has no setting {unknown}; llama.cpp settings it takes in "
@@ -599,7 +606,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     ``create_chat_completion``'s shape."""
     options = dict(options)
     rendered = render_chat(llama, messages, options.pop("tools"))
-    budget = options.pop(MORE_CALLS, 0)
+    budget, until_covered = options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False)
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     completion = strict_tool_completion(
         llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
@@ -609,7 +616,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
         request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
                                 request=request if isinstance(request, str) else "", max_tokens=max_tokens,
-                                options=options)
+                                options=options, until_covered=until_covered)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}

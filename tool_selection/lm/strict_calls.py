@@ -26,7 +26,7 @@ from typing import Any
 from tool_selection.decision import ToolCall
 from tool_selection.parsing import parse_native, words
 
-__all__ = ["MORE_CALLS", "more_calls", "render_chat", "strict_tool_completion"]
+__all__ = ["MORE_CALLS", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion", "uncovered"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -37,6 +37,11 @@ NAMED_CALL = '{"name"'  # after a bare call, an object that opens so is the next
 _TAIL_TOKENS = 16  # enough tokens to hold an opener however the tokenizer splits it
 MORE_CALLS = "tool_selection_more_calls"
 """The key, in a request's ``metadata``, of how many calls to open for the model after its own (``more_calls``)."""
+UNTIL_COVERED = "tool_selection_until_covered"
+"""The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
+uses (``more_calls``' ``until_covered``)."""
+REQUEST_NUMBER = re.compile(r"(?<![\w.^])-?\d+(?:\.\d+)?(?![\w^])")  # 40, 5.6, -3; not 3x, m/s^2 or 5m
+REQUEST_NAME = re.compile(r"(?<=[a-z,;:] )(?!I\b)[A-Z][\w.'-]*(?: [A-Z0-9][\w.'-]*)*")  # capitalised, not a sentence's start
 CLOSED_CALL = "\n</tool_call>"
 
 
@@ -118,24 +123,28 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: int, request: str,
-               max_tokens: int, options: dict[str, Any]) -> dict[str, Any]:
+               max_tokens: int, options: dict[str, Any], until_covered: bool = False) -> dict[str, Any]:
     """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget`` more calls opened for the
     model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small models
     answer a request that asks for several things with its first call and end. The first call that repeats one
-    already made, or fills an argument with a value ``request`` does not spell out (a model with nothing left to
-    call repeats itself or makes values up), ends the answer and is not kept. An answer without a call, or cut at
-    its token limit, is left as it is. ``max_tokens`` bounds the whole answer; ``options``: the other generation
-    settings."""
+    already made in other words (the same function, and no value the earlier calls lack: their values swapped,
+    reordered or a flag flipped), or fills an argument with a value ``request`` does not spell out (a model with
+    nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a call, or cut at
+    its token limit, is left as it is. ``until_covered``: another call is opened only while ``request`` holds a
+    number or a capitalised name that no call uses (``uncovered``), so a request the calls cover costs nothing
+    more. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
     opener, closer = _call_form(text)
     for _ in range(budget if calls and choice["finish_reason"] != "length" else 0):
+        if until_covered and not uncovered(request, calls):
+            break
         opened = _closed_calls(text) + "\n"
         written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
                                                  opener=opener)
         new = parse_native(written).calls
-        if finish == "length" or not new or new[0] in calls or not _grounded(new[0], request):
+        if finish == "length" or not new or not _grounded(new[0], request) or not _adds_to(calls, new[0]):
             for _ in range(spent):
                 _forget_last_scored_token(llama)
             break
@@ -160,6 +169,23 @@ def _grounded(call: ToolCall, request: str) -> bool:
     case and punctuation aside; 6.0 as 6)."""
     spelled = f" {words(request)} "
     return all(f" {words(value)} " in spelled for value in _argument_values(call.arguments))
+
+
+def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
+    """The numbers and capitalised names (not a sentence's first word) written in ``request`` that no string or
+    number among ``calls``' arguments holds (as a word sequence, case and punctuation aside)."""
+    held = " " + " ".join(words(value) for call in calls for value in _argument_values(call.arguments)) + " "
+    found = [match.group() for pattern in (REQUEST_NUMBER, REQUEST_NAME) for match in pattern.finditer(request)]
+    return [value for value in found if words(value) and f" {words(value)} " not in held]
+
+
+def _adds_to(calls: list[ToolCall], call: ToolCall) -> bool:
+    """Whether ``call`` does something ``calls`` do not: another function, or a string or number none of them
+    holds (booleans aside: a flipped flag asks for nothing the request wrote)."""
+    if call.tool_name not in {earlier.tool_name for earlier in calls}:
+        return True
+    held = {words(value) for earlier in calls for value in _argument_values(earlier.arguments)}
+    return any(words(value) not in held for value in _argument_values(call.arguments))
 
 
 def _argument_values(value: Any) -> list[str]:

@@ -27,7 +27,7 @@ from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
 from tool_selection.lm.model_errors import MODEL_FAILURES, unreadable_answer
-from tool_selection.lm.strict_calls import MORE_CALLS
+from tool_selection.lm.strict_calls import MORE_CALLS, UNTIL_COVERED
 from tool_selection.parsing import ParsedAnswer, call_arguments, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
@@ -197,7 +197,8 @@ def openai_tools(registry: ToolRegistry) -> list[dict[str, Any]]:
 
 class _NativeStrategy(SelectionStrategy):
     strict = False  # decode each call under a grammar of the listed tools (local models)
-    more_calls = 0  # with strict calls: calls opened for the model after its own, until one repeats
+    more_calls = 0  # with strict calls: calls opened for the model after its own, until one adds nothing
+    until_covered = False  # ... and only while the request holds a value no call uses
 
     def build_predictor(self) -> dspy.Module:
         if self.reasoning:
@@ -219,7 +220,8 @@ class _NativeStrategy(SelectionStrategy):
             config["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "tool_call", "schema": call_schema(tools)}}
             if self.more_calls:
-                config["metadata"] = {MORE_CALLS: self.more_calls}
+                config["metadata"] = {MORE_CALLS: self.more_calls, **({UNTIL_COVERED: True} if self.until_covered
+                                                                      else {})}
         try:
             prediction = predictor(request=request, conversation=conversation or [], config=config, demos=demos)
         except AdapterParseError as error:
@@ -290,9 +292,17 @@ class NativeCoTStrict(_NativeStrategy):
 class NativeStrictMore(_NativeStrategy):
     name = "native-strict-more"
     summary = ("native-strict, then more calls opened for the model after its own, each under the grammar, until "
-               "it repeats one (requests that ask for several things; local models)")
+               "one adds nothing (requests that ask for several things; local models)")
     strict = True
     more_calls = 3
+
+
+@register_strategy
+class NativeStrictCover(NativeStrictMore):
+    name = "native-strict-cover"
+    summary = ("native-strict-more, opening another call only while the request holds a number or a name no call "
+               "uses (local models)")
+    until_covered = True
 
 
 @register_strategy

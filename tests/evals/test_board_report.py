@@ -1,0 +1,37 @@
+"""The board page's tables from rows built here: published rows, our cells, pairing and the relevance stage."""
+
+import pandas as pd
+
+from evals.benchmarks.board_report import CALL_CATEGORIES, board_table, paired_table, relevance_table
+
+
+def _rows(full_match, *, abstained=(), overruled=(), seconds=1.0):
+    ids = [f"case_{n}" for n in range(len(full_match))]
+    return pd.DataFrame({
+        "full_match": [float(v) for v in full_match],
+        "false_abstention": [float(n in abstained) for n in range(len(ids))],
+        "relevance_overruled": [float(n in overruled) for n in range(len(ids))],
+        "latency_s": seconds,
+    }, index=pd.Index(ids, name="id"))
+
+
+def test_mean_4_appears_only_when_all_four_call_categories_ran():
+    runs = {("m", "native-strict", c): _rows([1, 0, 1, 1]) for c in CALL_CATEGORIES}
+    row = board_table(runs).splitlines()[-1]
+    assert row.startswith("| **this toolkit, m, native-strict** |") and row.endswith("| 75.0 |")
+    del runs[("m", "native-strict", "parallel")]
+    assert board_table(runs).splitlines()[-1].endswith("| - |")
+
+
+def test_a_strategy_is_paired_on_shared_cases_and_flagged_over_twice_the_seconds():
+    base, more = _rows([0, 0, 1, 1]), _rows([1, 1, 1, 1], seconds=2.5)
+    table = paired_table({("m", "native-strict", "parallel"): base, ("m", "native-strict-more", "parallel"): more})
+    line = table.splitlines()[-1]
+    assert "| 4 | 50.0 | 100.0 | +50.0 [" in line and "(2.50x) **over 2x**" in line
+
+
+def test_false_abstentions_are_split_into_the_relevance_stages_and_the_selectors():
+    rows = _rows([0, 0, 0, 1], abstained=(0, 1, 2), overruled=(1, 3))
+    line = relevance_table({("m", "native-strict", "simple_python"): rows,
+                            ("m", "native-strict", "irrelevance"): rows}).splitlines()
+    assert len(line) == 3 and line[-1] == "| m | native-strict | simple_python | 4 | 75.0% (3) | 1 |"
