@@ -2,9 +2,13 @@
 
 A BFCL figure of ours compares with a published one only if both score an answer alike. Each answer (a kept run's
 row, or one built from BFCL's possible answers by ``evals.bfcl_answers``) is scored twice: by ``bfcl-eval``'s
-``ast_checker`` (irrelevance: no call, as its runner reads it) and by ours (``score_case``'s full match, after the
-decision checks a run makes). Where the verdicts differ, the difference is either a rule of ours that follows
-BFCL's or one documented in ``docs/bfcl-agreement.md`` (``KNOWN_DIFFERENCES``).
+``ast_checker`` in the category's language (irrelevance: no call, as its runner reads it) and by ours
+(``score_case``'s full match, after the decision checks a run makes). Where the verdicts differ, the difference is
+either a rule of ours that follows BFCL's or one documented in ``docs/bfcl-agreement.md`` (``KNOWN_DIFFERENCES``).
+
+In the Java and JavaScript categories our scoring *is* BFCL's checker (``Case.bfcl_checker``), so the verdicts agree
+by construction; what can still differ is how a run reads an answer before scoring it (a null dropped for an
+optional argument), which the report counts as for the other categories.
 
     python -m evals.bfcl_agreement RUN_DIR ... [--generated CATEGORY ...]
 """
@@ -13,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import types
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import permutations
@@ -24,6 +26,7 @@ from typing import Any
 
 from evals.bfcl import BFCL_CATEGORIES, bfcl_records, load_bfcl
 from evals.bfcl_answers import Answer, generated_answers, run_answers
+from evals.bfcl_checker import check, language_of
 from evals.metrics import score_case
 from evals.suite import Case, registry_for
 from tool_selection.decision import MultiToolDecision, ToolCall
@@ -32,11 +35,6 @@ from tool_selection.strategies import check_decision
 
 __all__ = ["KNOWN_DIFFERENCES", "Agreement", "Disagreement", "bfcl_verdict", "compare", "format_report",
            "our_verdict"]
-
-# The model name handed to BFCL's checker: function names are compared as written (a model that cannot write
-# dots would have them turned into underscores); our answers keep BFCL's dotted names.
-_CHECKER_MODEL = "toolsel-names-as-written"
-
 
 @dataclass(frozen=True)
 class Disagreement:
@@ -66,53 +64,22 @@ class Agreement:
 
 
 @cache
-def _ast_checker() -> Callable[[list[dict], list[dict], list[dict], str], dict[str, Any]]:
-    """BFCL's ``ast_checker`` for Python answers. Its module imports ``bfcl_eval.constants.model_config`` only to
-    ask whether a model writes dots in function names; that module imports every provider's SDK (``bfcl-eval`` is
-    installed without them) and creates folders beside the package, so while the checker is imported a stand-in
-    takes its place that answers "as written" for ``_CHECKER_MODEL``."""
-    name = "bfcl_eval.constants.model_config"
-    config = types.SimpleNamespace(underscore_to_dot=False)
-    real = sys.modules.get(name)
-    if real is not None:
-        real.MODEL_CONFIG_MAPPING.setdefault(_CHECKER_MODEL, config)
-    else:
-        stand_in = types.ModuleType(name)
-        stand_in.MODEL_CONFIG_MAPPING = {_CHECKER_MODEL: config}
-        sys.modules[name] = stand_in
-    try:
-        from bfcl_eval.constants.enums import Language
-        from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
-    finally:
-        if real is None:
-            del sys.modules[name]
-    return lambda functions, output, truth, category: ast_checker(functions, output, truth, Language.PYTHON,
-                                                                  category, _CHECKER_MODEL)
-
-
-@cache
 def _cases(category: str) -> dict[str, Case]:
     return {case.id: case for case in load_bfcl([category]).cases}
 
 
 def bfcl_verdict(category: str, answer: Answer) -> tuple[bool, str]:
     """(valid, error) under BFCL: irrelevance asks for no call (an answer that does not decode counts as none, as
-    BFCL's runner reads it); the other categories go to ``ast_checker``, which a non-decoding answer fails."""
+    BFCL's runner reads it); the other categories go to ``ast_checker`` in the category's language (Python, Java or
+    JavaScript, as BFCL's runner picks it), which a non-decoding answer fails."""
     if category == "irrelevance":
         return (True, "") if answer.parse_failure or not answer.calls else (
             False, "irrelevance_error:decoder_success: Valid syntax. Successfully decode AST when it should not.")
     if answer.parse_failure:
         return False, "ast_decoder:decoder_failed: Invalid syntax. Failed to decode AST."
     functions, truth = bfcl_records(category)
-    output = [{call["tool_name"]: call["arguments"]} for call in answer.calls]
-    result = _ast_checker()(functions[answer.case_id], output, truth[answer.case_id], category)
-    return bool(result["valid"]), "" if result["valid"] else _error_text(result)
-
-
-def _error_text(result: dict[str, Any]) -> str:
-    errors = result.get("error") or []
-    detail = "; ".join(e if isinstance(e, str) else json.dumps(e, default=str) for e in errors)
-    return f"{result.get('error_type', '')}: {detail}"
+    return check(functions[answer.case_id], answer.calls, truth[answer.case_id], language=language_of(category),
+                 category=category)
 
 
 def our_verdict(category: str, answer: Answer) -> bool:
@@ -202,6 +169,11 @@ def format_report(reports: list[Agreement], *, every: bool = False) -> str:
         unexplained = sum(d.known is None for d in r.disagreements)
         lines.append(f"{r.category:<18} {_tail(r.source, 44):<44} {r.answers:>7} {r.agreeing:>6} {share:>6.1f} "
                      f"{r.bfcl_valid:>10} {r.ours_valid:>10} {unexplained:>11}")
+    by_checker = sorted({r.category for r in reports if language_of(r.category) != "python"})
+    if by_checker:
+        lines += ["", f"{', '.join(by_checker)}: our scoring is BFCL's own checker (Case.bfcl_checker), so the "
+                      "verdicts agree by construction; a disagreement there comes from how a run reads the answer "
+                      "before scoring it."]
     kinds = Counter((r.category, _tail(r.source, 44), d.known) for r in reports for d in r.disagreements)
     if kinds:
         lines += ["", "disagreements by known difference:"]

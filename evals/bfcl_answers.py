@@ -6,6 +6,10 @@ an integer for a float and a float for an integer, a string differing in case, s
 list in another order or with its items of another number type, a dictionary with a key missing or added, an
 empty string, empty list or null for an argument, an argument missing or added, a call added, dropped or moved,
 an unknown or another listed function, no call, and an answer that does not parse. No model is run.
+
+In the Java and JavaScript categories every argument is then written as the string a function-calling model gives
+there: a literal of the language for the type BFCL declares (``"true"``, ``"50L"``, ``"new String[]{a, b}"``,
+``"[1.5, 2.5]"``), in the forms BFCL's type converters read (``_literal``); a null stays a null.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.bfcl import BFCL_CATEGORIES, bfcl_records
+from evals.bfcl_checker import language_of
 from evals.runner import RESULTS_FILE, load_rows
 
 __all__ = ["Answer", "generated_answers", "run_answers"]
@@ -55,10 +60,13 @@ def generated_answers(category: str, case_ids: Iterable[str] | None = None) -> l
     """Every answer built for every case of ``category`` (one BFCL category), or for the cases ``case_ids``,
     duplicates left out."""
     functions, truth = bfcl_records(category)
+    language = language_of(category)
     answers: list[Answer] = []
     for case_id in functions if case_ids is None else case_ids:
         described = functions[case_id]
         built = _irrelevance_answers(described) if category == "irrelevance" else _answers(truth[case_id], described)
+        if language != "python":
+            built = ((label, _as_literals(calls, described, language)) for label, calls in built)
         seen = set()
         for label, calls in built:
             key = repr(calls)
@@ -220,3 +228,65 @@ def _dict_variants(value: dict) -> Iterator[tuple[str, Any]]:
         elif isinstance(item, list) and any(isinstance(v, str) for v in item):
             yield f"key {key!r} strings upper case", {**value, key: [v.upper() if isinstance(v, str) else v
                                                                      for v in item]}
+
+
+_JAVA_ELEMENTS = {"String": "String", "any": "Object", "char": "char", "boolean": "boolean", "integer": "int",
+                  "long": "long", "float": "float", "double": "double", "byte": "byte", "short": "short"}
+
+
+def _as_literals(calls: list[dict], described: list[dict], language: str) -> list[dict]:
+    """``calls`` with each argument written as a Java or JavaScript literal of the type its function declares."""
+    properties = {f["name"]: f.get("parameters", {}).get("properties", {}) for f in described}
+    return [_call(call["tool_name"], {name: _literal(value, properties.get(call["tool_name"], {}).get(name, {}),
+                                                     language)
+                                      for name, value in call["arguments"].items()})
+            for call in calls]
+
+
+def _literal(value: Any, declared: dict, language: str) -> Any:
+    """``value`` as the source literal BFCL's converters read for the ``declared`` type: a string is taken as
+    written (BFCL's ``String``, ``any`` and ``char`` compare the text itself), a null is left a null."""
+    if value is None or isinstance(value, str):
+        return value
+    kind = declared.get("type")
+    item = (declared.get("items") or {}).get("type")
+    if language == "java":
+        if isinstance(value, list) and kind == "ArrayList":
+            quote = '"' if item == "String" else "'" if item == "char" else ""
+            items = ", ".join(quote + _scalar(v, item, language) + quote if isinstance(v, str) else
+                              _scalar(v, item, language) for v in value)
+            return f"new ArrayList<>(Arrays.asList({items}))" if value else "new ArrayList<>()"
+        if isinstance(value, list):
+            element = _JAVA_ELEMENTS.get(item, "Object")
+            return f"new {element}[]{{{', '.join(_scalar(v, item, language) for v in value)}}}"
+        if isinstance(value, dict):
+            puts = " ".join(f'put("{k}", {_java_value(v)});' for k, v in value.items())
+            return f"new HashMap<String, Object>() {{{{ {puts} }}}}"
+        return _scalar(value, kind, language)
+    if isinstance(value, list):
+        return "[" + ", ".join(_js_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_js_value(v)}" for k, v in value.items()) + "}"
+    return _scalar(value, kind, language)
+
+
+def _scalar(value: Any, kind: str | None, language: str) -> str:
+    """A number or boolean (or a string, as written) as a literal of the declared ``kind``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        suffix = {("java", "long"): "L", ("java", "float"): "f", ("javascript", "Bigint"): "n"}.get((language, kind), "")
+        return f"{value!r}{suffix}"
+    return str(value)
+
+
+def _java_value(value: Any) -> str:
+    """A value inside a Java collection, as BFCL's ``parse_java_value`` reads it (a string in double quotes)."""
+    return f'"{value}"' if isinstance(value, str) else _scalar(value, None, "java")
+
+
+def _js_value(value: Any) -> str:
+    """A value inside a JavaScript array or object literal."""
+    if isinstance(value, list | dict):
+        return _literal(value, {}, "javascript")
+    return json.dumps(value) if isinstance(value, str) else _scalar(value, None, "javascript")

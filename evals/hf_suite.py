@@ -2,8 +2,9 @@
 
 A suite travels as a dataset with one row per case, in the columns ``Suite.to_dataset()`` writes: ``id``,
 ``request``, ``messages``, ``tool_set``, ``tools``, ``expected_calls``, ``tags``, ``split`` and
-``strict_arguments``, the nested fields as JSON strings (Arrow would give nested objects every key any row has,
-so a call's arguments would gain keys it never had) and an absent value as ``""``. ``hf:FOLDER`` reads a folder
+``strict_arguments`` (and ``bfcl_checker`` where a case has it: BFCL's Java and JavaScript categories), the nested
+fields as JSON strings (Arrow would give nested objects every key any row has, so a call's arguments would gain keys
+it never had) and an absent value as ``""``. ``hf:FOLDER`` reads a folder
 written by ``save_to_disk`` (a ``Dataset`` or a ``DatasetDict``) or a folder of data files (JSON Lines, Parquet,
 CSV); ``hf:NAME`` reads a dataset already in the local Hugging Face cache and never downloads. A ``DatasetDict``'s
 split names (``train``, ``validation`` or ``dev``, ``test``) give the cases without a ``split`` column their split.
@@ -40,8 +41,8 @@ from tool_selection.strict_json import MAX_DEPTH, json_depth, loads_strict, stri
 __all__ = ["HF_PREFIX", "JSON_COLUMNS", "case_from_row", "load_hf_suite", "raw_file_problems", "row_from_case"]
 
 HF_PREFIX = "hf:"
-JSON_COLUMNS = ("messages", "tools", "expected_calls")
-OPTIONAL_COLUMNS = ("request", "messages", "tool_set", "tools")
+JSON_COLUMNS = ("messages", "tools", "expected_calls", "bfcl_checker")
+OPTIONAL_COLUMNS = ("request", "messages", "tool_set", "tools", "bfcl_checker")
 SPLIT_NAMES = {"train": "train", "validation": "dev", "dev": "dev", "test": "test"}
 JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}  # Arrow's JSON reader recurses: a deep value crashes it
 PACKED_SUFFIXES = {".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".tar", ".tgz", ".7z"}
@@ -56,6 +57,8 @@ def row_from_case(case: Case) -> dict[str, Any]:
         row[column] = json.dumps(data[column]) if column in data else ""
     row.update({"tool_set": case.tool_set or "", "tags": list(case.tags), "split": case.split,
                 "strict_arguments": case.strict_arguments})
+    if "bfcl_checker" in data:  # only where set, so that other suites keep their columns (Suite.to_dataset fills in)
+        row["bfcl_checker"] = json.dumps(data["bfcl_checker"])
     return row
 
 

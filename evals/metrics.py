@@ -7,6 +7,10 @@ lists compare element-wise and dicts key-wise. On BFCL cases (``strict_arguments
 as in BFCL's checker: every argument it requires given, none it does not declare, and each of its declared type
 (so a float is no integer). Tool names compare as multisets, so call order never matters. Where we still read an
 answer otherwise than BFCL, ``docs/bfcl-agreement.md`` says why (``evals.bfcl_agreement`` measures it).
+
+One case reads arguments otherwise: a case with ``bfcl_checker`` (BFCL's Java and JavaScript categories, whose
+arguments are source literals in strings) has them judged by ``bfcl-eval``'s own AST checker in its language, and
+its full match is that checker's verdict (``score_case``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evals.bfcl_checker import check as bfcl_check
 from evals.suite import Case, registry_for
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.tool import BaseTool
@@ -226,8 +231,32 @@ def _input_schema(tool: type[BaseTool]) -> dict[str, Any]:
     return tool.input_schema()  # read, never changed: one copy per tool class
 
 
+def _checker_pairing(case: Case, expected: list[tuple[str, dict]], predicted: list[ToolCall]) -> tuple[int, int]:
+    """``_best_pairing`` with BFCL's checker as the judge of arguments (``case.bfcl_checker``): a call matches an
+    expected one when the checker, in the case's language, accepts it alone as the answer to that call alone."""
+    checker = case.bfcl_checker
+    docs = {doc.get("name"): doc for doc in checker.functions}
+    named = matched = 0
+    for name in dict.fromkeys(n for n, _ in expected):
+        wanted = [acceptable for n, acceptable in expected if n == name]
+        calls = [call for call in predicted if call.tool_name == name]
+        named += min(len(wanted), len(calls))
+        fitting = [[j for j, call in enumerate(calls) if name in docs and bfcl_check(
+                        [docs[name]], [{"tool_name": name, "arguments": call.arguments}], [{name: acceptable}],
+                        language=checker.language, category="simple")[0]]
+                   for acceptable in wanted]
+        matched += _maximum_matching(fitting, len(calls))
+    return named, matched
+
+
 def score_case(case: Case, decision: MultiToolDecision) -> dict[str, Any]:
-    """Per-case scores. Conditional metrics are NaN where they do not apply."""
+    """Per-case scores. Conditional metrics are NaN where they do not apply.
+
+    Tool names (``tool_exact``, precision, recall, F1) are compared alike for every case. Arguments are read by one
+    of two judges: ours (the module's rules), or, for a case with ``bfcl_checker``, BFCL's own AST checker in the
+    case's language. Then ``full_match`` is BFCL's verdict on the whole answer, as its runner gives it (an answer
+    that does not parse, or that the checker cannot read, is wrong), and ``args_correct`` counts the calls the
+    checker accepts, each alone, against the expected call it is paired with."""
     expected = [(c.tool_name, c.acceptable()) for c in case.expected_calls]
     predicted = decision.tool_calls
     parsed = decision.parse_error is None
@@ -240,13 +269,20 @@ def score_case(case: Case, decision: MultiToolDecision) -> dict[str, Any]:
         recall = overlap / len(expected) if expected else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     tool_exact = parsed and exp_names == pred_names
-    # Non-strict cases ignore arguments beyond the expected ones, but only those the tool itself accepts: a call
-    # its tool would refuse (an echoed schema key, say) is not right. BFCL cases keep BFCL's own rules.
-    rejected = frozenset() if case.strict_arguments else frozenset(
-        p.call_index for p in decision.problems if p.kind == "invalid_arguments")
-    schemas = _schemas(case, {n for n, _ in expected}) if case.strict_arguments else None
-    named, matched = _best_pairing(expected, predicted, case.strict_arguments, rejected, schemas)
-    full_match = tool_exact and matched == len(expected)
+    if case.bfcl_checker is not None:  # BFCL's checker judges (see the docstring)
+        named, matched = _checker_pairing(case, expected, predicted)
+        full_match = tool_exact and (not expected or bfcl_check(
+            case.bfcl_checker.functions, [{"tool_name": c.tool_name, "arguments": c.arguments} for c in predicted],
+            [{name: acceptable} for name, acceptable in expected], language=case.bfcl_checker.language,
+            category=case.bfcl_checker.category)[0])  # BFCL checks no AST where no call is expected
+    else:
+        # Non-strict cases ignore arguments beyond the expected ones, but only those the tool itself accepts: a call
+        # its tool would refuse (an echoed schema key, say) is not right. BFCL cases keep BFCL's own rules.
+        rejected = frozenset() if case.strict_arguments else frozenset(
+            p.call_index for p in decision.problems if p.kind == "invalid_arguments")
+        schemas = _schemas(case, {n for n, _ in expected}) if case.strict_arguments else None
+        named, matched = _best_pairing(expected, predicted, case.strict_arguments, rejected, schemas)
+        full_match = tool_exact and matched == len(expected)
     return {
         "tool_exact": float(tool_exact),
         "precision": precision if parsed else 0.0,

@@ -22,7 +22,8 @@ from tool_selection.strict_json import MAX_DEPTH, loads_strict
 from tool_selection.tool import BaseTool
 from tool_selection.toolset import load_tool_set
 
-__all__ = ["Case", "ExpectedCall", "Suite", "SuiteError", "available_suites", "load_suite", "suite_reference"]
+__all__ = ["BfclChecker", "Case", "ExpectedCall", "Suite", "SuiteError", "available_suites", "load_suite",
+           "suite_reference"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
 Split = Literal["train", "dev", "test"]
@@ -59,6 +60,20 @@ class ExpectedCall(BaseModel):
             else:
                 out[name] = [value]
         return out
+
+
+class BfclChecker(BaseModel):
+    """Score the case with ``bfcl-eval``'s own AST checker (``evals.bfcl_checker``), as BFCL's runner does: for BFCL's
+    Java and JavaScript categories, whose arguments are source literals in strings (``"50L"``, ``"[1, 2]"``) that
+    only BFCL's type converters read. ``functions`` are BFCL's function docs as its checker reads them (the types as
+    the language declares them), not the case's ``tools``, which the model sees (every argument a string, with
+    BFCL's notes); the possible answer is ``expected_calls``."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: Literal["python", "java", "javascript"]
+    category: str = Field(min_length=1, description="BFCL's category: 'parallel' or 'multiple' in it picks that "
+                                                    "checker, any other name the simple one")
+    functions: list[dict[str, Any]] = Field(min_length=1)
 
 
 def inline_tool_problems(tools: list[Any]) -> list[str]:
@@ -109,6 +124,11 @@ class Case(BaseModel):
         default=False,
         description="BFCL semantics: an argument the model passes that the expected call does not list is wrong. "
                     "When false, such an argument is ignored if the tool accepts the call.",
+    )
+    bfcl_checker: BfclChecker | None = Field(
+        default=None,
+        description="Score with BFCL's own AST checker in this language (BFCL's Java and JavaScript categories) "
+                    "instead of our matcher; see evals.metrics.score_case.",
     )
 
     @field_validator("tools")
@@ -202,7 +222,9 @@ class Suite:
 
     @cached_property
     def fingerprint(self) -> str:
-        payload = json.dumps([c.model_dump(mode="json") for c in self.cases], sort_keys=True)
+        # a case without bfcl_checker dumps as it did before the field existed, so its suites keep their fingerprints
+        payload = json.dumps([c.model_dump(mode="json", exclude={"bfcl_checker"} if c.bfcl_checker is None else None)
+                              for c in self.cases], sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
     def __len__(self) -> int:
@@ -218,7 +240,10 @@ class Suite:
 
         from evals.hf_suite import row_from_case
 
-        return datasets.Dataset.from_list([row_from_case(c) for c in self.cases])
+        rows = [row_from_case(c) for c in self.cases]
+        if any("bfcl_checker" in row for row in rows):  # a column every row has, "" where a case has none
+            rows = [{**row, "bfcl_checker": row.get("bfcl_checker", "")} for row in rows]
+        return datasets.Dataset.from_list(rows)
 
 
 def available_suites() -> list[str]:
@@ -382,7 +407,8 @@ def read_json_lines(path: Path) -> list[Any]:
 def expected_call_problems(case: Case) -> list[str]:
     """What makes ``case`` unwinnable: a tool set that does not exist, or an expected call that no call its tool
     accepts would match (``call_refusals``). BFCL's imports are not checked: their answers follow BFCL's
-    conventions, not the schemas."""
+    conventions, not the schemas. Nor are the values of a case that BFCL's checker scores (``bfcl_checker``): its
+    tools take strings, literals of the case's language, and its expected values are what BFCL reads them as."""
     try:
         registry = registry_for(case)
     except ToolSelectionError as error:
@@ -391,6 +417,8 @@ def expected_call_problems(case: Case) -> list[str]:
     for call in case.expected_calls:
         if call.tool_name not in registry:
             problems.append(f"expected tool {call.tool_name!r} is not among its tools")
+            continue
+        if case.bfcl_checker is not None:
             continue
         try:
             problems += call_refusals(registry.get(call.tool_name), call, strict=case.strict_arguments)

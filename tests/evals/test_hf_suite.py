@@ -17,7 +17,7 @@ def test_a_saved_suite_loads_back_case_for_case(suite_path, tmp_path):
     assert again.split_counts() == suite.split_counts()
 
 
-@pytest.mark.parametrize("name", ["mixed", "bfcl:multiple"])
+@pytest.mark.parametrize("name", ["mixed", "bfcl:multiple", "bfcl:simple_python+simple_java"])
 def test_conversations_tool_sets_and_bfcl_cases_round_trip(name, tmp_path):
     suite = load_suite(name)
     suite.to_dataset().to_parquet(str(tmp_path / "data" / "cases.parquet"))  # a folder of data files

@@ -1,0 +1,42 @@
+"""How often native-strict-cover's coverage check would open another call, read from BFCL's own answers (no model).
+
+For each case of a single-turn category, the check is asked with the case's first expected call made (its first
+allowed value per argument): does the request hold a number or a capitalised name that the call does not use?
+On categories that expect several calls, "yes" is the chance to make the next one; on single-call categories it
+is the share of requests where an extra call is attempted (and must be refused by the rule that a forced call
+adds something new).
+
+    python -m evals.benchmarks.coverage_probe
+"""
+
+from __future__ import annotations
+
+from evals.bfcl import BFCL_CATEGORIES, bfcl_records, load_bfcl
+from tool_selection.decision import ToolCall
+from tool_selection.lm.strict_calls import uncovered
+
+__all__ = ["first_expected_call", "main"]
+
+
+def first_expected_call(ground_truth: list[dict]) -> ToolCall:
+    """BFCL's first expected call, each argument at its first allowed value."""
+    (name, arguments), = ground_truth[0].items()
+    return ToolCall(tool_name=name, arguments={key: values[0] for key, values in arguments.items() if values})
+
+
+def main() -> int:
+    print("| category | cases | expects several calls | another call opened |")
+    print("|---|---|---|---|")
+    for category in BFCL_CATEGORIES:
+        _, truth = bfcl_records(category)
+        if not truth:
+            continue
+        requests = {case.id: case.messages[-1].content for case in load_bfcl([category]).cases}
+        opened = sum(bool(uncovered(requests[key], [first_expected_call(calls)])) for key, calls in truth.items())
+        several = sum(len(calls) > 1 for calls in truth.values())
+        print(f"| {category} | {len(truth)} | {several} | {100 * opened / len(truth):.0f}% |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
