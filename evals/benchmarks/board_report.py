@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from evals.benchmarks.provenance import provenance_table
+from evals.bfcl import non_live_ast, non_live_simple_ast
 from evals.metrics import bootstrap_ci
 from evals.runner import load_results
 from evals.runs import find_run_dirs
@@ -31,6 +32,7 @@ __all__ = ["CATEGORIES", "PUBLISHED", "board_page", "load_board", "main"]
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 CALL_CATEGORIES = CATEGORIES[:4]
+OTHER_LANGUAGES = ("simple_java", "simple_javascript")  # scored by bfcl-eval's checker; they enter Non-Live AST
 DEFAULT = "native-strict"  # what the default (auto) runs as with the local models
 PUBLISHED_SOURCE = ("BFCL v4 board of 2025-12-16 (Python `simple`), Qwen2.5 rows from the v3 board of 2025-04-30, "
                     "the last that lists them; function-calling mode")
@@ -43,6 +45,19 @@ PUBLISHED = {  # model: simple, multiple, parallel, parallel_multiple, irrelevan
     "Arch-Agent-1.5B": (89.5, 92.0, 85.5, 81.0, 76.3),
     "Qwen3-1.7B": (91.0, 92.5, 88.5, 80.0, 80.0),
 }
+NON_LIVE_SOURCE = ("BFCL's simple (the mean of Python, Java and JavaScript) and Non-Live AST (the mean of that "
+                   "simple, multiple, parallel and parallel_multiple): the v4 board's page as last updated "
+                   "2026-04-12; for the two Qwen2.5 rows, which it no longer lists, computed the same way from the "
+                   "BFCL paper's table (ICML 2025; simple 61.2 and 72.4)")
+PUBLISHED_NON_LIVE = {  # model: BFCL's simple (three languages), Non-Live AST
+    "Qwen2.5-0.5B-Instruct": (61.2, 62.3),
+    "Hammer2.1-0.5b (fine-tuned for calling)": (62.42, 65.98),
+    "Qwen3-0.6B": (64.17, 71.79),
+    "Qwen2.5-1.5B-Instruct": (72.4, 79.1),
+    "Hammer2.1-1.5b": (73.92, 82.98),
+    "Arch-Agent-1.5B": (72.17, 82.67),
+    "Qwen3-1.7B": (70.67, 82.92),
+}
 
 
 def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
@@ -51,7 +66,7 @@ def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
     for folder in find_run_dirs(root):
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
         category = str(params.get("suite_ref", "")).removeprefix("bfcl:")
-        if category in CATEGORIES:
+        if category in CATEGORIES + OTHER_LANGUAGES:
             model = str(params["model"]).removeprefix("local:")
             runs[(model, str(params["strategy"]), category)] = load_results(folder).set_index("id")
     return runs
@@ -75,17 +90,27 @@ def _mean4(runs: dict, model: str, strategy: str) -> str:
     return f"{np.mean([100 * _accuracy(c).mean() for c in cells]):.1f}"
 
 
+def _non_live(runs: dict, model: str, strategy: str) -> tuple[str, str]:
+    """BFCL's simple (three languages) and Non-Live AST for one row of ours, where every category in them ran."""
+    accuracies = {c: 100 * _accuracy(rows).mean() for (m, s, c), rows in runs.items() if (m, s) == (model, strategy)}
+    simple, overall = non_live_simple_ast(accuracies), non_live_ast(accuracies)
+    return tuple("-" if math.isnan(value) else f"{value:.1f}" for value in (simple, overall))
+
+
 def board_table(runs: dict) -> str:
     """Published rows, then ours, per category."""
-    head = ["model", *CATEGORIES, "mean 4"]
+    head = ["model", *CATEGORIES, "mean 4", *OTHER_LANGUAGES, "simple (3 languages)", "Non-Live AST"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for model, scores in PUBLISHED.items():
         mean4 = sum(scores[:4]) / 4
-        lines.append(f"| {model} | " + " | ".join(f"{s:.1f}" for s in scores) + f" | {mean4:.1f} |")
+        simple, overall = PUBLISHED_NON_LIVE[model]
+        lines.append(f"| {model} | " + " | ".join(f"{s:.1f}" for s in scores) + f" | {mean4:.1f} | - | - | "
+                     f"{simple:.1f} | {overall:.1f} |")
     for model, strategy in sorted({(m, s) for m, s, _ in runs}):
-        cells = [_cell(runs.get((model, strategy, c))) for c in CATEGORIES]
-        lines.append(f"| **this toolkit, {model}, {strategy}** | " + " | ".join(cells)
-                     + f" | {_mean4(runs, model, strategy)} |")
+        cells = [_cell(runs.get((model, strategy, c))) for c in CATEGORIES + OTHER_LANGUAGES]
+        lines.append(f"| **this toolkit, {model}, {strategy}** | " + " | ".join(cells[:len(CATEGORIES)])
+                     + f" | {_mean4(runs, model, strategy)} | " + " | ".join(cells[len(CATEGORIES):])
+                     + " | " + " | ".join(_non_live(runs, model, strategy)) + " |")
     return "\n".join(lines)
 
 
@@ -124,7 +149,7 @@ def relevance_table(runs: dict) -> str:
     head = ["model", "strategy", "category", "cases", "false abstention", "of which the relevance stage's"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (model, strategy, category), rows in sorted(runs.items()):
-        if category not in CALL_CATEGORIES:
+        if category == "irrelevance":
             continue
         abstained = rows["false_abstention"].fillna(0.0).astype(float)
         overruled = rows.get("relevance_overruled", pd.Series(0.0, index=rows.index)).fillna(0.0).astype(float)
@@ -143,10 +168,11 @@ def board_page(runs: dict, root: Path) -> str:
         "from the kept rows in `results/board/` (two CPU cores; see each row's provenance). Accuracy is BFCL's full "
         "match as this toolkit scores it (`irrelevance`: no call), with its 95% bootstrap interval and the number "
         "of cases; a seeded sample is marked by its n below the category's size (simple_python 400, multiple "
-        "200, parallel 200, parallel_multiple 200, irrelevance 240). \"Mean 4\" is the plain mean of the four call "
-        "categories.",
+        "200, parallel 200, parallel_multiple 200, irrelevance 240, simple_java 100, simple_javascript 50). "
+        "\"Mean 4\" is the plain mean of the four call categories.",
         "",
-        f"Published rows: {PUBLISHED_SOURCE}.",
+        f"Published rows: {PUBLISHED_SOURCE}. {NON_LIVE_SOURCE[0].upper()}{NON_LIVE_SOURCE[1:]}. Java and "
+        "JavaScript are scored by bfcl-eval's own checker; the published pages list them only inside simple.",
         "",
         board_table(runs),
         "",

@@ -15,12 +15,17 @@ def _rows(full_match, *, abstained=(), overruled=(), seconds=1.0):
     }, index=pd.Index(ids, name="id"))
 
 
-def test_mean_4_appears_only_when_all_four_call_categories_ran():
+def test_mean_4_and_non_live_ast_appear_only_when_their_categories_ran():
     runs = {("m", "native-strict", c): _rows([1, 0, 1, 1]) for c in CALL_CATEGORIES}
-    row = board_table(runs).splitlines()[-1]
-    assert row.startswith("| **this toolkit, m, native-strict** |") and row.endswith("| 75.0 |")
+    row = board_table(runs).splitlines()[-1].split(" | ")
+    assert row[0] == "| **this toolkit, m, native-strict**" and row[6:] == ["75.0", "-", "-", "-", "- |"]
+    runs |= {("m", "native-strict", "simple_java"): _rows([1, 1]),
+             ("m", "native-strict", "simple_javascript"): _rows([0, 0])}
+    row = board_table(runs).splitlines()[-1].split(" | ")
+    assert row[-2:] == ["58.3", "70.8 |"]  # simple: (75 + 100 + 0) / 3; Non-Live: (58.3 + 75 + 75 + 75) / 4
     del runs[("m", "native-strict", "parallel")]
-    assert board_table(runs).splitlines()[-1].endswith("| - |")
+    assert board_table(runs).splitlines()[-1].split(" | ")[6:] == ["-", "100.0 [100.0, 100.0] (n=2)",
+                                                                   "0.0 [0.0, 0.0] (n=2)", "58.3", "- |"]
 
 
 def test_a_strategy_is_paired_on_shared_cases_and_flagged_over_twice_the_seconds():
