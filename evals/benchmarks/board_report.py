@@ -159,6 +159,41 @@ def relevance_table(runs: dict) -> str:
     return "\n".join(lines)
 
 
+DOMAIN_TAGS = ("multi", "parallel", "single", "no_tool")
+
+
+def load_domain(root: Path) -> dict[tuple[str, str], pd.DataFrame]:
+    """``{(model, strategy): rows}`` for every run folder under ``root`` of domain-suite cases (not BFCL)."""
+    runs = {}
+    for folder in find_run_dirs(root) if root.is_dir() else []:
+        params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
+        if not str(params.get("suite_ref", "")).startswith("bfcl:"):
+            runs[(str(params["model"]).removeprefix("local:"), str(params["strategy"]))] = (
+                load_results(folder).set_index("id"))
+    return runs
+
+
+def domain_table(runs: dict, baseline: str = DEFAULT) -> str:
+    """Each strategy against ``baseline`` on the domain cases both ran, per tag: accuracy, change, McNemar's p."""
+    head = ["model", "strategy", "tag", "cases", "baseline %", "strategy %", "change, points [95% CI]", "McNemar p"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (model, strategy), rows in sorted(runs.items()):
+        base = runs.get((model, baseline))
+        if strategy == baseline or base is None:
+            continue
+        shared = base.index.intersection(rows.index)
+        for tag in DOMAIN_TAGS:
+            ids = [i for i in shared if tag in list(base.loc[i, "tags"])]
+            if not ids:
+                continue
+            a, b = _accuracy(base.loc[ids]), _accuracy(rows.loc[ids])
+            low, high = paired_bootstrap_ci(b - a)
+            p, _, _ = mcnemar_exact(a, b)
+            lines.append(f"| {model} | {strategy} | {tag} | {len(ids)} | {100 * a.mean():.1f} | {100 * b.mean():.1f} "
+                         f"| {100 * (b - a).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {p:.3g} |")
+    return "\n".join(lines)
+
+
 def board_page(runs: dict, root: Path) -> str:
     provenance = root / "provenance.json"
     parts = [
@@ -194,6 +229,19 @@ def board_page(runs: dict, root: Path) -> str:
         "",
         relevance_table(runs),
     ]
+    domain = load_domain(root / "domain")
+    if domain:
+        parts += [
+            "",
+            "## The domain suites: requests that need several calls",
+            "",
+            "The test-split cases of the five domain suites tagged `multi` (several calls; `parallel`: the same tool "
+            "several times, a subset) with a seeded sample of 40 single-call and 20 no-tool cases, so that a gain "
+            "on the first shows beside any loss on the others (`python -m evals.benchmarks.domain_calls` writes "
+            "the case file). Paired against the default of before on the same cases, per tag.",
+            "",
+            domain_table(domain),
+        ]
     if provenance.is_file():
         parts += ["", "## Provenance", "", provenance_table(provenance)]
     return "\n".join(parts) + "\n"

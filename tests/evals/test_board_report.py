@@ -40,3 +40,15 @@ def test_false_abstentions_are_split_into_the_relevance_stages_and_the_selectors
     line = relevance_table({("m", "native-strict", "simple_python"): rows,
                             ("m", "native-strict", "irrelevance"): rows}).splitlines()
     assert len(line) == 3 and line[-1] == "| m | native-strict | simple_python | 4 | 75.0% (3) | 1 |"
+
+
+def test_domain_cases_are_paired_per_tag():
+    from evals.benchmarks.board_report import domain_table
+
+    base, cover = _rows([0, 0, 1, 1]), _rows([1, 1, 1, 0])
+    base["tags"] = cover["tags"] = [["multi", "parallel"], ["multi"], ["single"], ["no_tool"]]
+    lines = domain_table({("m", "native-strict"): base, ("m", "native-strict-cover"): cover}).splitlines()[2:]
+    assert [line.split(" | ")[2:6] for line in lines] == [
+        ["multi", "2", "0.0", "100.0"], ["parallel", "1", "0.0", "100.0"], ["single", "1", "100.0", "100.0"],
+        ["no_tool", "1", "100.0", "0.0"]]
+    assert domain_table({("m", "native-strict-cover"): cover}).count("\n") == 1  # no baseline: no rows
