@@ -61,8 +61,9 @@ def add_selector_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--program", type=given, help="A compiled selector directory (or DSPy state JSON) to evaluate.")
     group.add_argument("--allow-tool-changes", action="store_true", default=None,
                        help="Evaluate a compiled selector even if its tools changed since it was compiled.")
-    group.add_argument("--strategy", help="How the selector asks the model: auto (default: native-strict with a "
-                                          "local model, native with any other), native, native-cot, native-strict, "
+    group.add_argument("--strategy", help="How the selector asks the model: auto (default: native-strict-cover "
+                                          "with a local model, native with any other), native, native-cot, "
+                                          "native-strict, native-strict-cover, "
                                           "json-cot, json, chat-cot, text:fenced, text:call, text:tags; gate+NAME "
                                           "puts the relevance gate first (see 'toolsel strategies').")
     group.add_argument("--gate-model", help="Model spec for the relevance gate of a gate+NAME strategy "

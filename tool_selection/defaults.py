@@ -30,8 +30,9 @@ DEFAULT_SECONDARY_MODEL = "local:qwen2.5-coder-1.5b"
 
 DEFAULT_STRATEGY = "auto"
 """What a selector uses unless told: the model's own tool-calling format, with each call decoded under the tools'
-grammar where the model runs in-process (``native-strict``, the most accurate on BFCL and the domain suites with
-the local models), else as the provider returns it (``native``). README, Results: selection strategies."""
+grammar where the model runs in-process, and further calls opened for it while the request holds a value no call
+uses (``native-strict-cover``: ``native-strict``'s single calls, the most accurate on BFCL and the domain suites
+with the local models, and the several calls a request asks for), else as the provider returns it (``native``). README, Results: selection strategies."""
 
 DEFAULT_RELEVANCE = "auto"
 """The relevance model the harness applies: measured to help the models a relevance model ships for (see the

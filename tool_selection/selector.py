@@ -3,8 +3,9 @@
 One program serves any tool catalog: the available tools are an input, so a compiled selector's instructions and
 demonstrations carry over between tool sets. How the model is asked and its answer read is the selector's
 *strategy* (``tool_selection.strategies``): ``native`` (the model's own tool-calling format), ``native-cot``,
-``native-strict`` (each call decoded under the tools' grammar), ``auto`` (the default: ``native-strict`` with a
-local model, ``native`` with any other), ``json-cot`` (ChainOfThought over
+``native-strict`` (each call decoded under the tools' grammar), ``native-strict-cover`` (and more calls while the
+request holds values no call uses), ``auto`` (the default: ``native-strict-cover`` with a local model, ``native``
+with any other), ``json-cot`` (ChainOfThought over
 JSON whose response schema admits only the listed tools), ``text:*`` protocols, ``json`` and ``chat-cot``;
 ``gate+NAME`` asks a relevance question first. The selector
 carries its strategy's adapter, so calling it in Python with only an LM configured behaves as ``toolsel eval``

@@ -139,7 +139,7 @@ def test_the_python_page_blocks_run(tmp_path, monkeypatch):
     for block in _python_blocks():
         exec(compile(block, "docs/guide/python.md", "exec"), namespace)
     assert namespace["json_cot"].results.shape[0] == 4
-    assert namespace["compiled"].strategy_name == "native-strict"  # the default, auto, as a local model runs it
+    assert namespace["compiled"].strategy_name == "native-strict-cover"  # the default, auto, as a local model runs it
 
 
 @pytest.mark.local_model

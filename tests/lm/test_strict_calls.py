@@ -229,7 +229,7 @@ def test_the_default_strategy_decodes_a_local_models_calls_strictly(tmp_path):
         decision = selector("What is ACME trading at?").decision
     assert llama.calls[1]["grammar"] is not None  # the call was decoded under the tools' grammar
     assert [(c.tool_name, c.arguments) for c in decision.tool_calls] == [("get_stock_price", {"symbol": "ACME"})]
-    assert selector.pin_strategy(lm) == "native-strict" and selector.strategy_name == "native-strict"
+    assert selector.pin_strategy(lm) == "native-strict-cover" and selector.strategy_name == "native-strict-cover"
 
 
 def test_auto_runs_as_native_where_decoding_cannot_be_constrained(tmp_path):
@@ -249,7 +249,7 @@ def test_pinning_keeps_what_the_selector_learned(tmp_path):
     selector = MultiToolSelector()
     selector.select.demos = [dspy.Example(request="price of ACME", tool_calls=[])]
     selector.pin_strategy(lm)
-    assert selector.strategy_name == "native-strict" and len(selector.select.demos) == 1
+    assert selector.strategy_name == "native-strict-cover" and len(selector.select.demos) == 1
 
 
 def test_an_evaluation_records_the_strategy_that_ran(tmp_path):
@@ -266,5 +266,5 @@ def test_an_evaluation_records_the_strategy_that_ran(tmp_path):
     lm, llama = staged_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
     result = evaluate(Suite(name="finance", cases=[case]), lm, split=None, run_dir=tmp_path / "run", mlflow=False,
                       progress=False)
-    assert result.params["strategy"] == "native-strict" and llama.calls[1]["grammar"] is not None
+    assert result.params["strategy"] == "native-strict-cover" and llama.calls[1]["grammar"] is not None
     assert result.results.iloc[0]["full_match"] == 1.0

@@ -310,7 +310,8 @@ class Auto(_NativeStrategy):
     """The default: the most accurate strategy the model can serve (README, Results: selection strategies)."""
 
     name = "auto"
-    summary = "native-strict with a local model, native with a hosted or served one (the default)"
+    summary = "native-strict-cover with a local model, native with a hosted or served one (the default)"
+    more_calls, until_covered = NativeStrictCover.more_calls, NativeStrictCover.until_covered  # where strict
 
     def strict_for(self, lm: dspy.BaseLM | None) -> bool:
         from tool_selection.lm.engine import local_engine
@@ -318,4 +319,4 @@ class Auto(_NativeStrategy):
         return self.constrain and local_engine(lm) is not None
 
     def resolved_name(self, lm: dspy.BaseLM | None) -> str:
-        return NativeStrict.name if self.strict_for(lm) else Native.name
+        return NativeStrictCover.name if self.strict_for(lm) else Native.name
