@@ -61,6 +61,7 @@ from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
 from tool_selection.lm.strict_calls import (
     MORE_CALLS,
     UNTIL_COVERED,
+    CallBudget,
     more_calls,
     render_chat,
     strict_tool_completion,
@@ -606,17 +607,17 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     ``create_chat_completion``'s shape."""
     options = dict(options)
     rendered = render_chat(llama, messages, options.pop("tools"))
-    budget, until_covered = options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False)
+    budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False))
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     completion = strict_tool_completion(
         llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
         stop=[*options.pop("stop", []), *rendered.stop],  # Jinja2ChatFormatter's stop is always a list
         stopping_criteria=rendered.stopping_criteria, required=required, **options)
-    if budget:
+    if budget.count:
         request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
                                 request=request if isinstance(request, str) else "", max_tokens=max_tokens,
-                                options=options, until_covered=until_covered)
+                                options=options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}

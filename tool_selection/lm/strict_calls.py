@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from tool_selection.decision import ToolCall
 from tool_selection.parsing import parse_native, words
 
-__all__ = ["MORE_CALLS", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion", "uncovered"]
+__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion", "uncovered"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -122,23 +123,32 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
                       "total_tokens": (prompt_tokens or 0) + produced}}
 
 
-def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: int, request: str,
-               max_tokens: int, options: dict[str, Any], until_covered: bool = False) -> dict[str, Any]:
-    """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget`` more calls opened for the
-    model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small models
-    answer a request that asks for several things with its first call and end. The first call that repeats one
-    already made in other words (the same function, and no value the earlier calls lack: their values swapped,
+@dataclass(frozen=True)
+class CallBudget:
+    """How many calls ``more_calls`` may open after the model's own, and whether only while the request holds a
+    value no call uses."""
+
+    count: int
+    until_covered: bool = False
+
+
+def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: CallBudget,
+               request: str, max_tokens: int, options: dict[str, Any]) -> dict[str, Any]:
+    """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget.count`` more calls opened for
+    the model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small
+    models answer a request that asks for several things with its first call and end. The first call that repeats
+    one already made in other words (the same function, and no value the earlier calls lack: their values swapped,
     reordered or a flag flipped), or fills an argument with a value ``request`` does not spell out (a model with
-    nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a call, or cut at
-    its token limit, is left as it is. ``until_covered``: another call is opened only while ``request`` holds a
-    number or a capitalised name that no call uses (``uncovered``), so a request the calls cover costs nothing
-    more. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
+    nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a
+    call, or cut at its token limit, is left as it is. ``budget.until_covered``: another call is opened only while
+    ``request`` holds a number or a capitalised name that no call uses (``uncovered``), so a request the calls cover
+    costs nothing more. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
     opener, closer = _call_form(text)
-    for _ in range(budget if calls and choice["finish_reason"] != "length" else 0):
-        if until_covered and not uncovered(request, calls):
+    for _ in range(budget.count if calls and choice["finish_reason"] != "length" else 0):
+        if budget.until_covered and not uncovered(request, calls):
             break
         opened = _closed_calls(text) + "\n"
         written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
