@@ -120,6 +120,13 @@ def _seconds(rows: pd.DataFrame) -> tuple[float, float]:
     return float(seconds.mean()), float(seconds.sum() / right) if right else math.inf
 
 
+def _change(a: np.ndarray, b: np.ndarray) -> str:
+    """The paired change from ``a`` to ``b`` in points with its bootstrap interval, and McNemar's exact p: two cells."""
+    low, high = paired_bootstrap_ci(b - a)
+    p, _, _ = mcnemar_exact(a, b)
+    return f"{100 * (b - a).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {p:.3g}"
+
+
 def paired_table(runs: dict, baseline: str = SINGLE_CALL) -> str:
     """Each strategy against ``baseline`` on the cases both ran: points, interval, McNemar's p, seconds."""
     head = ["model", "category", "strategy", "cases", "baseline %", "strategy %", "change, points [95% CI]",
@@ -131,14 +138,12 @@ def paired_table(runs: dict, baseline: str = SINGLE_CALL) -> str:
             continue
         shared = base.index.intersection(rows.index)
         a, b = _accuracy(base.loc[shared]), _accuracy(rows.loc[shared])
-        low, high = paired_bootstrap_ci(b - a)
-        p, _, _ = mcnemar_exact(a, b)
+        change = _change(a, b)
         (sa, _), (sb, per_right) = _seconds(base.loc[shared]), _seconds(rows.loc[shared])
         costly = " **over 2x**" if sb > 2 * sa else ""
         abstained = rows.loc[shared, "false_abstention"].mean()
         lines.append(f"| {model} | {category} | {strategy} | {len(shared)} | {100 * a.mean():.1f} | "
-                     f"{100 * b.mean():.1f} | {100 * (b - a).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | "
-                     f"{p:.3g} | {sb:.2f} ({sb / sa:.2f}x){costly} | {per_right:.1f} | "
+                     f"{100 * b.mean():.1f} | {change} | {sb:.2f} ({sb / sa:.2f}x){costly} | {per_right:.1f} | "
                      f"{'-' if math.isnan(abstained) else f'{100 * abstained:.1f}%'} |")
     return "\n".join(lines)
 
@@ -187,10 +192,8 @@ def domain_table(runs: dict, baseline: str = SINGLE_CALL) -> str:
             if not ids:
                 continue
             a, b = _accuracy(base.loc[ids]), _accuracy(rows.loc[ids])
-            low, high = paired_bootstrap_ci(b - a)
-            p, _, _ = mcnemar_exact(a, b)
             lines.append(f"| {model} | {strategy} | {tag} | {len(ids)} | {100 * a.mean():.1f} | {100 * b.mean():.1f} "
-                         f"| {100 * (b - a).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {p:.3g} |")
+                         f"| {_change(a, b)} |")
     return "\n".join(lines)
 
 
