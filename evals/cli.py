@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -214,9 +215,12 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _run_eval(args: argparse.Namespace, tools=None):
-    from evals.evaluation import evaluate
+    from tool_selection.lm.endpoint import check_model_endpoint
 
     selector, run = selector_spec(args), run_config(args)  # both checked before the model is loaded
+    check_model_endpoint(args.model)  # a server of one's own that does not answer stops here, in well under a second
+    from evals.evaluation import evaluate
+
     return evaluate(args.suite, args.model, selector=selector, run=run,
                     split=None if args.split == "all" else args.split, tools=tools)
 
@@ -225,6 +229,8 @@ def _report(result) -> int:
     print()
     print(f"suite {result.params['suite']} ({result.params['split']}, {len(result.results)} cases), "
           f"model {result.params['model']}, strategy {result.params['strategy']}, program {result.params['program']}")
+    if "strategy_reason" in result.params:
+        print(result.params["strategy_reason"])
     if "relevance" in result.params:
         print(_relevance_line(result))
     print(format_summary(result.summary))
@@ -237,7 +243,16 @@ def _report(result) -> int:
     print(f"\nper-case results: {result.run_dir / 'results.parquet'}")
     if result.mlflow_run_id:
         print(f"MLflow run: {result.mlflow_run_id}")
-    return 0
+    return _every_call_failed(result.results)
+
+
+def _every_call_failed(rows) -> int:
+    """1, with the first error, when no case reached the model (its scores measure nothing); else 0."""
+    if len(rows) == 0 or "error" not in rows or not (rows["error"] == 1).all():
+        return 0
+    print(f"\nerror: every model call failed, so the scores above measure nothing; the first: "
+          f"{rows['error_message'].iloc[0]}", file=sys.stderr)
+    return 1
 
 
 def _relevance_line(result) -> str:

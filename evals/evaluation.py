@@ -64,7 +64,8 @@ def program_fingerprint(selector: MultiToolSelector) -> str:
 def default_run_dir(params: dict[str, Any]) -> Path:
     """A directory named for what the run is (suite, split, model, strategy, program: ``evals.runs.run_label``)
     and a hash of what determines its results, so that the same evaluation resumes."""
-    how_it_ran = ("threads", "ray", "git_commit", "suite_ref", "n_ctx")  # the context grows as a prompt needs
+    how_it_ran = ("threads", "ray", "git_commit", "suite_ref", "n_ctx",  # the context grows as a prompt needs
+                  "strategy_reason")  # follows from the model and the strategy
     key = json.dumps({k: params[k] for k in sorted(params) if k not in how_it_ran}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     before = RUNS_DIR / f"{_slug(params['suite'])}-{params['split']}-{_slug(params['model'])}-{digest}"
@@ -156,7 +157,8 @@ def selector_params(selector: MultiToolSelector, spec: SelectorSpec, built: Mult
         selector.to_spec(), relevance=selector.relevance.describe() if selector.relevance is not None else None,
         gate_model=gate_name or model_name,
         program="zero-shot" if built is not None or spec.program is None else spec.program)
-    return {"program": selection.pop("program"), "program_fingerprint": program_fingerprint(selector), **selection}
+    return {"program": selection.pop("program"), "program_fingerprint": program_fingerprint(selector), **selection,
+            **({"strategy_reason": selector.strategy_reason} if selector.strategy_reason else {})}
 
 
 def case_params(suite: str | Suite, suite_obj: Suite, cases: Suite, split: str | None,

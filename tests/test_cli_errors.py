@@ -134,3 +134,30 @@ def test_infinite_thresholds_stay_allowed():
     from evals.cli import threshold
 
     assert threshold("-inf") == float("-inf") and threshold("inf") == float("inf") and threshold("0.5") == 0.5
+
+
+def test_a_server_of_ones_own_that_does_not_answer_stops_the_run_before_any_case(tmp_path, monkeypatch, capsys):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"  # closed once the probe is
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_BASE", url)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-needed")
+    assert main(["eval", "--no-mlflow", "--suite", "finance", "--model", "openai/any-name"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"toolsel: error: No model server answers at {url} (") and "OPENAI_API_BASE" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_where_no_case_reached_the_model_exits_non_zero(capsys):
+    import pandas as pd
+
+    from evals.cli import _every_call_failed
+
+    failed = pd.DataFrame({"error": [1.0, 1.0], "error_message": ["APIConnectionError: Connection error.", "x"]})
+    assert _every_call_failed(failed) == 1
+    assert "every model call failed" in capsys.readouterr().err
+    assert _every_call_failed(failed.assign(error=[1.0, 0.0])) == 0
+    assert _every_call_failed(failed.iloc[:0]) == 0

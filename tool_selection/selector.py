@@ -205,16 +205,24 @@ class MultiToolSelector(dspy.Module):
         """Check ``lm`` (default: the configured one) and replace a strategy chosen per model (``auto``) by the one
         it runs as with ``lm``, so that results and saved programs name what ran. Returns the strategy's name."""
         self.check_lm(lm)
-        resolved = self.strategy.resolved_name(lm or dspy.settings.lm)
+        lm = lm or dspy.settings.lm
+        resolved = self.strategy.resolved_name(lm)
+        if hasattr(self.strategy, "tool_support"):  # chosen per model: say why
+            self.strategy_reason = f"{self.strategy.name} runs as {resolved}: {self.strategy.tool_support(lm).how}"
         if resolved != self.strategy.name:
             strategy = get_strategy(resolved, constrain=self.constrain)
             if strategy.reasoning != self.strategy.reasoning or type(strategy.adapter()) is not type(self.strategy.adapter()):
-                raise ToolSelectionError(f"{self.strategy.name} resolved to {resolved}, which needs another predictor.")
+                if inner_predict(self.select).demos:  # a compiled program's demos are in its strategy's format
+                    raise ToolSelectionError(
+                        f"{self.strategy.name} runs as {resolved} with this model, whose prompts differ from the "
+                        "compiled program's demonstrations: compile it with this model, or name a strategy.")
+                self.select = strategy.build_predictor()
             self.strategy = strategy
             self.strategy_name = f"{GATE_PREFIX}{resolved}" if self.gate is not None else resolved
         return self.strategy_name
 
     described: DescriptionOverrides | None = None  # descriptions shown in place of the tools' own
+    strategy_reason: str | None = None  # why a strategy chosen per model (auto) runs as the one pinned
     load = _LoadDescriptor()
 
     def dump_state(self, json_mode: bool = True) -> dict[str, Any]:

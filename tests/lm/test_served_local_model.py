@@ -49,3 +49,38 @@ def test_concurrent_requests_get_native_calls_from_the_served_model(server):
     assert dates.tool_name == "datetime_difference"
     assert (dates.arguments["start"], dates.arguments["end"]) == ("2024-01-01", "2024-03-15")
     server.check_alive()
+
+
+CASES = 10  # treasure_hunt's first test cases: its one catalog of 20 tools is a long prompt, as users' are
+
+
+def _route_rows(model: str, strategy: str, tmp_path, name: str):
+    from evals.evaluation import evaluate
+    from tool_selection.run_config import RunConfig
+    from tool_selection.spec import SelectorSpec
+
+    result = evaluate("treasure_hunt", model, selector=SelectorSpec.build(strategy=strategy, relevance="none"),
+                      run=RunConfig(limit=CASES, cache=False, mlflow=False, progress=False, run_dir=tmp_path / name))
+    return result.params, result.results.set_index("id")
+
+
+def test_an_openai_compatible_server_under_any_model_name_serves_the_default_and_text_strategies(
+        server, tmp_path, monkeypatch):
+    """`--model openai/ANY-NAME` with OPENAI_API_BASE: the default asks the server whether it shows the model its
+    tools and runs natively; a text strategy's decisions equal the embedded engine's, within the served page's noise
+    (greedy decoding batched differently: 1 decision of 30 differed on treasure_hunt, 1-2 of 24 on BFCL)."""
+    monkeypatch.setenv("OPENAI_API_BASE", f"{server.base_url}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "not-needed")
+    params, native = _route_rows("openai/any-name", "auto", tmp_path, "openai-auto")
+    assert params["strategy"] == "native", params
+    assert params["strategy_reason"].startswith(f"auto runs as native: {server.base_url}/v1 "), params
+    assert native["error"].sum() == 0  # every case reached the model (an unreadable answer is the model's, scored)
+    assert (native["predicted"] != "[]").sum() >= CASES // 2  # it calls tools: the tools reached the model
+
+    _, served = _route_rows("openai/any-name", "text:tags", tmp_path, "openai-tags")
+    monkeypatch.delenv("OPENAI_API_BASE")
+    _, embedded = _route_rows(f"local:{MODEL}", "text:tags", tmp_path, "embedded-tags")
+    assert served["error"].sum() == 0
+    differing = (served["predicted"] != embedded["predicted"]).sum()
+    assert differing <= 2, served.loc[served["predicted"] != embedded["predicted"], "predicted"]
+    assert abs(served["full_match"].sum() - embedded["full_match"].sum()) <= differing

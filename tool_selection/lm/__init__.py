@@ -22,6 +22,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from typing import TYPE_CHECKING
 
+from tool_selection.lm.endpoint import EndpointError, check_endpoint, lm_endpoint
 from tool_selection.lm.specs import LocalEngineOptions, ModelSpec, ModelSpecError
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ __all__ = [
     "CATALOG_ENV",
     "MODEL_DIR_ENV",
     "CatalogError",
+    "EndpointError",
     "LocalEngine",
     "LocalEngineError",
     "LocalEngineOptions",
@@ -142,6 +144,8 @@ def prepare_lm(lm: dspy.BaseLM) -> None:
         engine.model  # noqa: B018 - loading is the point
     elif isinstance(getattr(lm, "model", None), str):
         _require_api_key(lm)
+        if (endpoint := lm_endpoint(lm)) is not None:
+            check_endpoint(endpoint)
 
 
 def _require_api_key(lm: dspy.BaseLM) -> None:

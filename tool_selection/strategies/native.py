@@ -11,8 +11,9 @@ turns in the same format: the user's request, the assistant's calls, a tool resu
 - ``native-strict``: as ``native``, but a local model's calls are decoded under a grammar of the listed tools and
   their argument schemas (``tool_selection.lm.strict_calls``); its prose stays free.
 - ``native-cot-strict``: ``native-cot``'s thought, then ``native-strict``'s calls.
-- ``auto`` (the default): ``native-strict`` with a local model, ``native`` with any other, chosen per call from
-  the LM in use (a cascade may mix both).
+- ``auto`` (the default): ``native-strict-cover`` with a local model, ``native`` with any other that takes native
+  tool calls (LiteLLM's word, or the server's answer to one request with a tool), ``json-cot`` with one that does
+  not; chosen per call from the LM in use (a cascade may mix them). ``pin_strategy`` fixes the choice for a run.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dspy.utils.exceptions import AdapterParseError
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
+from tool_selection.lm.endpoint import ToolSupport, native_tools
 from tool_selection.lm.model_errors import MODEL_FAILURES, unreadable_answer
 from tool_selection.lm.strict_calls import MORE_CALLS, UNTIL_COVERED
 from tool_selection.parsing import ParsedAnswer, call_arguments, parse_native, safe_text
@@ -43,6 +45,7 @@ from tool_selection.strategies.base import (
 
 __all__ = ["NativeSelect", "NativeToolAdapter", "call_schema"]
 
+TEXT_FALLBACK = "json-cot"  # what auto runs as where the model takes no native tool calls
 ABSTAIN_TEXT = "None of the available functions can do this."
 DEMO_RESULT = "(example call; result not shown)"
 
@@ -310,7 +313,8 @@ class Auto(_NativeStrategy):
     """The default: the most accurate strategy the model can serve (README, Results: selection strategies)."""
 
     name = "auto"
-    summary = "native-strict-cover with a local model, native with a hosted or served one (the default)"
+    summary = ("native-strict-cover with a local model, native with a hosted or served one that takes tool calls, "
+               f"{TEXT_FALLBACK} with one that does not (the default)")
     more_calls, until_covered = NativeStrictCover.more_calls, NativeStrictCover.until_covered  # where strict
 
     def strict_for(self, lm: dspy.BaseLM | None) -> bool:
@@ -318,5 +322,23 @@ class Auto(_NativeStrategy):
 
         return self.constrain and local_engine(lm) is not None
 
+    def check_lm(self, lm: dspy.BaseLM) -> None:
+        from tool_selection.lm.engine import local_engine
+
+        if local_engine(lm) is not None:  # any other model is served: natively where it can be, else as text
+            super().check_lm(lm)
+
     def resolved_name(self, lm: dspy.BaseLM | None) -> str:
-        return NativeStrictCover.name if self.strict_for(lm) else Native.name
+        if self.strict_for(lm):
+            return NativeStrictCover.name
+        if lm is None or self.tool_support(lm).supported:
+            return Native.name
+        return TEXT_FALLBACK
+
+    def tool_support(self, lm: dspy.BaseLM) -> ToolSupport:
+        """Whether ``lm`` takes native tool calls (a server of one's own is asked once), and how that was found."""
+        from tool_selection.lm.engine import local_engine
+
+        if local_engine(lm) is not None:
+            return ToolSupport(True, "the model's chat template renders tools")
+        return native_tools(lm)
