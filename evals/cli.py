@@ -141,39 +141,43 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
         description="Optimize a MultiToolSelector with a DSPy optimizer: trains on the suite's train split, selects "
                     "on dev, never touches test; then scores the compiled selector on test and logs it to MLflow.",
     )
-    opt.add_argument("--suite", default=DEFAULT_SUITE,
-                     help="Suite name, bfcl:CATEGORY[+...], or .jsonl path. A loop suite (multistep) or a BFCL "
-                          "multi-turn category saves its train tasks solved, for 'eval loop --trajectories'.")
-    opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
-    opt.add_argument("--target", choices=["program", "descriptions"], default="program",
-                     help="What is optimized: the selector's prompt (default), or the descriptions its tools show "
-                          "(GEPA; the tool set is untouched).")
-    opt.add_argument("--optimizer",
-                     help="DSPy optimizer (default: bootstrap, gepa with --target descriptions; an unknown name lists "
-                          "the registered ones).")
-    opt.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
-    opt.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
-    opt.add_argument("--max-metric-calls", type=count(), metavar="N",
-                     help="GEPA only: stop its search after N metric calls instead of the budget's number.")
-    opt.add_argument("--out", help="Directory for the compiled selector (default: "
-                                        "programs/<suite>-<optimizer>[-descriptions]-<model>).")
-    opt.add_argument("--threads", type=count(1, MAX_THREADS), default=1, help="Parallel evaluations inside the optimizer.")
-    opt.add_argument("--strategy", help=f"Selection strategy to optimize (see 'toolsel strategies'; default: "
-                                        f"{DEFAULT_STRATEGY}).")
-    opt.add_argument("--adapter", choices=["json", "chat"], help="Former name of the strategy choice: chat = "
-                                                                 "--strategy chat-cot.")
-    opt.add_argument("--train-limit", type=count(), help="Use only the first N train cases.")
-    opt.add_argument("--dev-limit", type=count(), help="Use only the first N dev cases.")
-    opt.add_argument("--test-limit", type=count(), help="Score only the first N test cases.")
-    opt.add_argument("--no-test", action="store_true", help="Skip the final test evaluation.")
-    opt.add_argument("--no-mlflow", action="store_true", help="Do not log to MLflow.")
-    opt.add_argument("--tracking-uri", help="MLflow tracking URI.")
-    opt.add_argument("--allow-false-abstention-rise", action="store_true",
-                     help="Save the program even if its dev false abstention is more than 10 points above the "
-                          "unoptimized selector's (refused by default: such a program gains by refusing).")
-    opt.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
-                     help="A relevance model to save with the program and apply after its selections ('auto': the "
-                          "one shipped for the model); the optimization scores the selection alone.")
+    selector = opt.add_argument_group("the suite, the student model and the selector it starts from")
+    selector.add_argument("--suite", default=DEFAULT_SUITE,
+                          help="Suite name, bfcl:CATEGORY[+...], or .jsonl path. A loop suite (multistep) or a BFCL "
+                               "multi-turn category saves its train tasks solved, for 'eval loop --trajectories'.")
+    selector.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
+    selector.add_argument("--strategy", help=f"Selection strategy to optimize (see 'toolsel strategies'; default: "
+                                             f"{DEFAULT_STRATEGY}).")
+    selector.add_argument("--adapter", choices=["json", "chat"], help="Former name of the strategy choice: chat = "
+                                                                      "--strategy chat-cot.")
+    selector.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
+                          help="A relevance model to save with the program and apply after its selections ('auto': the "
+                               "one shipped for the model); the optimization scores the selection alone.")
+    search = opt.add_argument_group("the optimizer and its budget")
+    search.add_argument("--target", choices=["program", "descriptions"], default="program",
+                        help="What is optimized: the selector's prompt (default), or the descriptions its tools show "
+                             "(GEPA; the tool set is untouched).")
+    search.add_argument("--optimizer",
+                        help="DSPy optimizer (default: bootstrap, gepa with --target descriptions; an unknown name lists "
+                             "the registered ones).")
+    search.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
+    search.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
+    search.add_argument("--max-metric-calls", type=count(), metavar="N",
+                        help="GEPA only: stop its search after N metric calls instead of the budget's number.")
+    search.add_argument("--threads", type=count(1, MAX_THREADS), default=1, help="Parallel evaluations inside the optimizer.")
+    search.add_argument("--allow-false-abstention-rise", action="store_true",
+                        help="Save the program even if its dev false abstention is more than 10 points above the "
+                             "unoptimized selector's (refused by default: such a program gains by refusing).")
+    cases = opt.add_argument_group("the cases: train to learn from, dev to choose on, test to score the result")
+    cases.add_argument("--train-limit", type=count(), help="Use only the first N train cases.")
+    cases.add_argument("--dev-limit", type=count(), help="Use only the first N dev cases.")
+    cases.add_argument("--test-limit", type=count(), help="Score only the first N test cases.")
+    cases.add_argument("--no-test", action="store_true", help="Skip the final test evaluation.")
+    output = opt.add_argument_group("where the compiled selector and its run go")
+    output.add_argument("--out", help="Directory for the compiled selector (default: "
+                                           "programs/<suite>-<optimizer>[-descriptions]-<model>).")
+    output.add_argument("--no-mlflow", action="store_true", help="Do not log to MLflow.")
+    output.add_argument("--tracking-uri", help="MLflow tracking URI.")
     opt.set_defaults(handler=_optimize)
 
 
@@ -215,14 +219,42 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _run_eval(args: argparse.Namespace, tools=None):
-    from tool_selection.lm.endpoint import check_model_endpoint
+    from tool_selection.lm.specs import check_n_ctx
 
     selector, run = selector_spec(args), run_config(args)  # both checked before the model is loaded
-    check_model_endpoint(args.model)  # a server of one's own that does not answer stops here, in well under a second
+    check_n_ctx(args.model, run.n_ctx)
+    check_before_loading(args.suite, model=args.model, program=selector.program, relevance=selector.relevance,
+                         tracking_uri=(run.tracking_uri or "") if run.mlflow else None)
     from evals.evaluation import evaluate
 
     return evaluate(args.suite, args.model, selector=selector, run=run,
                     split=None if args.split == "all" else args.split, tools=tools)
+
+
+def check_before_loading(suite: str, *, model: str | None = None, program: str | None = None,
+                         relevance: str | None = None, tracking_uri: str | None = None) -> None:
+    """What a run names that can be checked before the heavy libraries load (a second or more), so that a mistake
+    answers at once: a suite of this repository or a file (read and validated), a program and a relevance model
+    file, the MLflow store's scheme (``tracking_uri``: "" for the default, None for no MLflow), and the server a
+    model string is sent to."""
+    from evals.suite import load_suite
+    from tool_selection.defaults import DEFAULT_RELEVANCE
+    from tool_selection.lm.endpoint import check_model_route
+    from tool_selection.tracking import check_scheme
+
+    if tracking_uri is not None:
+        check_scheme(tracking_uri or None)
+    if not suite.startswith(("bfcl:", "hf:")):
+        load_suite(suite)
+    if program is not None and not Path(program).exists():
+        raise ToolSelectionError(f"{program} is missing: give a compiled selector's folder or program file "
+                                 "('toolsel optimize' writes one).")
+    if relevance not in (None, DEFAULT_RELEVANCE, "none"):
+        from tool_selection.relevance.model import RelevanceModel
+
+        RelevanceModel.load(relevance)
+    if model is not None:
+        check_model_route(model)
 
 
 def _report(result) -> int:
@@ -235,11 +267,12 @@ def _report(result) -> int:
         print(_relevance_line(result))
     print(format_summary(result.summary))
     print()
-    print(result.by_tag.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(format_by_tag(result.by_tag))
     cached = _cached_cases(result.results)
     if cached:
-        print(f"\nnote: {cached} of {len(result.results)} answers came from DSPy's cache, which records no latency "
-              "or token usage; run with --no-cache (or a fresh --run-dir) to measure them.")
+        print(f"\nnote: {cached} of {len(result.results)} answers came from DSPy's cache (--cache), which records no "
+              f"time or tokens: the time and token figures are over the other "
+              f"{len(result.results) - cached} cases{' (none)' if cached == len(result.results) else ''}.")
     print(f"\nper-case results: {result.run_dir / 'results.parquet'}")
     if result.mlflow_run_id:
         print(f"MLflow run: {result.mlflow_run_id}")
@@ -268,13 +301,15 @@ def _relevance_line(result) -> str:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from evals.loop_eval import LOOP_SUITES
+    from evals.suite import LOOP_SUITES
+
+    if (LOOP_SUITES / f"{args.suite}.jsonl").is_file() or args.suite.startswith("bfcl:multi_turn"):
+        return _optimize_loop(args)
+    check_before_loading(args.suite, model=args.model)
     from evals.optimization import OptimizeSettings, optimize
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
-    if (LOOP_SUITES / f"{args.suite}.jsonl").is_file() or args.suite.startswith("bfcl:multi_turn"):
-        return _optimize_loop(args)
     strategy = "chat-cot" if args.adapter == "chat" and args.strategy is None else args.strategy
     chosen = {"optimizer": args.optimizer} if args.optimizer else {}
     settings = OptimizeSettings.build(  # checked before any model loads
@@ -309,6 +344,19 @@ def _cached_cases(results) -> int:
     return cached_cases(results)
 
 
+def format_by_tag(table) -> str:
+    """The per-tag table as the summary reads: case counts whole, rates in percent, seconds to two places."""
+    shown = table.copy()
+    for column in shown.columns:
+        if column == "cases":
+            shown[column] = shown[column].map(lambda v: f"{v:.0f}")
+        elif column == "seconds_per_correct":
+            shown[column] = shown[column].map(lambda v: _fmt(v, percent=False))
+        elif column != "tag":
+            shown[column] = shown[column].map(_fmt)
+    return shown.to_string(index=False)
+
+
 def format_summary(summary: dict[str, float]) -> str:
     from evals.metrics import METRICS
 
@@ -326,6 +374,11 @@ def format_summary(summary: dict[str, float]) -> str:
                               ("cost_per_correct", "catalog cost per fully right decision")):
         if name in summary:
             lines.append(f"  {name:<22} {summary[name]:<26.4g} {description}")
+    if "total_input_tokens" in summary:
+        spent = f"{summary['total_input_tokens']:,.0f} in, {summary['total_output_tokens']:,.0f} out"
+        if "total_cost" in summary:
+            spent += f"; catalog cost {summary['total_cost']:.4g}"
+        lines.append(f"  {'spent':<22} {spent:<26} tokens over the cases the model answered (not the cache)")
     return "\n".join(lines)
 
 
@@ -348,6 +401,10 @@ def _rescore(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from evals.runs import check_run_ref
+
+    check_run_ref(args.run_a)  # before the heavy imports
+    check_run_ref(args.run_b)
     from evals.reports.compare import comparison, format_comparison
     from evals.runs import open_run
 

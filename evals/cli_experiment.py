@@ -47,6 +47,17 @@ def count(low: int = 1, high: int | None = None):
     return parse
 
 
+def temperature(text: str) -> float:
+    """``--temperature``: a number from 0 (greedy) to 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: give a number from 0 (greedy) to 2")
+    return value
+
+
 def given(text: str) -> str:
     """An argparse type: text that is not blank (an empty value would read as the flag left out)."""
     if not text.strip():
@@ -105,7 +116,8 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     cases = group.add_mutually_exclusive_group()
     cases.add_argument("--limit", type=count(), help="Only the first N cases of the split.")
     cases.add_argument("--sample", type=count(), help="A fixed seeded sample of N cases of the split (see --seed).")
-    group.add_argument("--seed", type=int, help="Seed of --sample (default: 0).")
+    group.add_argument("--seed", type=int, help="Seed of --sample, and of the model's sampler with --temperature above 0 "
+                                                "(default: 0).")
     group.add_argument("--threads", type=count(1, MAX_THREADS), help="Cases evaluated in parallel (default: 1, or N with --serve N).")
     group.add_argument("--serve", type=count(1, MAX_SLOTS), metavar="N",
                        help="Run the local model in a llama-server with N parallel slots for this evaluation "
@@ -119,8 +131,11 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
                        help="Context of a local model, in tokens (default: its catalog entry's, e.g. 4096); a longer "
                             "prompt grows it up to the model's trained length. A case whose request and tools cannot "
                             "fit in that length is refused before the run starts (show fewer tools: --retrieve K).")
-    group.add_argument("--no-cache", action="store_true", default=None,
-                       help="Do not use DSPy's cache of model answers.")
+    group.add_argument("--cache", action=argparse.BooleanOptionalAction, default=None,
+                       help="Answer from DSPy's cache of model answers where it has one (default: off, so that a "
+                            "run's time and tokens are measured, never read back from another run).")
+    group.add_argument("--temperature", type=temperature, metavar="T",
+                       help="Sampling temperature of the selector's model (default: 0, greedy).")
     group.add_argument("--run-dir", type=given, help="Where per-case results go (default: runs/<suite>-<split>-<model>-<hash>).")
     group.add_argument("--fresh", action="store_true", default=None,
                        help="Discard results already in the run directory.")
@@ -162,9 +177,12 @@ def run_config(args: argparse.Namespace, **fixed: Any) -> RunConfig:
     fields = _given(args, {"limit": "limit", "sample": "sample", "seed": "seed", "threads": "threads",
                            "serve": "serve", "ray": "ray", "max_tokens": "max_tokens", "n_ctx": "n_ctx",
                            "run_dir": "run_dir", "fresh": "fresh", "tracking_uri": "tracking_uri"})
-    for field, flag in (("cache", "no_cache"), ("mlflow", "no_mlflow")):
-        if getattr(args, flag, None):
-            fields[field] = False
+    if getattr(args, "cache", None) is not None:
+        fields["cache"] = args.cache
+    if getattr(args, "temperature", None) is not None:
+        fields["temperature"] = args.temperature
+    if getattr(args, "no_mlflow", None):
+        fields["mlflow"] = False
     if "threads" not in fields and fields.get("serve") is not None:
         fields["threads"] = fields["serve"]
     return RunConfig.build(**{**base.model_dump(exclude_defaults=True), **fields, **fixed})

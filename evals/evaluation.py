@@ -18,7 +18,7 @@ import dspy
 
 from evals.context_fit import check_context_fit
 from evals.deprecated_keywords import fold_keywords
-from evals.metrics import per_correct
+from evals.metrics import cost_figures
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.runs import run_label
@@ -95,7 +95,8 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
             _connect_ray(run.ray, program=built, model=model, workers=run.threads)
         server = stack.enter_context(_served(model, run.serve, run.n_ctx)) if run.serve is not None else None
         job = SelectorJob(spec=spec, program=built, model=server.model_spec if server else model,
-                          temperature=run.temperature, max_tokens=run.max_tokens, cache=run.cache, n_ctx=run.n_ctx)
+                          temperature=run.temperature, max_tokens=run.max_tokens, cache=run.cache, n_ctx=run.n_ctx,
+                          seed=run.seed if run.temperature > 0 else None)
         prepared, lm, model_name, gate_name = job.prepare()
         if spec.retrieval is None:  # with retrieval, the selector sees K tools
             check_context_fit(cases, lm, tools=tools)
@@ -191,6 +192,7 @@ def run_params(cases: dict[str, Any], selector: dict[str, Any], run: RunConfig, 
         "max_tokens": run.max_tokens,
         **({"n_ctx": run.n_ctx} if run.n_ctx is not None else {}),
         "temperature": run.temperature,
+        **({"seed": run.seed} if run.temperature > 0 else {}),  # the sampler's
         "cases": count,
         **({"tools": f"{tools.name} ({len(tools)} tools)"} if tools is not None else {}),
         "threads": run.threads,
@@ -245,11 +247,12 @@ class SelectorJob:
     cache: bool
     program: MultiToolSelector | None = None  # a built selector the spec applies to, instead of building one
     n_ctx: int | None = None  # a local model's context
+    seed: int | None = None  # the sampler's seed, when the temperature is above 0
 
     def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
         """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
         lm, model_name = _lm(self.model, temperature=self.temperature, max_tokens=self.max_tokens, cache=self.cache,
-                             n_ctx=self.n_ctx)
+                             n_ctx=self.n_ctx, **({"seed": self.seed} if self.seed is not None else {}))
         gate_lm, gate_name = None, None
         if self.spec.gate.model is not None:  # a local gate model loaded as the selector's is, so one copy serves both
             gate_lm, gate_name = _lm(self.spec.gate.model, temperature=0.0, max_tokens=2, cache=self.cache,
@@ -292,21 +295,21 @@ def _served(model: str | dspy.BaseLM, parallel: int, n_ctx: int | None):
 
 
 def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache: bool, n_ctx: int | None = None,
-        local_only: bool = False) -> tuple[dspy.BaseLM, str]:
+        local_only: bool = False, **options: Any) -> tuple[dspy.BaseLM, str]:
     """The LM for a spec (loaded now if local, so a broken engine stops before any work) and its name. ``n_ctx``:
-    a local model's context; refused for any other model, unless ``local_only`` (then it applies to local ones)."""
+    a local model's context; refused for any other model, unless ``local_only`` (then it applies to local ones).
+    ``options``: further generation settings (``seed``)."""
     if not isinstance(model, str):
         return model, getattr(model, "model", type(model).__name__)
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
-    from tool_selection.lm.specs import ModelSpec
+    from tool_selection.lm.specs import ModelSpec, check_n_ctx
 
     if n_ctx is not None and not ModelSpec.parse(model).is_local:
         if not local_only:
-            raise ToolSelectionError(f"n_ctx={n_ctx} (--n-ctx) is the context of a local model (local:...); "
-                                     f"{model!r} is not one. Leave --n-ctx out.")
+            check_n_ctx(model, n_ctx)
         n_ctx = None
     lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache, constrained=True,
-                local=LocalEngineOptions(n_ctx=n_ctx) if n_ctx is not None else None)
+                local=LocalEngineOptions(n_ctx=n_ctx) if n_ctx is not None else None, **options)
     prepare_lm(lm)
     return lm, model
 
@@ -321,4 +324,4 @@ def _price(result: EvalResult, spec: str) -> None:
                                   zip(result.results["input_tokens"], result.results["output_tokens"], strict=True)]
     except (CatalogError, ValueError):
         return
-    result.summary.update(per_correct(result.results))
+    result.summary.update(cost_figures(result.results))

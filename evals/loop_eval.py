@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evals.deprecated_keywords import fold_keywords
 from evals.metrics import bootstrap_ci, value_matches
 from evals.runner import _RowWriter, load_rows
+from evals.suite import LOOP_SUITES
 from tool_selection.agent import (
     LOOP_PROMPT,
     AgentLoop,
@@ -61,7 +62,6 @@ from tool_selection.trajectories import Trajectory, TrajectoryStep, choose_traje
 __all__ = ["LoopResult", "LoopSetup", "LoopTask", "StateCheck", "load_loop_suite", "oracle_trajectories", "run_loop_suite",
            "score_task"]
 
-LOOP_SUITES = Path(__file__).parent / "suites" / "loop"
 
 
 class StateCheck(BaseModel):

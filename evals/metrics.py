@@ -33,6 +33,8 @@ __all__ = [
     "HEADLINE_METRICS",
     "LOWER_IS_BETTER",
     "balanced_accuracy",
+    "cached_mask",
+    "cost_figures",
     "bootstrap_ci",
     "per_correct",
     "score_case",
@@ -311,20 +313,55 @@ def bootstrap_ci(values: pd.Series | np.ndarray, *, n_resamples: int = 2000, con
     return (float(data.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
 
 
+MEASURED_COLUMNS = ("latency_s", "input_tokens", "output_tokens", "cost")  # what a cached answer does not have
+
+
+def cached_mask(rows: pd.DataFrame) -> pd.Series:
+    """The cases DSPy answered from its cache: answered (no error), the selection asked (not stopped by the gate),
+    and no token usage at all, since a cached answer records neither time nor tokens."""
+    if "input_tokens" not in rows or "output_tokens" not in rows:
+        return pd.Series(False, index=rows.index)
+    mask = (pd.to_numeric(rows["input_tokens"], errors="coerce") == 0) & (
+        pd.to_numeric(rows["output_tokens"], errors="coerce") == 0)
+    if "error" in rows:
+        mask &= rows["error"] == 0
+    if "gate_passed" in rows:
+        mask &= rows["gate_passed"] != 0
+    return mask
+
+
 def summarize(results: pd.DataFrame, *, with_ci: bool = True) -> dict[str, float]:
-    """Aggregate metrics over per-case rows; headline metrics get ``_ci_low``/``_ci_high`` bounds."""
+    """Aggregate metrics over per-case rows; headline metrics get ``_ci_low``/``_ci_high`` bounds. Time, tokens and
+    cost are measured over the cases answered by the model, not from DSPy's cache (``cached``: how many were, when
+    any)."""
     summary: dict[str, float] = {"cases": float(len(results))}
+    cached = cached_mask(results)
+    measured = results[~cached]
     for name, (column, _) in METRICS.items():
         if column not in results:
             continue
-        series = pd.to_numeric(results[column], errors="coerce")
+        series = pd.to_numeric((measured if column in MEASURED_COLUMNS else results)[column], errors="coerce")
         if name in HEADLINE_METRICS and with_ci:
             mean, low, high = bootstrap_ci(series)
             summary.update({name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high})
         else:
             summary[name] = float(series.mean()) if series.notna().any() else math.nan
-    summary.update(per_correct(results))
+    summary.update(cost_figures(results))
+    if cached.any():
+        summary["cached"] = float(cached.sum())
     return summary
+
+
+def cost_figures(results: pd.DataFrame) -> dict[str, float]:
+    """What the run cost, over the cases the model answered (not DSPy's cache): per correct decision
+    (``per_correct``), and in all (``total_input_tokens``, ``total_output_tokens``, ``total_cost`` where priced)."""
+    measured = results[~cached_mask(results)]
+    figures = per_correct(measured)
+    for name, column in (("total_input_tokens", "input_tokens"), ("total_output_tokens", "output_tokens"),
+                         ("total_cost", "cost")):
+        if column in measured:
+            figures[name] = float(pd.to_numeric(measured[column], errors="coerce").fillna(0).sum())
+    return figures
 
 
 def balanced_accuracy(results: pd.DataFrame) -> float:

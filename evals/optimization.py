@@ -50,6 +50,7 @@ __all__ = [
     "Optimizer",
     "OptimizerSetup",
     "UnknownOptimizerError",
+    "accuracy_metric",
     "feedback_metric",
     "get_optimizer",
     "make_examples",
@@ -103,9 +104,18 @@ def make_examples(cases: Suite | list[Case]) -> list[dspy.Example]:
     ]
 
 
+def accuracy_metric(example: dspy.Example, prediction: dspy.Prediction, trace: Any = None) -> float | bool:
+    """The harness's accuracy, for ``dspy.Evaluate``: 1 when the tools and arguments are right (or the model
+    abstained where no tool fits), else 0, so that the mean over ``make_examples(cases)`` is what ``evaluate``
+    reports for a program answering the same cases."""
+    score = score_case(example.case, prediction.decision)["full_match"]
+    return score >= 1.0 if trace is not None else float(score)
+
+
 def selection_metric(example: dspy.Example, prediction: dspy.Prediction, trace: Any = None) -> float | bool:
-    """The harness's accuracy (tools and arguments right; abstained where no tool fits), weighted so that a
-    split's mean is its balanced accuracy; while bootstrapping (``trace``), whether this answer was right."""
+    """The optimizers' metric: the harness's accuracy (``accuracy_metric``) weighted so that a split's mean is its
+    balanced accuracy (the cases that need a call and those that need none count half each, whatever the mix);
+    while bootstrapping (``trace``), whether this answer was right."""
     score = score_case(example.case, prediction.decision)["full_match"]
     return score >= 1.0 if trace is not None else score * example.get("weight", 1.0)
 
@@ -528,6 +538,12 @@ class _OptimizeJob:
                             run=scoring.replace(run_dir=out_dir / "dev_eval_unoptimized"))
         dev_scores = _dev_scores(dev_eval, baseline)
         _check_false_abstention(dev_scores, allowed=self.settings.allow_false_abstention_rise)
+        if dev_eval.accuracy == 0 and baseline.accuracy == 0:
+            raise ToolSelectionError(
+                f"Both the optimized program and the selector it started from got none of the {len(self.dev)} dev "
+                "cases right, so the optimization learned nothing to save. That is most often a setup that cannot "
+                f"work (the model unreachable, answers it cannot read, the wrong strategy for the model): see the rows "
+                f"in {out_dir / 'dev_eval'} and {out_dir / 'dev_eval_unoptimized'}.")
         return dev_eval.accuracy, dev_scores
 
     def manifest(self, student: MultiToolSelector, optimizer_args: dict[str, Any], dev_score: float | None,

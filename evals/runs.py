@@ -7,6 +7,7 @@ name and its description carry the suite, split, model, strategy and program, so
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,10 @@ from tool_selection.errors import ToolSelectionError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Run", "cached_cases", "describe", "find_run_dirs", "open_run", "program_label", "run_label"]
+__all__ = ["Run", "cached_cases", "check_run_ref", "describe", "find_run_dirs", "open_run", "program_label",
+           "run_label"]
+
+MLFLOW_RUN_ID = re.compile(r"[0-9a-f]{32}")  # what MLflow's stores name a run by (a UUID's hex)
 
 IDENTITY = ("suite", "split", "model", "strategy", "program")
 
@@ -48,12 +52,10 @@ def describe(params: dict[str, Any]) -> str:
 
 
 def cached_cases(rows: pd.DataFrame) -> int:
-    """Answered cases with no token usage at all: DSPy served them from its cache, which records neither time
-    nor tokens."""
-    if "input_tokens" not in rows or "output_tokens" not in rows:
-        return 0
-    answered = rows[rows["error"] == 0] if "error" in rows else rows
-    return int(((answered["input_tokens"] == 0) & (answered["output_tokens"] == 0)).sum())
+    """How many cases DSPy answered from its cache (``evals.metrics.cached_mask``)."""
+    from evals.metrics import cached_mask
+
+    return int(cached_mask(rows).sum())
 
 
 @dataclass
@@ -77,10 +79,20 @@ class Run:
         return cached_cases(self.rows)
 
 
+def check_run_ref(ref: str | Path) -> None:
+    """Refuse, before MLflow loads, a reference that is neither a run directory nor shaped like an MLflow run id."""
+    if Path(ref).is_dir() or MLFLOW_RUN_ID.fullmatch(str(ref)):
+        return
+    raise ToolSelectionError(f"{str(ref)!r} is neither a run directory nor an MLflow run id (32 hex digits): give "
+                             "the folder 'toolsel eval' printed ('per-case results: ...'), or a run id from the "
+                             "MLflow UI.")
+
+
 def open_run(ref: str | Path, tracking_uri: str | None = None) -> Run:
     """A run directory, or an MLflow run id (read from ``tracking_uri``)."""
     import json
 
+    check_run_ref(ref)
     path = Path(ref)
     if path.is_dir():
         from evals.runner import load_results

@@ -26,6 +26,7 @@ __all__ = ["BfclChecker", "Case", "ExpectedCall", "Suite", "SuiteError", "availa
            "suite_reference"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
+LOOP_SUITES = SUITES_DIR / "loop"  # tasks for the tool-calling loop (evals.loop_eval)
 Split = Literal["train", "dev", "test"]
 MAX_REQUEST_CHARS = 100_000  # about 25,000 tokens, more than the context of the models the toolkit runs
 MAX_LINE_BYTES = 1 << 20  # one case, its inline tools included
@@ -371,7 +372,14 @@ def _parse_case(raw: bytes | None) -> Case | None:
     problem = string_problem(data)
     if problem is not None:
         raise ValueError(problem)
-    return validated_case(data)
+    no_split = "" if "split" in data else "field 'split': Field required (train, dev or test)"  # Python's default: test
+    try:
+        case = validated_case(data)
+    except ValueError as error:
+        raise ValueError(f"{error}; {no_split}" if no_split else str(error)) from None
+    if no_split:
+        raise ValueError(f"case {case.id[:80]!r}: {no_split}")
+    return case
 
 
 def validated_case(data: dict[str, Any]) -> Case:

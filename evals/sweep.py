@@ -167,7 +167,7 @@ class SweepPlan(BaseModel):
         """A plan from a sweep file (what ``sweep.yaml`` holds; its ``cells`` list is only a record); the name
         defaults to the file's stem."""
         path = Path(path)
-        data = read_yaml(path, what="sweep file", fix="Write the plan as a plain YAML mapping (name, split, "
+        data = read_yaml(path, what="sweep", fix="Write the plan as a plain YAML mapping (name, split, "
                                                       "selector, run, axes, baseline; see evals/sweeps/).") or {}
         if not isinstance(data, dict):
             raise SweepError(f"{path}: expected a mapping (name, split, selector, run, axes, baseline), got "
@@ -359,14 +359,19 @@ def _mean(rows: pd.DataFrame, column: str) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
+def _sum(rows: pd.DataFrame, column: str) -> float:
+    import pandas as pd
+
+    return float(pd.to_numeric(rows[column], errors="coerce").fillna(0).sum()) if column in rows else math.nan
+
+
 def cell_table(cells: list[Cell], rows: Mapping[str, pd.DataFrame],
                outcomes: Mapping[str, dict[str, Any]]) -> pd.DataFrame:
     """One row per cell: suite, model, strategy, the other settings, cases, accuracy with its 95% interval,
     abstention and false abstention (where the cases define them), seconds and tokens per case, and status."""
     import pandas as pd
 
-    from evals.metrics import bootstrap_ci
-    from evals.runs import cached_cases
+    from evals.metrics import bootstrap_ci, cached_mask
 
     records = []
     for cell in cells:
@@ -375,17 +380,20 @@ def cell_table(cells: list[Cell], rows: Mapping[str, pd.DataFrame],
         cell_rows = rows.get(cell.folder)
         if cell_rows is not None and len(cell_rows):
             accuracy, low, high = bootstrap_ci(cell_rows["full_match"])
+            cached = cached_mask(cell_rows)
+            measured = cell_rows[~cached]  # time and tokens: DSPy's cached answers record neither
             record.update(cases=len(cell_rows), accuracy=accuracy, accuracy_low=low, accuracy_high=high,
                           abstention=_mean(cell_rows, "abstention_correct"),
                           false_abstention=_mean(cell_rows, "false_abstention"),
-                          seconds_per_case=_mean(cell_rows, "latency_s"),
-                          tokens_per_case=_mean(cell_rows, "input_tokens") + _mean(cell_rows, "output_tokens"),
-                          cached=cached_cases(cell_rows))
+                          seconds_per_case=_mean(measured, "latency_s"),
+                          tokens_per_case=_mean(measured, "input_tokens") + _mean(measured, "output_tokens"),
+                          tokens=_sum(measured, "input_tokens") + _sum(measured, "output_tokens"),
+                          cached=int(cached.sum()))
         record.update(outcomes.get(cell.folder, {}), folder=cell.folder)
         records.append(record)
     columns = ["suite", "model", "strategy", "settings", "cases", "accuracy", "accuracy_low", "accuracy_high",
-               "abstention", "false_abstention", "seconds_per_case", "tokens_per_case", "cached", "status", "error",
-               "folder"]
+               "abstention", "false_abstention", "seconds_per_case", "tokens_per_case", "tokens", "cached", "status",
+               "error", "folder"]
     return pd.DataFrame(records).reindex(columns=columns)
 
 
@@ -449,6 +457,9 @@ def sweep_markdown(plan: SweepPlan, cells: pd.DataFrame, paired: pd.DataFrame) -
     text = f"## Sweep {plan.name} ({plan.split})\n\n" + _markdown(
         ["suite", "model", "strategy", "settings", "cases", "accuracy % [95% CI]", "abstention %",
          "false abstention %", "s/case", "tokens/case", "status"], lines)
+    if "tokens" in cells and cells["tokens"].notna().any():
+        text += (f"\n\nTokens spent by the sweep: {cells['tokens'].sum():,.0f} (prompt and completion, over the "
+                 f"cases the models answered; {int(cells['cached'].fillna(0).sum())} cached answers left out).")
     baseline = ", ".join(f"{k}={v}" for k, v in plan.baseline_values.items() if k in plan.swept_axes)
     text += f"\n\n## Paired against the baseline ({baseline}; same suite, same cases)\n\n"
     if paired.empty:

@@ -39,3 +39,31 @@ def test_the_live_strategies_of_bench_stuck_are_the_collaboration_strategies():
     from tool_selection.collaboration import COLLABORATION_STRATEGIES
 
     assert LIVE_STRATEGIES == COLLABORATION_STRATEGIES
+
+
+def test_checking_a_commands_arguments_loads_no_heavy_library():
+    """A misspelt strategy, a missing suite and a bad tracking URI are answered before DSPy or MLflow load."""
+    code = ("from tool_selection.spec import SelectorSpec\nfrom tool_selection.tracking import check_scheme\n"
+            "from evals.cli import check_before_loading\n"
+            "for attempt in (lambda: SelectorSpec.build(strategy='nativ'), lambda: check_scheme('bogus://x'),\n"
+            "                lambda: check_before_loading('tresure_hunt')):\n"
+            "    try:\n        attempt()\n    except Exception as error:\n        assert 'did you mean' in str(error) "
+            "or 'bogus' in str(error), error\n    else:\n        raise AssertionError('accepted')\n"
+            "SelectorSpec.build(strategy='gate+native-strict-cover')\ncheck_before_loading('finance')")
+    assert _loaded_after(code) == []
+
+
+def test_the_declared_strategy_names_are_the_built_in_strategies():
+    from tool_selection.strategies.registry import BUILT_IN_STRATEGIES, STRATEGIES
+
+    built_in = [name for name in STRATEGIES.names()
+                if STRATEGIES.get(name).__module__.startswith("tool_selection.strategies.")]
+    assert sorted(built_in) == sorted(BUILT_IN_STRATEGIES)  # registration order follows import order
+
+
+def test_the_tracking_schemes_are_mlflows_own():
+    from mlflow.tracking._tracking_service.utils import _tracking_store_registry
+
+    from tool_selection.tracking import MLFLOW_SCHEMES
+
+    assert sorted(_tracking_store_registry._registry) == sorted(MLFLOW_SCHEMES)

@@ -15,9 +15,10 @@ SCHEMA_FORMATS = ("openai", "openai-strict", "anthropic", "mcp", "bfcl", "json-s
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     tools = subparsers.add_parser("tools", help="List tools, show one, or export its schema.",
-                                  description="List tools, show one, or export its schema.")
+                                  description="List tools, show one, or export its schema (with no subcommand: "
+                                              "list them).")
     sub = tools.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
-    tools.set_defaults(handler=lambda args: tools.print_help() or 0)
+    tools.set_defaults(handler=lambda args: _list(args), tool_set=None)
 
     list_parser = sub.add_parser("list", help="Every registered tool, grouped by tool set.",
                                  description="Every registered tool, grouped by tool set.")

@@ -12,10 +12,9 @@ import copy
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import jsonschema
-import mcp.types
 from referencing.exceptions import Unresolvable
 
 from tool_selection.errors import ArgumentProblem, ToolDefinitionError, ToolSelectionError
@@ -23,6 +22,9 @@ from tool_selection.registry import ToolRegistry
 from tool_selection.schema_patterns import ArgumentValidator
 from tool_selection.schema_refs import LOCAL_ONLY
 from tool_selection.tool import BaseTool
+
+if TYPE_CHECKING:
+    import mcp.types
 
 __all__ = [
     "SchemaOnlyTool",
@@ -68,6 +70,8 @@ def to_anthropic(tool: type[BaseTool]) -> dict[str, Any]:
 
 def to_mcp(tool: type[BaseTool]) -> mcp.types.Tool:
     """MCP ``Tool`` (official SDK type); ``.model_dump(by_alias=True)`` gives the wire form with ``inputSchema``."""
+    import mcp.types  # here, not at the top: the SDK takes 0.4 s to import, and loading a suite needs none of it
+
     return mcp.types.Tool(name=tool.NAME, description=tool.description, inputSchema=tool.input_schema())
 
 
@@ -307,6 +311,8 @@ def from_anthropic(tools: Iterable[Mapping[str, Any]], *, name: str = "anthropic
 
 def from_mcp(result: Any, *, name: str = "mcp", category: str = "external") -> ToolRegistry:
     """Registry from an MCP ``tools/list`` result: a ``ListToolsResult``, its JSON, or a list of ``Tool``s."""
+    import mcp.types
+
     if isinstance(result, Mapping) and "tools" in result:
         result = result["tools"]
     elif isinstance(result, mcp.types.ListToolsResult):

@@ -47,16 +47,17 @@ class Registry(Generic[T]):
     """Named entries of one kind.
 
     ``kind``: what an entry is, in messages (``"selection strategy"``). ``group``: the entry-point group third
-    parties register under. ``builtins``: modules that register the built-in entries when imported. ``check``:
+    parties register under. ``builtins``: modules that register the built-in entries when imported; ``declared``:
+    their names, so that a name can be checked without importing them (``check_name``). ``check``:
     raises ``TypeError`` for an object that cannot be an entry. ``error``: the class of an unknown-name error, and
     ``conflict_error`` of a name registered twice. ``hint``: a sentence added to the unknown-name error.
     """
 
     def __init__(self, kind: str, *, group: str | None = None, builtins: Sequence[str] = (),
                  check: Callable[[Any], None] | None = None, error: type[Exception] = ToolSelectionError,
-                 conflict_error: type[Exception] = ToolSelectionError, hint: str = ""):
+                 conflict_error: type[Exception] = ToolSelectionError, hint: str = "", declared: Sequence[str] = ()):
         self.kind, self.group, self.error, self.conflict_error, self.hint = kind, group, error, conflict_error, hint
-        self._builtins = tuple(builtins)
+        self._builtins, self.declared = tuple(builtins), tuple(declared)
         self._check = check
         self._entries: dict[str, T] = {}
         self._entry_point_cache: dict[str, EntryPoint] | None = None
@@ -134,9 +135,20 @@ class Registry(Generic[T]):
             raise self.error(self.unknown(unknown))
         return names
 
-    def unknown(self, names: Sequence[Any]) -> str:
-        """The message for names that match no entry."""
-        known = self.names()
+    def check_name(self, name: str) -> None:
+        """Raise ``error`` if no entry is named ``name``, importing the built-in modules only when their names are
+        not declared or they are loaded already (a check before the heavy libraries load: a command's arguments)."""
+        if self._loaded or not self.declared:
+            if name not in self:
+                raise self.error(self.unknown([name]))
+            return
+        known = list(dict.fromkeys([*self.declared, *self._entries, *self._entry_points()]))
+        if name not in known:
+            raise self.error(self.unknown([name], known))
+
+    def unknown(self, names: Sequence[Any], known: Sequence[str] | None = None) -> str:
+        """The message for names that match no entry (``known``: every name, when already at hand)."""
+        known = self.names() if known is None else list(known)
         similar = list(dict.fromkeys(m for n in names for m in close_matches(str(n), known)))
         hint = f" (did you mean {', '.join(map(repr, similar))}?)" if similar else ""
         plural = "s" if len(names) > 1 else ""

@@ -30,7 +30,8 @@ class RunConfig(BaseModel):
     serve: int | None = Field(default=None, ge=1, le=MAX_SLOTS, description="Serve the local model in a llama-server with this "
                                                                 "many parallel slots for the run.")
     ray: str | None = Field(default=None, description="Fan cases out over Ray: 'local' or a cluster's HOST:PORT.")
-    cache: bool = Field(default=True, description="Use DSPy's cache of model answers.")
+    cache: bool = Field(default=False, description="Answer from DSPy's cache of model answers where it has one "
+                                                    "(off: a run's time and tokens are measured, not read back).")
     max_tokens: int = Field(default=512, ge=1, le=MAX_GENERATED_TOKENS, description="Generation limit per decision.")
     n_ctx: int | None = Field(default=None, ge=256, le=MAX_CONTEXT, description="Context a local model is loaded with, in tokens "
                                                                  "(default: its catalog entry's); a longer prompt "
@@ -44,7 +45,7 @@ class RunConfig(BaseModel):
     fresh: bool = Field(default=False, description="Discard results already in the run folder instead of resuming.")
     limit: int | None = Field(default=None, ge=1, description="Only the first N cases.")
     sample: int | None = Field(default=None, ge=1, description="A fixed seeded sample of N cases.")
-    seed: int = Field(default=0, description="Seed of sample.")
+    seed: int = Field(default=0, description="Seed of sample, and of the sampler at a temperature above 0.")
     progress: bool = Field(default=True, description="Show progress.")
 
     @model_validator(mode="after")

@@ -22,11 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tool_selection.defaults import DEFAULT_RELEVANCE, DEFAULT_STRATEGY
 from tool_selection.errors import ToolSelectionError
+from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
 
 __all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "selection_params"]
 
-GATE_PREFIX = "gate+"  # tool_selection.strategies.GATE_PREFIX, without importing DSPy
 
 
 class SpecError(ToolSelectionError, ValueError):
@@ -93,9 +93,11 @@ class SelectorSpec(_Frozen):
     def _known_strategy(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from tool_selection.strategies import parse_strategy
+        from tool_selection.strategies.registry import STRATEGIES
 
-        parse_strategy(value)  # an unknown name stops here, with the known ones and a close match
+        if not value.strip():
+            raise ValueError("a strategy is named by a non-empty string ('toolsel strategies' lists them)")
+        STRATEGIES.check_name(value.strip().removeprefix(GATE_PREFIX))  # with the known names and a close match
         return value.strip()
 
     @field_validator("program", "relevance", mode="before")

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from evals.gate import choose_threshold, gated_results
-from evals.metrics import bootstrap_ci
+from evals.metrics import bootstrap_ci, cached_mask
 from evals.runner import load_results
 from evals.stats import compare_paired
 from tool_selection.spec import SelectorSpec, SpecError
@@ -104,13 +104,14 @@ def _mean(frame: pd.DataFrame, column: str) -> float:
 def figures(frame: pd.DataFrame) -> dict[str, float]:
     """Headline figures of a set of per-case rows (selection only: the gate's time is taken out)."""
     accuracy, low, high = bootstrap_ci(frame["full_match"])
-    seconds = pd.to_numeric(frame["latency_s"], errors="coerce")
-    if "gate_seconds" in frame:
-        seconds = seconds - pd.to_numeric(frame["gate_seconds"], errors="coerce").fillna(0)
+    measured = frame[~cached_mask(frame)]  # DSPy's cached answers record neither time nor tokens
+    seconds = pd.to_numeric(measured["latency_s"], errors="coerce")
+    if "gate_seconds" in measured:
+        seconds = seconds - pd.to_numeric(measured["gate_seconds"], errors="coerce").fillna(0)
     return {"cases": len(frame), "accuracy": accuracy, "low": low, "high": high,
             "tool_exact": _mean(frame, "tool_exact"), "abstention": _mean(frame, "abstention_correct"),
             "false_abstention": _mean(frame, "false_abstention"), "parse": _mean(frame, "parse_failure"),
-            "seconds": float(seconds.mean()), "output_tokens": _mean(frame, "output_tokens"),
+            "seconds": float(seconds.mean()), "output_tokens": _mean(measured, "output_tokens"),
             "per_correct": float(seconds.mean()) / accuracy if accuracy else math.inf}
 
 

@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report", help="Tables, a figure and an HTML page from finished runs.",
         description="Read finished runs (run directories of 'toolsel eval' or 'toolsel eval loop', or folders that "
                     "hold them, such as results/strategies) and print their tables in markdown: accuracy with its "
-                    "95%% interval per suite, model and strategy, the relevance gate, paired differences and the "
+                    "95% interval per suite, model and strategy, the relevance gate, paired differences and the "
                     "loop table. --plot draws accuracy per run; --html writes one self-contained page (summary, "
                     "figure, every case with filters by run, tag and outcome) that opens from a file.",
         epilog="examples:\n  toolsel report results/strategies --plot strategies.png\n"

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from evals.runs import check_run_ref
 from tool_selection.errors import ToolSelectionError
 
 __all__ = ["resolve_run", "run_address", "serve_ui"]
@@ -26,6 +27,7 @@ def resolve_run(ref: str | None, tracking_uri: str | None) -> tuple[str | None, 
         return None, tracking_uri
     path = Path(ref)
     if not path.is_dir():
+        check_run_ref(ref)
         return ref, tracking_uri
     from evals.evaluation import MLFLOW_FILE
 
@@ -95,9 +97,9 @@ def start_ui(uri: str, port: int, wait_s: float) -> subprocess.Popen:
 
 def serve_ui(ref: str | None, *, tracking_uri: str | None = None, port: int = 5000, wait_s: float = 300) -> int:
     """Start the UI, print the run's address, and keep serving until interrupted."""
+    run_id, uri = resolve_run(ref, tracking_uri)  # a reference that is no run stops before MLflow loads
     from evals.tracking import CASES_TABLE, check_tracking_uri
 
-    run_id, uri = resolve_run(ref, tracking_uri)
     uri = check_tracking_uri(uri)
     address = run_address(f"http://{HOST}:{port}", uri, run_id)  # an unknown run stops before the UI starts
     print(f"starting the MLflow UI on {uri} (it can take a minute) ...", flush=True)

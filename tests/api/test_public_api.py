@@ -109,7 +109,7 @@ def test_python_and_the_cli_give_identical_decisions(tmp_path, monkeypatch):
     monkeypatch.setattr(dspy, "cache", Cache(enable_disk_cache=False, enable_memory_cache=True, disk_cache_dir=None))
     run_dir = tmp_path / "run"
     assert main(["eval", "--suite", "finance", "--split", "test", "--limit", "2", "--model", f"local:{MODEL}",
-                 "--run-dir", str(run_dir), "--no-mlflow"]) == 0
+                 "--run-dir", str(run_dir), "--no-mlflow", "--cache"]) == 0
     rows = pd.read_parquet(run_dir / "results.parquet").set_index("id")
 
     dspy.configure(lm=get_lm(f"local:{MODEL}"))

@@ -34,7 +34,7 @@ def huge_suite(tmp_path):
              {"id": "small", "request": "What is the weather in Oslo?", "tools": [WEATHER],
               "expected_calls": [{"tool_name": "get_weather", "arguments": {"city": "Oslo"}}]}]
     path = tmp_path / "huge.jsonl"
-    path.write_text("\n".join(json.dumps(case) for case in cases) + "\n")
+    path.write_text("\n".join(json.dumps({**case, "split": "test"}) for case in cases) + "\n")
     return path
 
 

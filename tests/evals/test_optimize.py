@@ -22,7 +22,7 @@ from evals.optimization import (
 )
 from evals.suite import Case, load_suite
 from tests.core.tools_fixture import Add, Echo, Now
-from tests.evals.test_runner import ANSWERS, CountingLM
+from tests.evals.test_runner import ANSWERS, CountingLM, calls
 from tool_selection import ToolSet
 from tool_selection.compiled import Manifest, ToolsChangedError, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
@@ -270,7 +270,8 @@ def test_optimize_announces_each_stage_and_shows_its_progress(tmp_path, monkeypa
         case["split"] = "dev"
     suite = tmp_path / "mini.jsonl"
     suite.write_text("\n".join(json.dumps(case) for case in cases) + "\n")
-    optimize(str(suite), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
+    answers = {**ANSWERS, "Kyiv": {"reasoning": "weather", "tool_calls": calls(("get_weather", {"city": "Kyiv"}))}}
+    optimize(str(suite), CountingLM(answers, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
              selector=SelectorSpec(strategy="json-cot", relevance="none"),
              run=RunConfig(run_dir=tmp_path / "prog", mlflow=False))
     err = capsys.readouterr().err
@@ -283,7 +284,24 @@ def test_optimize_announces_each_stage_and_shows_its_progress(tmp_path, monkeypa
     assert bars.count(("mini:dev", "2", "2")) == 2 and ("mini:test", "4", "4") in bars
     assert ("", "2", "2") in bars  # DSPy's own bar over the train cases while it bootstraps
 
-    optimize(str(suite), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
+    optimize(str(suite), CountingLM(answers, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
              selector=SelectorSpec(strategy="json-cot", relevance="none"),
              run=RunConfig(run_dir=tmp_path / "quiet", mlflow=False, progress=False), evaluate_test=False)
     assert "optimize 1/2" not in capsys.readouterr().err
+
+
+def test_a_program_that_got_no_dev_case_right_before_or_after_is_not_saved(tmp_path, monkeypatch):
+    from tests.evals.conftest import make_cases
+
+    monkeypatch.chdir(tmp_path)
+    cases = make_cases()
+    for case in cases[4:6]:  # Kyiv and Baku, which ANSWERS gets wrong
+        case["split"] = "dev"
+    suite = tmp_path / "mini.jsonl"
+    suite.write_text("\n".join(json.dumps(case) for case in cases) + "\n")
+    with pytest.raises(ToolSelectionError, match="got none of the 2 dev cases right, so the optimization learned "
+                                                 "nothing to save"):
+        optimize(str(suite), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
+                 selector=SelectorSpec(strategy="json-cot", relevance="none"),
+                 run=RunConfig(run_dir=tmp_path / "prog", mlflow=False, progress=False))
+    assert not (tmp_path / "prog" / "program.json").exists()

@@ -152,3 +152,20 @@ def test_evaluate_refuses_a_nan_gate_threshold_and_a_retrieval_that_keeps_every_
     with pytest.raises(ToolSelectionError, match=r"retrieve=2 \(--retrieve\) keeps every tool of every case \(the "
                                                  r"largest catalog has 2\)"):
         evaluate(str(suite_path), CountingLM(ANSWERS), retrieve=2, mlflow=False, progress=False)
+
+
+def test_dspy_evaluate_with_the_accuracy_metric_reports_what_evaluate_does(suite_path):
+    """DSPy's own evaluator over make_examples(cases) with accuracy_metric gives the harness's accuracy; the
+    optimizers' selection_metric weighs each class to half, so its mean is the balanced accuracy instead."""
+    from evals.metrics import balanced_accuracy
+    from evals.optimization import accuracy_metric, make_examples, selection_metric
+
+    suite = load_suite(suite_path)
+    harness = Evaluator(suite=suite, progress=False)(JSON_COT(), lm=CountingLM(ANSWERS))
+    examples = make_examples(suite)
+    with dspy.context(lm=CountingLM(ANSWERS)):
+        plain = dspy.Evaluate(devset=examples, metric=accuracy_metric, display_progress=False)(JSON_COT())
+        balanced = dspy.Evaluate(devset=examples, metric=selection_metric, display_progress=False)(JSON_COT())
+    assert plain.score / 100 == pytest.approx(harness.summary["accuracy"], abs=1e-4)  # DSPy rounds to 0.01%
+    assert balanced.score / 100 == pytest.approx(balanced_accuracy(harness.results), abs=1e-4)
+    assert harness.summary["accuracy"] != pytest.approx(balanced_accuracy(harness.results))  # the two differ here

@@ -43,7 +43,8 @@ def _inventory_suite(tmp_path):
     """One case whose right answer is a call of check_inventory without arguments."""
     path = tmp_path / "inventory.jsonl"
     path.write_text(json.dumps({"id": "stock", "request": "What do we have in stock?", "tools": [INVENTORY],
-                                "expected_calls": [{"tool_name": "check_inventory", "arguments": {}}]}) + "\n")
+                                "expected_calls": [{"tool_name": "check_inventory", "arguments": {}}],
+                                "split": "test"}) + "\n")
     return path
 
 

@@ -52,7 +52,7 @@ def test_bad_suite_lines_name_the_line_and_field(tmp_path, line, message):
 
 def test_duplicate_ids_and_unknown_suites(tmp_path):
     path = tmp_path / "dup.jsonl"
-    line = '{"id": "a", "request": "r", "tool_set": "f", "expected_calls": []}'
+    line = '{"id": "a", "request": "r", "tool_set": "f", "expected_calls": [], "split": "test"}'
     path.write_text(line + "\n" + line + "\n")
     with pytest.raises(SuiteError, match="duplicate id 'a' \\(first on line 1\\)"):
         load_suite(path)
@@ -204,3 +204,14 @@ def test_a_suite_reference_loads_the_same_suite_from_any_directory(suite_path, m
     assert suite_reference("mini.jsonl") == str(suite_path.resolve())
     assert suite_reference(SUITES_DIR / "finance.jsonl") == suite_reference("finance") == "finance"  # no machine path
     assert suite_reference("bfcl:multiple") == "bfcl:multiple"
+
+
+def test_a_line_without_its_split_is_a_problem_beside_the_others(tmp_path):
+    path = tmp_path / "no_split.jsonl"
+    path.write_text('{"id": "a", "request": "x", "tool_set": "finance", "expected_calls": []}\n'
+                    '{"id": "b", "request": 5, "tool_set": "finance", "expected_calls": []}\n')
+    with pytest.raises(SuiteError) as raised:
+        load_suite(path)
+    message = str(raised.value)
+    assert "line 1: case 'a': field 'split': Field required (train, dev or test)" in message
+    assert "line 2: case 'b': field 'request': Input should be a valid string; field 'split': Field required" in message

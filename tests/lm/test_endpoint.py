@@ -4,6 +4,7 @@ tool calls (which the default strategy runs as)."""
 from __future__ import annotations
 
 import http.server
+import os
 import re
 import socket
 import threading
@@ -16,10 +17,11 @@ from tool_selection.lm.endpoint import (
     Endpoint,
     EndpointError,
     check_endpoint,
-    check_model_endpoint,
+    check_model_route,
     endpoint_for,
     native_tools,
 )
+from tool_selection.lm.specs import ModelSpecError
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import get_strategy
 
@@ -60,9 +62,28 @@ def test_a_server_that_does_not_answer_is_named_with_what_to_change(monkeypatch)
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     monkeypatch.setenv("OPENAI_API_BASE", url)
     with pytest.raises(EndpointError, match=rf"No model server answers at {url} .*comes from OPENAI_API_BASE"):
-        check_model_endpoint("openai/any-name")
-    check_model_endpoint("local:qwen2.5-coder-0.5b")  # not a server: nothing to check
-    check_model_endpoint("anthropic/claude-sonnet-4")
+        check_model_route("openai/any-name")
+    check_model_route("local:qwen2.5-coder-0.5b")  # not a server: nothing to check
+
+
+def test_a_hosted_provider_without_its_key_is_named_before_litellm_loads(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ModelSpecError, match="anthropic/claude-sonnet-4 needs ANTHROPIC_API_KEY in the environment"):
+        check_model_route("anthropic/claude-sonnet-4")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    check_model_route("anthropic/claude-sonnet-4")
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-test")
+    check_model_route("gemini/gemini-2.0-flash")  # either of its keys will do
+
+
+@pytest.mark.parametrize("provider", sorted(endpoints.PROVIDER_KEYS))
+def test_the_providers_keys_are_the_ones_litellm_asks_for(provider, monkeypatch):
+    import litellm
+
+    for key in [name for name in os.environ if name.endswith(("_API_KEY", "_API_BASE"))]:
+        monkeypatch.delenv(key)
+    missing = litellm.validate_environment(model=f"{provider}/some-model").get("missing_keys") or []
+    assert sorted(key for key in missing if key.endswith("_API_KEY")) == sorted(endpoints.PROVIDER_KEYS[provider])
 
 
 def test_any_http_answer_counts_as_a_server(answering_server):

@@ -22,7 +22,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from typing import TYPE_CHECKING
 
-from tool_selection.lm.endpoint import EndpointError, check_endpoint, lm_endpoint
+from tool_selection.lm.endpoint import EndpointError, check_endpoint, lm_endpoint, missing_key_error
 from tool_selection.lm.specs import LocalEngineOptions, ModelSpec, ModelSpecError
 
 if TYPE_CHECKING:
@@ -162,5 +162,4 @@ def _require_api_key(lm: dspy.BaseLM) -> None:
     keys = [key for key in missing if key.endswith("_API_KEY")]
     base = [name for name in os.environ if name.endswith("_API_BASE") and os.environ[name].strip()]
     if keys and not base:
-        raise ModelSpecError(f"{lm.model} needs {' and '.join(keys)} in the environment (or api_key=/api_base= in "
-                             "get_lm for a server of your own).")
+        raise missing_key_error(lm.model, keys)

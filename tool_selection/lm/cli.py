@@ -20,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     models = subparsers.add_parser(
         "models", help="List, fetch and inspect models.",
         description=f"The model catalog (extend it with {CATALOG_ENV}) and the embedded models' GGUF files "
-                    f"(kept in the model directory: {MODEL_DIR_ENV}, default the user cache directory).")
-    models.set_defaults(handler=lambda args: models.print_help() or 0)
+                    f"(kept in the model directory: {MODEL_DIR_ENV}, default the user cache directory). With no "
+                    "subcommand: list them.")
+    models.set_defaults(handler=lambda args: _list(args), model_dir=None)
     sub = models.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
 
     list_parser = sub.add_parser("list", help="The catalog, and which embedded models are ready.",

@@ -18,8 +18,8 @@ from typing import Any
 
 from tool_selection.errors import ToolSelectionError
 
-__all__ = ["Endpoint", "EndpointError", "ToolSupport", "check_endpoint", "check_model_endpoint", "endpoint_for",
-           "lm_endpoint", "native_tools"]
+__all__ = ["PROVIDER_KEYS", "Endpoint", "EndpointError", "ToolSupport", "check_endpoint", "check_model_route",
+           "endpoint_for", "lm_endpoint", "missing_key_error", "native_tools"]
 
 # where LiteLLM reads a provider's address from when no api_base is given (first set wins), and its default
 _BASE_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -30,6 +30,14 @@ _BASE_VARIABLES: dict[str, tuple[str, ...]] = {
     "lm_studio": ("LM_STUDIO_API_BASE",),
 }
 _DEFAULT_BASES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434"}
+# the key a hosted provider's calls need, any one of those named (LiteLLM's validate_environment says the same: a test
+# holds them equal); read here so that a missing key answers before LiteLLM's second of importing
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",), "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",), "together_ai": ("TOGETHERAI_API_KEY",),
+    "cohere": ("COHERE_API_KEY",), "deepseek": ("DEEPSEEK_API_KEY",), "xai": ("XAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",), "fireworks_ai": ("FIREWORKS_AI_API_KEY",),
+}
 CHECK_TIMEOUT_S = 3.0
 
 
@@ -93,14 +101,32 @@ def check_endpoint(endpoint: Endpoint, *, timeout_s: float = CHECK_TIMEOUT_S) ->
             f"or correct {endpoint.source}.") from None
 
 
-def check_model_endpoint(model: str) -> None:
-    """For a model spec sent to a server of one's own (``openai/NAME`` with ``OPENAI_API_BASE``, ``ollama_chat/...``),
-    ``check_endpoint`` of that server; nothing for other specs. Light: commands call it before heavy imports."""
+def check_model_route(model: str) -> None:
+    """What a model spec needs to reach its model, checked before heavy imports: a server of one's own
+    (``openai/NAME`` with ``OPENAI_API_BASE``, ``ollama_chat/...``) must answer; a hosted provider's key must be in
+    the environment (unless some ``*_API_BASE`` sends it elsewhere). Nothing for embedded and served models."""
     from tool_selection.lm.specs import ModelSpec
 
     spec = ModelSpec.parse(model)
-    if spec.kind == "dspy" and (endpoint := endpoint_for(spec.target)) is not None:
+    if spec.kind != "dspy":
+        return
+    if (endpoint := endpoint_for(spec.target)) is not None:
         check_endpoint(endpoint)
+        return
+    keys = PROVIDER_KEYS.get(spec.target.partition("/")[0].lower() if "/" in spec.target else "", ())
+    if keys and not any(os.environ.get(key, "").strip() for key in keys) and not _api_base_set():
+        raise missing_key_error(spec.target, keys)
+
+
+def missing_key_error(model: str, keys: tuple[str, ...] | list[str]) -> ToolSelectionError:
+    from tool_selection.lm.specs import ModelSpecError
+
+    return ModelSpecError(f"{model} needs {' or '.join(keys)} in the environment (or api_key=/api_base= in get_lm "
+                          "for a server of your own).")
+
+
+def _api_base_set() -> bool:
+    return any(name.endswith("_API_BASE") and value.strip() for name, value in os.environ.items())
 
 
 # a name no model guesses from the request: a call of it proves the server showed the model its tools

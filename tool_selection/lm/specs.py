@@ -16,7 +16,7 @@ from typing import Literal
 
 from tool_selection.errors import ToolSelectionError, close_matches
 
-__all__ = ["LOCAL_PREFIX", "SERVED_PREFIX", "LocalEngineOptions", "ModelSpec", "ModelSpecError"]
+__all__ = ["LOCAL_PREFIX", "SERVED_PREFIX", "LocalEngineOptions", "ModelSpec", "ModelSpecError", "check_n_ctx"]
 
 LOCAL_PREFIX = "local:"
 SERVED_PREFIX = "served:"
@@ -111,3 +111,10 @@ def _looks_like_path(rest: str) -> bool:
 def _forms() -> str:
     return ("Use local:NAME (an embedded model), local:/path/to/model.gguf, served:http://HOST:PORT, or a DSPy model string such as "
             "'openai/gpt-4o-mini'.")
+
+
+def check_n_ctx(model: str, n_ctx: int | None) -> None:
+    """Refuse a context size (``--n-ctx``) for a model that is not run here: only a local model is loaded with one."""
+    if n_ctx is not None and not ModelSpec.parse(model).is_local:
+        raise ToolSelectionError(f"n_ctx={n_ctx} (--n-ctx) is the context of a local model (local:...); "
+                                 f"{model!r} is not one. Leave --n-ctx out.")

@@ -18,10 +18,10 @@ from dspy.utils.exceptions import AdapterParseError
 from tool_selection.decision import CallProblem, MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import drop_strict_nulls
-from tool_selection.named_registry import Registry
 from tool_selection.parsing import clip, safe_text, safe_value
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies import UNDECLARED_ARGUMENTS
+from tool_selection.strategies.registry import GATE_PREFIX, STRATEGIES, UnknownStrategyError
 
 __all__ = [
     "GATE_PREFIX",
@@ -38,12 +38,6 @@ __all__ = [
     "register_strategy",
     "strategy_names",
 ]
-
-GATE_PREFIX = "gate+"
-
-
-class UnknownStrategyError(ToolSelectionError, ValueError):
-    """A strategy name that no strategy is registered under."""
 
 
 class SelectionStrategy:
@@ -83,20 +77,12 @@ class SelectionStrategy:
         return f"{type(self).__name__}(name={self.name!r}, constrain={self.constrain})"
 
 
-def _check_strategy(cls: Any) -> None:
+def check_strategy_class(cls: Any) -> None:
+    """``TypeError`` unless ``cls`` can be registered as a strategy (``registry.STRATEGIES`` calls it)."""
     if not (isinstance(cls, type) and issubclass(cls, SelectionStrategy)):
         raise TypeError(f"a selection strategy is a SelectionStrategy subclass, got {cls!r}")
     if not getattr(cls, "name", None) or not getattr(cls, "summary", None):
         raise TypeError(f"{cls.__qualname__} needs a name and a summary to be registered as a strategy")
-
-
-STRATEGIES: Registry[type[SelectionStrategy]] = Registry(
-    "selection strategy", group="tool_selection.strategies", check=_check_strategy, error=UnknownStrategyError,
-    builtins=["tool_selection.strategies.json_strategies", "tool_selection.strategies.native",
-              "tool_selection.strategies.text", "tool_selection.strategies.split"],
-    hint=f"Any of them can be put behind the relevance gate as {GATE_PREFIX}NAME.")
-"""The selection strategies by name: the built-in ones, those registered with ``register_strategy``, and those of
-the ``tool_selection.strategies`` entry-point group."""
 
 register_strategy = STRATEGIES.register
 

@@ -314,7 +314,7 @@ class Auto(_NativeStrategy):
 
     name = "auto"
     summary = ("native-strict-cover with a local model, native with a hosted or served one that takes tool calls, "
-               f"{TEXT_FALLBACK} with one that does not (the default)")
+               f"{TEXT_FALLBACK} with one that does not")
     more_calls, until_covered = NativeStrictCover.more_calls, NativeStrictCover.until_covered  # where strict
 
     def strict_for(self, lm: dspy.BaseLM | None) -> bool:
