@@ -215,3 +215,16 @@ def test_cover_opens_another_call_only_while_the_request_holds_an_unused_value(t
     prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(GBP)],
                                              strategy="native-strict-cover", request="The EUR to USD rate")
     assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 3  # nothing left: no call opened
+
+
+def test_cover_keeps_another_call_only_if_it_uses_a_value_left_unused(tmp_path):
+    """A forced call that takes none of the request's unused values (another function with no arguments, or one on
+    values already used) ends the answer: it is the model filling the slot, not the request asking for it."""
+    news_eur = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(news_eur), _json(GBP)],
+                                         strategy="native-strict-cover", request="The EUR and GBP to USD rates")
+    assert prediction.decision.tool_calls == [EUR]  # GBP was left; the news call on EUR used none of it
+    news_gbp = ToolCall(tool_name="get_news", arguments={"topic": "GBP"})
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(news_gbp)],
+                                         strategy="native-strict-cover", request="The EUR to USD rate, GBP news")
+    assert prediction.decision.tool_calls == [EUR, news_gbp]

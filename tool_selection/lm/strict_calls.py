@@ -142,19 +142,21 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a
     call, or cut at its token limit, is left as it is. ``budget.until_covered``: another call is opened only while
     ``request`` holds a number or a capitalised name that no call uses (``uncovered``), so a request the calls cover
-    costs nothing more. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
+    costs nothing more, and it is kept only if it uses one of them. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
     opener, closer = _call_form(text)
     for _ in range(budget.count if calls and choice["finish_reason"] != "length" else 0):
-        if budget.until_covered and not uncovered(request, calls):
+        left = uncovered(request, calls) if budget.until_covered else []
+        if budget.until_covered and not left:
             break
         opened = _closed_calls(text) + "\n"
         written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
                                                  opener=opener)
         new = parse_native(written).calls
-        if finish == "length" or not new or not _grounded(new[0], request) or not _adds_to(calls, new[0]):
+        if (finish == "length" or not new or not _grounded(new[0], request) or not _adds_to(calls, new[0])
+                or (left and len(uncovered(request, calls + new[:1])) == len(left))):  # uses none of what was left
             for _ in range(spent):
                 _forget_last_scored_token(llama)
             break
