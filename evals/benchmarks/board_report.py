@@ -220,6 +220,8 @@ def board_page(runs: dict, root: Path) -> str:
         "it now runs as native-strict-cover): the change in points with its "
         "paired bootstrap interval, McNemar's exact p, seconds per case (a strategy over twice the default's "
         "says so) and per fully right decision, and false abstention (no call where one was needed). "
+        "Rows made in different runs (the provenance below) time different machine states: where the answers are "
+        "the same and the seconds are not, the ratio measures the machine, not the strategy. "
         "The strategies are described in the [strategies guide](../guide/strategies.md#requests-that-ask-for-"
         "several-things).",
         "",

@@ -304,7 +304,7 @@ class NativeStrictMore(_NativeStrategy):
 class NativeStrictCover(NativeStrictMore):
     name = "native-strict-cover"
     summary = ("native-strict-more, opening another call only while the request holds a number or a name no call "
-               "uses (local models)")
+               "uses, and keeping it only if it uses one (local models)")
     until_covered = True
 
 
