@@ -538,12 +538,12 @@ class _OptimizeJob:
                             run=scoring.replace(run_dir=out_dir / "dev_eval_unoptimized"))
         dev_scores = _dev_scores(dev_eval, baseline)
         _check_false_abstention(dev_scores, allowed=self.settings.allow_false_abstention_rise)
-        if dev_eval.accuracy == 0 and baseline.accuracy == 0:
-            raise ToolSelectionError(
-                f"Both the optimized program and the selector it started from got none of the {len(self.dev)} dev "
-                "cases right, so the optimization learned nothing to save. That is most often a setup that cannot "
-                f"work (the model unreachable, answers it cannot read, the wrong strategy for the model): see the rows "
-                f"in {out_dir / 'dev_eval'} and {out_dir / 'dev_eval_unoptimized'}.")
+        if dev_eval.accuracy == 0 and baseline.accuracy == 0:  # saved, but never silently
+            tqdm.write(f"warning: the optimized program and the selector it started from got none of the "
+                       f"{len(self.dev)} dev cases right, so nothing shows that it learned anything. With more than a "
+                       "few dev cases that is most often a setup that cannot work (the model unreachable, answers it "
+                       f"cannot read, the wrong strategy for the model): see the rows in {out_dir / 'dev_eval'}.",
+                       file=sys.stderr)
         return dev_eval.accuracy, dev_scores
 
     def manifest(self, student: MultiToolSelector, optimizer_args: dict[str, Any], dev_score: float | None,

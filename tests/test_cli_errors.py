@@ -161,3 +161,31 @@ def test_a_run_where_no_case_reached_the_model_exits_non_zero(capsys):
     assert "every model call failed" in capsys.readouterr().err
     assert _every_call_failed(failed.assign(error=[1.0, 0.0])) == 0
     assert _every_call_failed(failed.iloc[:0]) == 0
+
+
+def _benchmark_mistakes(tmp_path):
+    from evals.benchmarks.mistakes import mistakes
+
+    return mistakes(tmp_path)
+
+
+@pytest.mark.parametrize("index", range(20))
+def test_each_mistake_the_speed_benchmark_times_is_a_clear_error(index, tmp_path, monkeypatch, capsys):
+    """The twenty slips evals/benchmarks/mistakes.py times (docs/results/errors.md) stay one clear error each, in
+    a fresh folder; how fast they answer is the benchmark's figure, not an assertion here."""
+    monkeypatch.chdir(tmp_path)
+    name, argv, environment = _benchmark_mistakes(tmp_path)[index]
+    for key in ("OPENAI_API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in environment.items():
+        if value is None:
+            monkeypatch.delenv(key, raising=False)
+        else:
+            monkeypatch.setenv(key, value)
+    try:
+        code = main(argv)
+    except SystemExit as exited:  # argparse's own refusals exit from the parser
+        code = exited.code
+    err = capsys.readouterr().err
+    assert code == 2, (name, err)
+    assert "error: " in err and "Traceback" not in err, (name, err)

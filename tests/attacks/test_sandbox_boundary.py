@@ -123,7 +123,10 @@ def test_children_in_sessions_of_their_own_still_count(timed, monkeypatch, bound
         monkeypatch.setattr(PidsCgroup, "create", classmethod(lambda cls, max_tasks: None))
     result = timed(lambda: code("run_python", SETSID_CHILDREN, max_processes=32), within_s=4)
     assert result["ok"] is False and result["error"] == "process_limit", result
-    assert ("fork refused" in result["stdout"]) == (bound == "cgroup")
+    if bound == "namespace_count":  # nothing refuses a fork: the count stops the run
+        assert "fork refused" not in result["stdout"]
+    # under the cgroup the refusal itself stops the run, at times before the program prints "fork refused" (1 run
+    # in about 8 here), so the line is not asserted there
     assert running_in(result["stdout"].split()[0]) == []
 
 

@@ -84,3 +84,7 @@ def test_an_openai_compatible_server_under_any_model_name_serves_the_default_and
     differing = (served["predicted"] != embedded["predicted"]).sum()
     assert differing <= 2, served.loc[served["predicted"] != embedded["predicted"], "predicted"]
     assert abs(served["full_match"].sum() - embedded["full_match"].sum()) <= differing
+    # native: llama-server writes each tool's keys in its own order, so the prompts differ in the tools block and
+    # the unconstrained 0.5B's calls differ in text (21 of 30 measured) but seldom in score (2 of 30)
+    _, embedded_native = _route_rows(f"local:{MODEL}", "native", tmp_path, "embedded-native")
+    assert (native["full_match"] != embedded_native["full_match"]).sum() <= 3
