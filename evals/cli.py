@@ -378,7 +378,7 @@ def format_summary(summary: dict[str, float]) -> str:
         spent = f"{summary['total_input_tokens']:,.0f} in, {summary['total_output_tokens']:,.0f} out"
         if "total_cost" in summary:
             spent += f"; catalog cost {summary['total_cost']:.4g}"
-        lines.append(f"  {'spent':<22} {spent:<26} tokens over the cases the model answered (not the cache)")
+        lines.append(f"  {'spent':<22} {spent} tokens, over the cases the model answered (not the cache)")
     return "\n".join(lines)
 
 
