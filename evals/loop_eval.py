@@ -63,7 +63,6 @@ __all__ = ["LoopResult", "LoopSetup", "LoopTask", "StateCheck", "load_loop_suite
            "score_task"]
 
 
-
 class StateCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -359,19 +359,13 @@ def _mean(rows: pd.DataFrame, column: str) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
-def _sum(rows: pd.DataFrame, column: str) -> float:
-    import pandas as pd
-
-    return float(pd.to_numeric(rows[column], errors="coerce").fillna(0).sum()) if column in rows else math.nan
-
-
 def cell_table(cells: list[Cell], rows: Mapping[str, pd.DataFrame],
                outcomes: Mapping[str, dict[str, Any]]) -> pd.DataFrame:
     """One row per cell: suite, model, strategy, the other settings, cases, accuracy with its 95% interval,
     abstention and false abstention (where the cases define them), seconds and tokens per case, and status."""
     import pandas as pd
 
-    from evals.metrics import bootstrap_ci, cached_mask
+    from evals.metrics import bootstrap_ci, cached_mask, cost_figures
 
     records = []
     for cell in cells:
@@ -382,12 +376,13 @@ def cell_table(cells: list[Cell], rows: Mapping[str, pd.DataFrame],
             accuracy, low, high = bootstrap_ci(cell_rows["full_match"])
             cached = cached_mask(cell_rows)
             measured = cell_rows[~cached]  # time and tokens: DSPy's cached answers record neither
+            spent = cost_figures(cell_rows)
             record.update(cases=len(cell_rows), accuracy=accuracy, accuracy_low=low, accuracy_high=high,
                           abstention=_mean(cell_rows, "abstention_correct"),
                           false_abstention=_mean(cell_rows, "false_abstention"),
                           seconds_per_case=_mean(measured, "latency_s"),
                           tokens_per_case=_mean(measured, "input_tokens") + _mean(measured, "output_tokens"),
-                          tokens=_sum(measured, "input_tokens") + _sum(measured, "output_tokens"),
+                          tokens=spent.get("total_input_tokens", math.nan) + spent.get("total_output_tokens", math.nan),
                           cached=int(cached.sum()))
         record.update(outcomes.get(cell.folder, {}), folder=cell.folder)
         records.append(record)

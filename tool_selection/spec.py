@@ -28,7 +28,6 @@ from tool_selection.strict_files import read_yaml
 __all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "selection_params"]
 
 
-
 class SpecError(ToolSelectionError, ValueError):
     """A selector spec or run config that does not validate; the message names each bad field."""
 

@@ -16,6 +16,7 @@ MLFLOW_SCHEMES = ("", "databricks", "databricks-uc", "file", "http", "https", "m
                   "sqlite", "uc")
 PLUGIN_GROUP = "mlflow.tracking_store"
 
+
 def tracking_uri(uri: str | None = None) -> str:
     """``uri``, else ``$MLFLOW_TRACKING_URI``, else a SQLite store in the working directory."""
     return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI

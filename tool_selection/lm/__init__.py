@@ -22,7 +22,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from typing import TYPE_CHECKING
 
-from tool_selection.lm.endpoint import EndpointError, check_endpoint, lm_endpoint, missing_key_error
+from tool_selection.lm.endpoint import EndpointError, api_base_set, check_endpoint, lm_endpoint, missing_key_error
 from tool_selection.lm.specs import LocalEngineOptions, ModelSpec, ModelSpecError
 
 if TYPE_CHECKING:
@@ -160,6 +160,5 @@ def _require_api_key(lm: dspy.BaseLM) -> None:
     except Exception:  # litellm does not know the provider: let the call itself say what is wrong
         return
     keys = [key for key in missing if key.endswith("_API_KEY")]
-    base = [name for name in os.environ if name.endswith("_API_BASE") and os.environ[name].strip()]
-    if keys and not base:
+    if keys and not api_base_set():
         raise missing_key_error(lm.model, keys)

@@ -18,8 +18,8 @@ from typing import Any
 
 from tool_selection.errors import ToolSelectionError
 
-__all__ = ["PROVIDER_KEYS", "Endpoint", "EndpointError", "ToolSupport", "check_endpoint", "check_model_route",
-           "endpoint_for", "lm_endpoint", "missing_key_error", "native_tools"]
+__all__ = ["PROVIDER_KEYS", "Endpoint", "EndpointError", "ToolSupport", "api_base_set", "check_endpoint",
+           "check_model_route", "endpoint_for", "lm_endpoint", "missing_key_error", "native_tools"]
 
 # where LiteLLM reads a provider's address from when no api_base is given (first set wins), and its default
 _BASE_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -68,12 +68,17 @@ def endpoint_for(model: str, api_base: str | None = None) -> Endpoint | None:
     None for a hosted provider at its usual address."""
     if api_base:
         return Endpoint(api_base.rstrip("/"), "api_base=")
-    provider = model.partition("/")[0].lower() if "/" in model else ""
+    provider = _provider(model)
     for variable in _BASE_VARIABLES.get(provider, ()):
         if os.environ.get(variable, "").strip():
             return Endpoint(os.environ[variable].strip().rstrip("/"), variable)
     default = _DEFAULT_BASES.get(provider)
     return Endpoint(default, f"{provider}'s default address") if default else None
+
+
+def _provider(model: str) -> str:
+    """The provider of a DSPy model string (``openai`` of ``openai/NAME``; "" without one)."""
+    return model.partition("/")[0].lower() if "/" in model else ""
 
 
 def lm_endpoint(lm: Any) -> Endpoint | None:
@@ -113,8 +118,8 @@ def check_model_route(model: str) -> None:
     if (endpoint := endpoint_for(spec.target)) is not None:
         check_endpoint(endpoint)
         return
-    keys = PROVIDER_KEYS.get(spec.target.partition("/")[0].lower() if "/" in spec.target else "", ())
-    if keys and not any(os.environ.get(key, "").strip() for key in keys) and not _api_base_set():
+    keys = PROVIDER_KEYS.get(_provider(spec.target), ())
+    if keys and not any(os.environ.get(key, "").strip() for key in keys) and not api_base_set():
         raise missing_key_error(spec.target, keys)
 
 
@@ -125,7 +130,8 @@ def missing_key_error(model: str, keys: tuple[str, ...] | list[str]) -> ToolSele
                           "for a server of your own).")
 
 
-def _api_base_set() -> bool:
+def api_base_set() -> bool:
+    """Whether some ``*_API_BASE`` variable sends a provider's calls to a server of one's own."""
     return any(name.endswith("_API_BASE") and value.strip() for name, value in os.environ.items())
 
 

@@ -142,7 +142,8 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a
     call, or cut at its token limit, is left as it is. ``budget.until_covered``: another call is opened only while
     ``request`` holds a number or a capitalised name that no call uses (``uncovered``), so a request the calls cover
-    costs nothing more, and it is kept only if it uses one of them. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
+    costs nothing more, and it is kept only if it uses one of them. ``max_tokens`` bounds the whole answer;
+    ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
