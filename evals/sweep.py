@@ -126,7 +126,8 @@ class SweepPlan(BaseModel):
         """The axes and the baseline checked against the selector's fields, their values typed."""
         if not isinstance(data, dict):
             return data
-        axes_of = selector_axes(cls.model_fields["selector"].annotation)
+        given = data.get("selector")  # a spec of a subclass brings its own fields as axes
+        axes_of = selector_axes(type(given) if isinstance(given, SelectorSpec) else cls.model_fields["selector"].annotation)
         known = ("suite", "model", *axes_of)
         axes, baseline = data.get("axes") or {}, data.get("baseline") or {}
         problems = [f"unknown axis {name!r} (axes: {', '.join(known)})" for name in axes if name not in known]

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from evals.cli_experiment import add_run_flags
+from evals.cli_experiment import add_run_flags, spec_type
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import add_flags
-from tool_selection.spec import SelectorSpec
 
 __all__ = ["add_arguments", "run_from_args"]
 
@@ -35,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     axes.add_argument("--suite", help="Suites (names, bfcl:CATEGORY, hf:..., or .jsonl paths; default: "
                                       "treasure_hunt).")
     axes.add_argument("--model", help="Model specs (default: local:qwen2.5-coder-0.5b).")
-    add_flags(axes, SelectorSpec, lists=True)  # every selector field is an axis
+    add_flags(axes, spec_type(), lists=True)  # every selector field is an axis
     parser.add_argument("--split", choices=["train", "dev", "test", "all"], help="Split (default: test).")
     parser.add_argument("--spec", metavar="FILE.yaml", help="The selector spec every cell starts from.")
     add_run_flags(parser)
@@ -52,23 +51,23 @@ def sweep_plan(args: argparse.Namespace):
     """The plan the file and the flags describe (checked, but no suite loaded yet)."""
     from evals.cli_experiment import run_config
     from evals.naming import slug
-    from evals.sweep import SELECTOR_AXES, SweepPlan, parse_baseline
-    from tool_selection.spec import SelectorSpec
-
+    from evals.sweep import SweepPlan, parse_baseline, selector_axes
+    
     if args.run_dir:
         raise ToolSelectionError("--run-dir names one run's folder; a sweep gives every cell its own: name the "
                                  "sweep's folder with --out DIR.")
     base = SweepPlan.load_yaml(args.file) if args.file else None
     axes = dict(base.axes) if base else {}
-    for axis in ("suite", "model", *SELECTOR_AXES):
+    for axis in ("suite", "model", *selector_axes(spec_type())):
         if getattr(args, axis, None) is not None:
             axes[axis] = _values(getattr(args, axis))  # typed by the plan, which names a bad value
     flag_run = run_config(args)
     run = flag_run if base is None else base.run.replace(**flag_run.model_dump(exclude_defaults=True))
-    selector = SelectorSpec.load_yaml(args.spec) if args.spec else (base.selector if base else SelectorSpec())
+    kind = spec_type()
+    selector = kind.load_yaml(args.spec) if args.spec else (base.selector if base else kind())
     name = args.name or (base.name if base else slug("-".join("+".join(map(str, values)) for values in axes.values()))
                          or "sweep")
-    baseline = parse_baseline(args.baseline) if args.baseline else (base.baseline if base else {})
+    baseline = parse_baseline(args.baseline, kind) if args.baseline else (base.baseline if base else {})
     return SweepPlan.build(name=name, split=args.split or (base.split if base else "test"), selector=selector,
                            run=run, axes=axes, baseline=baseline)
 
