@@ -8,15 +8,27 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.cli_experiment import add_run_flags, add_selector_flags, count, given, run_config, selector_spec, threshold
+from evals.cli_experiment import (
+    EXPERIMENT_TYPE,
+    add_loop_flags,
+    add_run_flags,
+    add_selector_flags,
+    experiment,
+    given,
+    loop_section,
+    run_config,
+    selector_spec,
+)
 from tool_selection.cli import add_deferred_command
-from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE, MAX_CONTEXT, MAX_GENERATED_TOKENS, MAX_THREADS
+from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
+from tool_selection.flags import add_field_flag, count
 from tool_selection.strategies import DEFAULT_STRATEGY
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from evals.experiment import Experiment, LoopSection
     from evals.loop_eval import LoopSetup
     from tool_selection.agent import LoopLimits
 
@@ -30,11 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Evaluate a tool selector on an evaluation suite. Per-case results go to the run directory "
                     "(resumable) and to MLflow. 'toolsel eval compare A B' compares two runs.",
     )
-    run.add_argument("--suite", default=DEFAULT_SUITE,
-                     help=f"Suite name, bfcl:CATEGORY[+CATEGORY], hf:FOLDER or hf:NAME (a Hugging Face dataset "
-                          f"saved to disk or in the local cache), or path to a .jsonl file (default: {DEFAULT_SUITE}).")
-    run.add_argument("--model", default=DEFAULT_MODEL, help=f"Model spec (default: {DEFAULT_MODEL}).")
-    run.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
+    add_field_flag(run, EXPERIMENT_TYPE, "suite")
+    add_field_flag(run, EXPERIMENT_TYPE, "model")
+    add_field_flag(run, EXPERIMENT_TYPE, "split")
     run.add_argument("--mcp", type=given, metavar="CMD_OR_URL",
                      help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
                           "the server's tool list, and its expected calls name those tools.")
@@ -94,6 +104,10 @@ def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore.set_defaults(handler=_rescore)
 
 
+LOOP_SKIPS = ("threads", "serve", "ray", "temperature", "mlflow", "tracking_uri", "experiment", "fresh", "progress")
+"""Run settings the loop does not take: its tasks run one at a time, greedily, without MLflow."""
+
+
 def _register_loop(sub: argparse._SubParsersAction) -> None:
     loop = sub.add_parser("loop", help="Run multi-step tasks through the tool-calling loop and score how they end.",
                           description="Each task of a loop suite (evals/suites/loop/NAME.jsonl) runs the agent loop: "
@@ -103,36 +117,17 @@ def _register_loop(sub: argparse._SubParsersAction) -> None:
                       help="Loop suite name or .jsonl path, or bfcl:multi_turn_CATEGORY[+...] (BFCL's multi-turn "
                            "categories, scored by BFCL's checker) (default: multistep).")
     loop.add_argument("--model", default=DEFAULT_MODEL, help=f"The primary model (default: {DEFAULT_MODEL}).")
-    loop.add_argument("--strategy", default=DEFAULT_STRATEGY,
-                      help=f"Selection strategy in the loop (default: {DEFAULT_STRATEGY}).")
-    loop.add_argument("--split", default="test", choices=["train", "dev", "test", "all"], help="Split (default: test).")
-    tasks = loop.add_mutually_exclusive_group()
-    tasks.add_argument("--limit", type=count(), help="Only the first N tasks.")
-    tasks.add_argument("--sample", type=count(), metavar="N", help="A fixed random sample of N tasks (see --seed).")
-    loop.add_argument("--seed", type=int, default=0, help="Seed of --sample (default: 0).")
-    loop.add_argument("--n-ctx", type=count(256, MAX_CONTEXT), help="Context of a local model for BFCL multi-turn tasks (default: 16384).")
-    loop.add_argument("--secondary", help="A larger model a stuck step escalates to (the loop's stuck detector).")
-    loop.add_argument("--escalation", choices=["delegate", "guide"], default="delegate",
-                      help="What the secondary does for a stuck step (default: delegate).")
-    loop.add_argument("--threshold", type=threshold, default=0.7, help="Stuck score that escalates (default: 0.7).")
-    loop.add_argument("--max-tokens", type=count(1, MAX_GENERATED_TOKENS), default=512, help="Generation limit per step (default: 512).")
-    loop.add_argument("--first-step", choices=["auto", "required"], default="auto",
-                      help="'required' makes each turn's first decision a call (tool_choice; native strategies) "
-                           "(default: auto, the model decides).")
-    loop.add_argument("--finish", choices=["answer", "tool"], default="answer",
-                      help="How a turn ends: an answer without a call (default), or 'tool': every decision is a "
-                           "required call and the model ends the turn by calling finish(answer) (native strategies).")
-    loop.add_argument("--trajectories", metavar="PATH",
-                      help="Solved tasks shown before each task's conversation (the file or folder 'toolsel optimize "
-                           "--suite SUITE' wrote for a loop suite or a BFCL multi-turn category).")
-    loop.add_argument("--shown", type=count(0, 16), default=2, metavar="N",
-                      help="How many of --trajectories open each task: those whose tools the task has (default: 2).")
-    loop.add_argument("--trajectories-as", choices=["turns", "text"], default="turns",
-                      help="Show --trajectories as earlier turns of the conversation (default) or as examples in "
-                           "the system prompt.")
-    loop.add_argument("--no-cache", action="store_true", help="Do not use DSPy's cache of model answers.")
-    loop.add_argument("--run-dir", help="Where per-task results go (default: runs/loop/<suite>-<split>-<models>).")
+    add_field_flag(loop, EXPERIMENT_TYPE, "split")
+    add_selector_flags(loop)
+    add_run_flags(loop, skip=LOOP_SKIPS)
+    add_loop_flags(loop)
     loop.set_defaults(handler=_loop)
+
+
+OPTIMIZE_SKIPS = ("program", "allow_tool_changes", "gate_model", "gate_threshold", "retrieve", "retriever", "rerank",
+                  "undeclared_arguments", "relevance_signals")
+"""Selector fields an optimization does not take: it compiles a zero-shot selector's prompt, with its strategy,
+decoding and relevance model, and scores the selection."""
 
 
 def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
@@ -141,18 +136,11 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
         description="Optimize a MultiToolSelector with a DSPy optimizer: trains on the suite's train split, selects "
                     "on dev, never touches test; then scores the compiled selector on test and logs it to MLflow.",
     )
-    selector = opt.add_argument_group("the suite, the student model and the selector it starts from")
-    selector.add_argument("--suite", default=DEFAULT_SUITE,
-                          help="Suite name, bfcl:CATEGORY[+...], or .jsonl path. A loop suite (multistep) or a BFCL "
-                               "multi-turn category saves its train tasks solved, for 'eval loop --trajectories'.")
-    selector.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
-    selector.add_argument("--strategy", help=f"Selection strategy to optimize (see 'toolsel strategies'; default: "
-                                             f"{DEFAULT_STRATEGY}).")
-    selector.add_argument("--adapter", choices=["json", "chat"], help="Former name of the strategy choice: chat = "
-                                                                      "--strategy chat-cot.")
-    selector.add_argument("--relevance", metavar="auto|none|MODEL_JSON",
-                          help="A relevance model to save with the program and apply after its selections ('auto': the "
-                               "one shipped for the model); the optimization scores the selection alone.")
+    opt.add_argument("--suite", default=DEFAULT_SUITE,
+                     help="Suite name, bfcl:CATEGORY[+...], or .jsonl path. A loop suite (multistep) or a BFCL "
+                          "multi-turn category saves its train tasks solved, for 'eval loop --trajectories'.")
+    opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
+    add_selector_flags(opt, skip=OPTIMIZE_SKIPS)  # the selector it starts from
     search = opt.add_argument_group("the optimizer and its budget")
     search.add_argument("--target", choices=["program", "descriptions"], default="program",
                         help="What is optimized: the selector's prompt (default), or the descriptions its tools show "
@@ -164,7 +152,6 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
     search.add_argument("--max-metric-calls", type=count(), metavar="N",
                         help="GEPA only: stop its search after N metric calls instead of the budget's number.")
-    search.add_argument("--threads", type=count(1, MAX_THREADS), default=1, help="Parallel evaluations inside the optimizer.")
     search.add_argument("--allow-false-abstention-rise", action="store_true",
                         help="Save the program even if its dev false abstention is more than 10 points above the "
                              "unoptimized selector's (refused by default: such a program gains by refusing).")
@@ -173,11 +160,9 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
     cases.add_argument("--dev-limit", type=count(), help="Use only the first N dev cases.")
     cases.add_argument("--test-limit", type=count(), help="Score only the first N test cases.")
     cases.add_argument("--no-test", action="store_true", help="Skip the final test evaluation.")
-    output = opt.add_argument_group("where the compiled selector and its run go")
-    output.add_argument("--out", help="Directory for the compiled selector (default: "
-                                           "programs/<suite>-<optimizer>[-descriptions]-<model>).")
-    output.add_argument("--no-mlflow", action="store_true", help="Do not log to MLflow.")
-    output.add_argument("--tracking-uri", help="MLflow tracking URI.")
+    opt.add_argument("--out", help="Directory for the compiled selector (default: "
+                                   "programs/<suite>-<optimizer>[-descriptions]-<model>).")
+    add_run_flags(opt, skip=("run_dir", "limit", "sample", "seed", "fresh", "serve", "ray"))
     opt.set_defaults(handler=_optimize)
 
 
@@ -221,14 +206,12 @@ def _eval(args: argparse.Namespace) -> int:
 def _run_eval(args: argparse.Namespace, tools=None):
     from tool_selection.lm.specs import check_n_ctx
 
-    selector, run = selector_spec(args), run_config(args)  # both checked before the model is loaded
-    check_n_ctx(args.model, run.n_ctx)
-    check_before_loading(args.suite, model=args.model, program=selector.program, relevance=selector.relevance,
+    chosen = experiment(args)  # checked before the model is loaded
+    selector, run = chosen.selector, chosen.run
+    check_n_ctx(chosen.model, run.n_ctx)
+    check_before_loading(chosen.suite, model=chosen.model, program=selector.program, relevance=selector.relevance,
                          tracking_uri=(run.tracking_uri or "") if run.mlflow else None)
-    from evals.evaluation import evaluate
-
-    return evaluate(args.suite, args.model, selector=selector, run=run,
-                    split=None if args.split == "all" else args.split, tools=tools)
+    return chosen.evaluate(tools=tools)
 
 
 def check_before_loading(suite: str, *, model: str | None = None, program: str | None = None,
@@ -307,10 +290,7 @@ def _optimize(args: argparse.Namespace) -> int:
         return _optimize_loop(args)
     check_before_loading(args.suite, model=args.model)
     from evals.optimization import OptimizeSettings, optimize
-    from tool_selection.run_config import RunConfig
-    from tool_selection.spec import SelectorSpec
 
-    strategy = "chat-cot" if args.adapter == "chat" and args.strategy is None else args.strategy
     chosen = {"optimizer": args.optimizer} if args.optimizer else {}
     settings = OptimizeSettings.build(  # checked before any model loads
         target=args.target, **chosen, teacher=args.teacher, budget=args.budget,
@@ -318,9 +298,8 @@ def _optimize(args: argparse.Namespace) -> int:
         dev_limit=args.dev_limit, test_limit=args.test_limit, evaluate_test=not args.no_test,
         allow_false_abstention_rise=args.allow_false_abstention_rise)
     result = optimize(args.suite, args.model, settings,
-                      selector=SelectorSpec.build(strategy=strategy, relevance=args.relevance or "none"),
-                      run=RunConfig.build(run_dir=args.out, threads=args.threads, mlflow=not args.no_mlflow,
-                                          tracking_uri=args.tracking_uri))
+                      selector=selector_spec(args, defaults={"relevance": "none"}),
+                      run=run_config(args, run_dir=args.out))
     print(f"\ncompiled selector: {result.out_dir}")
     budget = f"{args.max_metric_calls} metric calls" if args.max_metric_calls else args.budget
     print(f"optimizer {settings.optimizer} ({budget}{', descriptions' if args.target == 'descriptions' else ''}): "
@@ -493,37 +472,43 @@ def _suites(args: argparse.Namespace) -> int:
 
 
 def _loop(args: argparse.Namespace) -> int:
+    chosen = experiment(args, selector_defaults={"relevance": "none"}, loop=loop_section(args))
+    if chosen.suite.startswith("bfcl:"):
+        return _bfcl_multi_turn(chosen)
+    return _loop_suite(chosen)
+
+
+def _loop_suite(chosen: Experiment) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
     from tool_selection.agent import LoopEscalation, LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
-    from tool_selection.spec import SelectorSpec
 
-    if args.suite.startswith("bfcl:"):
-        return _bfcl_multi_turn(args)
-    if args.sample is not None or args.n_ctx is not None:
+    loop, run = chosen.loop, chosen.run
+    strategy = chosen.selector.strategy or DEFAULT_STRATEGY
+    if run.sample is not None or run.n_ctx is not None:
         raise ToolSelectionError("--sample and --n-ctx apply to BFCL multi-turn suites (--suite bfcl:multi_turn_...).")
-    setup = _loop_setup(args, LoopLimits())  # the solved tasks read before any model loads
-    tasks = [t for t in load_loop_suite(args.suite) if args.split == "all" or t.split == args.split][: args.limit]
+    setup = _loop_setup(loop, LoopLimits())  # the solved tasks read before any model loads
+    tasks = [t for t in load_loop_suite(chosen.suite) if chosen.split == "all" or t.split == chosen.split][: run.limit]
     if not tasks:
-        raise ToolSelectionError(f"Loop suite {args.suite!r} has no {args.split!r} tasks.")
-    lms = [get_lm(spec, max_tokens=args.max_tokens, cache=not args.no_cache) for spec in
-           (args.model, *([args.secondary] if args.secondary else []))]
+        raise ToolSelectionError(f"Loop suite {chosen.suite!r} has no {chosen.split!r} tasks.")
+    lms = [get_lm(spec, max_tokens=run.max_tokens, cache=run.cache) for spec in
+           (chosen.model, *([loop.secondary] if loop.secondary else []))]
     for lm in lms:
         prepare_lm(lm)
-    models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
-    run_dir = args.run_dir or Path("runs") / "loop" / slug(
-        f"{args.suite}-{args.split}-{args.strategy}{_limits_label(args)}-{models}")
-    escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
-                                threshold=args.threshold)
-    result = run_loop_suite(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
+    models = "+".join([chosen.model] + ([f"{loop.escalation}-{loop.secondary}"] if loop.secondary else []))
+    run_dir = run.run_dir or Path("runs") / "loop" / slug(
+        f"{chosen.suite}-{chosen.split}-{strategy}{_limits_label(loop)}-{models}")
+    escalation = LoopEscalation(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
+                                threshold=loop.threshold)
+    result = run_loop_suite(tasks, lms[0], selector=chosen.selector,
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True),
                             setup=setup)
     s = result.summary
-    print(f"\n{args.suite} ({args.split}, {int(s['tasks'])} tasks), {models}, strategy {args.strategy}"
-          f"{_limits_words(args)}")
+    print(f"\n{chosen.suite} ({chosen.split}, {int(s['tasks'])} tasks), {models}, strategy {strategy}"
+          f"{_limits_words(loop)}")
     print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "
           f"{100 * s['task_success_ci_high']:.1f}]")
     for key, label in (("steps", "steps per task"), ("calls", "tool calls per task"), ("tool_errors", "tool errors"),
@@ -534,7 +519,7 @@ def _loop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _loop_setup(args: argparse.Namespace, limits: LoopLimits) -> LoopSetup:
+def _loop_setup(loop: LoopSection, limits: LoopLimits) -> LoopSetup:
     """How each task's turns run, from the loop flags: ``limits`` with the flags' first step and finish, and the
     solved tasks of --trajectories (read now, so that a wrong path fails before a model loads)."""
     from dataclasses import replace
@@ -542,59 +527,60 @@ def _loop_setup(args: argparse.Namespace, limits: LoopLimits) -> LoopSetup:
     from evals.loop_eval import LoopSetup
     from tool_selection.trajectories import load_trajectories
 
-    trajectories = tuple(load_trajectories(args.trajectories)) if args.trajectories else ()
-    return LoopSetup(replace(limits, first_step=args.first_step, finish=args.finish), trajectories, args.shown,
-                     args.trajectories_as)
+    trajectories = tuple(load_trajectories(loop.trajectories)) if loop.trajectories else ()
+    return LoopSetup(replace(limits, first_step=loop.first_step, finish=loop.finish), trajectories, loop.shown,
+                     loop.trajectories_as)
 
 
-def _limits_label(args: argparse.Namespace) -> str:
+def _limits_label(loop: LoopSection) -> str:
     """What a loop run changes of how turns run, for its folder and its summary line ("" for the defaults)."""
-    return (("-first-step-required" if args.first_step == "required" else "")
-            + ("-finish-tool" if args.finish == "tool" else "")
-            + (f"-trajectories{args.shown}{'-text' if args.trajectories_as == 'text' else ''}"
-               if args.trajectories else ""))
+    return (("-first-step-required" if loop.first_step == "required" else "")
+            + ("-finish-tool" if loop.finish == "tool" else "")
+            + (f"-trajectories{loop.shown}{'-text' if loop.trajectories_as == 'text' else ''}"
+               if loop.trajectories else ""))
 
 
-def _limits_words(args: argparse.Namespace) -> str:
-    return ((", first step required" if args.first_step == "required" else "")
-            + (", turns end by calling finish" if args.finish == "tool" else "")
-            + (f", up to {args.shown} solved tasks shown{' as text' if args.trajectories_as == 'text' else ''}"
-               if args.trajectories else ""))
+def _limits_words(loop: LoopSection) -> str:
+    return ((", first step required" if loop.first_step == "required" else "")
+            + (", turns end by calling finish" if loop.finish == "tool" else "")
+            + (f", up to {loop.shown} solved tasks shown{' as text' if loop.trajectories_as == 'text' else ''}"
+               if loop.trajectories else ""))
 
 
-def _bfcl_multi_turn(args: argparse.Namespace) -> int:
+def _bfcl_multi_turn(chosen: Experiment) -> int:
     from evals.bfcl_multi_turn import TURN_LIMITS, load_multi_turn, multi_turn_n_ctx, run_multi_turn
     from evals.naming import slug
     from tool_selection.agent import LoopEscalation
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
     from tool_selection.run_config import RunConfig
-    from tool_selection.spec import SelectorSpec
 
-    setup = _loop_setup(args, TURN_LIMITS)
-    categories = args.suite.removeprefix("bfcl:").split("+")
-    tasks = [t for t in load_multi_turn(categories) if args.split == "all" or t.split == args.split]
+    loop, run = chosen.loop, chosen.run
+    strategy = chosen.selector.strategy or DEFAULT_STRATEGY
+    setup = _loop_setup(loop, TURN_LIMITS)
+    categories = chosen.suite.removeprefix("bfcl:").split("+")
+    tasks = [t for t in load_multi_turn(categories) if chosen.split == "all" or t.split == chosen.split]
     if not tasks:
-        raise ToolSelectionError(f"{args.suite!r} has no {args.split!r} tasks.")
-    specs = (args.model, *([args.secondary] if args.secondary else []))
-    lms = [get_lm(spec, max_tokens=args.max_tokens, cache=not args.no_cache,
-                  local=LocalEngineOptions(n_ctx=multi_turn_n_ctx(args.n_ctx)) if ModelSpec.parse(spec).is_local
+        raise ToolSelectionError(f"{chosen.suite!r} has no {chosen.split!r} tasks.")
+    specs = (chosen.model, *([loop.secondary] if loop.secondary else []))
+    lms = [get_lm(spec, max_tokens=run.max_tokens, cache=run.cache,
+                  local=LocalEngineOptions(n_ctx=multi_turn_n_ctx(run.n_ctx)) if ModelSpec.parse(spec).is_local
                   else None) for spec in specs]
     for lm in lms:
         prepare_lm(lm)
-    models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
-    sample = f"-sample{args.sample}-seed{args.seed}" if args.sample else ""
-    run_dir = args.run_dir or Path("runs") / "loop" / slug(
-        f"{args.suite}-{args.split}{sample}-{args.strategy}{_limits_label(args)}-{models}")
-    escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
-                                threshold=args.threshold)
-    run = RunConfig.build(run_dir=run_dir, max_tokens=args.max_tokens, sample=args.sample, seed=args.seed,
-                          limit=args.limit)
-    table, s = run_multi_turn(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
+    models = "+".join([chosen.model] + ([f"{loop.escalation}-{loop.secondary}"] if loop.secondary else []))
+    sample = f"-sample{run.sample}-seed{run.seed}" if run.sample else ""
+    run_dir = run.run_dir or Path("runs") / "loop" / slug(
+        f"{chosen.suite}-{chosen.split}{sample}-{strategy}{_limits_label(loop)}-{models}")
+    escalation = LoopEscalation(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
+                                threshold=loop.threshold)
+    run = RunConfig.build(run_dir=run_dir, max_tokens=run.max_tokens, sample=run.sample, seed=run.seed,
+                          limit=run.limit)
+    table, s = run_multi_turn(tasks, lms[0], selector=chosen.selector,
                               run=run, escalation=escalation, progress=lambda line: print(line, flush=True),
                               setup=setup)
-    print(f"\n{args.suite} ({args.split}{', ' + sample[1:] if sample else ''}, {int(s['tasks'])} tasks), {models}, "
-          f"strategy {args.strategy}{_limits_words(args)}; scored by BFCL's multi-turn checker")
+    print(f"\n{chosen.suite} ({chosen.split}{', ' + sample[1:] if sample else ''}, {int(s['tasks'])} tasks), {models}, "
+          f"strategy {strategy}{_limits_words(loop)}; scored by BFCL's multi-turn checker")
     print(f"  task success        {100 * s['task_success']:.1f}%  [{100 * s['task_success_ci_low']:.1f}, "
           f"{100 * s['task_success_ci_high']:.1f}]")
     print(f"  turn success        {100 * s['turn_success']:.1f}%  (turns passed before a task's first failure)")

@@ -8,7 +8,7 @@ comparisons against a baseline cell and one figure (``toolsel sweep``).
     result.cells, result.paired
 
 A plan is a base ``SelectorSpec`` and ``RunConfig``, the split, and axes to vary: ``suite`` and ``model``, and the
-selector settings in ``SELECTOR_AXES`` (``strategy``, ``gate_threshold``, ``retrieve``, ...). Each cell runs in its
+selector's fields by their flat names (``strategy``, ``gate_threshold``, ``retrieve``, ...: every flag of the selector). Each cell runs in its
 own folder under the sweep's, named for its values and a hash of what determines its rows, so a re-run reads the
 finished cells back and resumes the unfinished ones (``evaluate``'s resumable runs). Paired comparisons are made
 within a suite: each cell against the cell that has the baseline's values and the same values on every other axis.
@@ -21,6 +21,7 @@ import itertools
 import json
 import math
 import time
+from argparse import ArgumentTypeError
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evals.naming import slug
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
+from tool_selection.flags import FlatField, flat_fields, nest
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec, SpecError
 from tool_selection.strict_files import read_yaml
@@ -45,18 +47,15 @@ __all__ = ["AXES", "Cell", "SELECTOR_AXES", "SweepPlan", "SweepResult", "parse_b
 SWEEPS_DIR = Path("runs") / "sweeps"
 PLAN_FILE = "sweep.yaml"
 
-# selector axis -> (where it goes in a SelectorSpec's fields, how a command-line value converts)
-SELECTOR_AXES: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
-    "strategy": (("strategy",), str),
-    "program": (("program",), str),
-    "relevance": (("relevance",), str),
-    "undeclared_arguments": (("undeclared_arguments",), str),
-    "gate_model": (("gate", "model"), str),
-    "gate_threshold": (("gate", "threshold"), float),
-    "retrieve": (("retrieval", "k"), int),
-    "retriever": (("retrieval", "retriever"), str),
-    "rerank": (("retrieval", "rerank"), int),
-}
+
+
+def selector_axes(spec_type: type[SelectorSpec] = SelectorSpec) -> dict[str, FlatField]:
+    """The selector's axes: every field of the spec a flag sets, by its flat name (``tool_selection.flags``)."""
+    return {name: field for name, field in flat_fields(spec_type).items() if field.extra("cli", True)}
+
+
+SELECTOR_AXES = selector_axes()
+"""The axes of a plain ``SelectorSpec`` (a plan whose ``selector`` is a subclass gets that class' fields)."""
 AXES = ("suite", "model", *SELECTOR_AXES)
 # run settings that change a cell's rows (the rest, such as threads or MLflow, do not)
 ROW_SETTINGS = ("limit", "sample", "seed", "max_tokens", "temperature")
@@ -121,24 +120,29 @@ class SweepPlan(BaseModel):
                              "sweep's folder with --out")
         return value
 
-    @field_validator("axes")
+    @model_validator(mode="before")
     @classmethod
-    def _known_axes(cls, axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        problems = [f"unknown axis {name!r} (axes: {', '.join(AXES)})" for name in axes if name not in AXES]
+    def _known_axes(cls, data: Any) -> Any:
+        """The axes and the baseline checked against the selector's fields, their values typed."""
+        if not isinstance(data, dict):
+            return data
+        given = data.get("selector")  # a spec of a subclass brings its own fields as axes
+        axes_of = selector_axes(type(given) if isinstance(given, SelectorSpec) else cls.model_fields["selector"].annotation)
+        known = ("suite", "model", *axes_of)
+        axes, baseline = data.get("axes") or {}, data.get("baseline") or {}
+        problems = [f"unknown axis {name!r} (axes: {', '.join(known)})" for name in axes if name not in known]
         problems += [f"axis {name!r} has no values" for name, values in axes.items() if not values]
         problems += [f"axis {name!r} repeats a value" for name, values in axes.items()
-                     if len({json.dumps(v) for v in values}) < len(values)]
+                     if len({json.dumps(v) for v in values or []}) < len(values or [])]
         if problems:
             raise ValueError("; ".join(problems))
-        axes = {name: [_typed(name, value) for value in values] for name, values in axes.items()}
+        axes = {name: [_typed(axes_of.get(name), value) for value in values] for name, values in axes.items()}
         # suite and model first (the table's order), then the selector's axes as given
-        return {"suite": axes.get("suite", [DEFAULT_SUITE]), "model": axes.get("model", [DEFAULT_MODEL]),
-                **{name: values for name, values in axes.items() if name not in ("suite", "model")}}
-
-    @field_validator("baseline")
-    @classmethod
-    def _typed_baseline(cls, baseline: dict[str, Any]) -> dict[str, Any]:
-        return {axis: _typed(axis, value) for axis, value in baseline.items()}
+        data = {**data, "axes": {"suite": axes.get("suite", [DEFAULT_SUITE]),
+                                 "model": axes.get("model", [DEFAULT_MODEL]),
+                                 **{name: values for name, values in axes.items() if name not in ("suite", "model")}},
+                "baseline": {axis: _typed(axes_of.get(axis), value) for axis, value in baseline.items()}}
+        return data
 
     @model_validator(mode="after")
     def _baseline_on_the_axes(self) -> SweepPlan:
@@ -220,7 +224,8 @@ class SweepPlan(BaseModel):
             try:
                 spec = self._spec(values)
             except SpecError as error:
-                problems.append(f"{', '.join(f'{k}={v}' for k, v in values.items() if k in SELECTOR_AXES)}: {error}")
+                problems.append(f"{', '.join(f'{k}={v}' for k, v in values.items() if k not in ('suite', 'model'))}: "
+                                f"{error}")
                 continue
             if values["suite"] in suites:
                 cells.append(self._cell(index, values, suites[values["suite"]], spec))
@@ -229,18 +234,9 @@ class SweepPlan(BaseModel):
         return cells
 
     def _spec(self, values: dict[str, Any]) -> SelectorSpec:
-        fields = self.selector.model_dump(exclude_defaults=True)
-        for axis, value in values.items():
-            if axis in SELECTOR_AXES:
-                *parents, name = SELECTOR_AXES[axis][0]
-                target = fields
-                for parent in parents:
-                    base = getattr(self.selector, parent)
-                    target = target.setdefault(parent, base.model_dump() if base is not None else {})
-                target[name] = value
-        if "retrieval" in fields and "k" not in fields["retrieval"]:
-            raise SpecError("retriever and rerank order the retriever's candidates: sweep or set retrieve too")
-        return SelectorSpec.build(**fields)
+        spec_type = type(self.selector)
+        chosen = {axis: value for axis, value in values.items() if axis not in ("suite", "model")}
+        return spec_type.build(**nest(spec_type, chosen, base=self.selector.model_dump(exclude_defaults=True)))
 
     def _cell(self, index: int, values: dict[str, Any], suite: Any, spec: SelectorSpec) -> Cell:
         identity = {"suite": values["suite"], "suite_fingerprint": suite.fingerprint, "split": self.split,
@@ -257,28 +253,30 @@ class SweepPlan(BaseModel):
         return next((other for other in cells if other.values == wanted), None)
 
 
-def _typed(axis: str, value: Any) -> Any:
-    """A numeric axis' value written as text (``"-inf"``, ``"5"``) as its number, so that values compare."""
-    convert = SELECTOR_AXES.get(axis, (None, str))[1]
-    if not isinstance(value, str) or convert is str:
+def _typed(field: FlatField | None, value: Any) -> Any:
+    """An axis' value written as text (``"-inf"``, ``"5"``, ``"true"``) as its field's type, so that values
+    compare (the suite and the model, with no field, stay text)."""
+    if field is None or not isinstance(value, str) or field.kind is str:
         return value
     try:
-        return convert(value)
-    except ValueError:
-        raise ValueError(f"{axis} value {value!r} is not a number ({convert.__name__})") from None
+        return field.parse(value)
+    except (ValueError, ArgumentTypeError) as error:
+        raise ValueError(f"{field.name} value {value!r}: {error}") from None
 
 
-def parse_baseline(text: str | None) -> dict[str, Any]:
+def parse_baseline(text: str | None, spec_type: type[SelectorSpec] = SelectorSpec) -> dict[str, Any]:
     """``--baseline strategy=native,gate_threshold=0.3``: axis values (numbers for the numeric axes)."""
     baseline: dict[str, Any] = {}
+    axes_of = selector_axes(spec_type)
+    known = ("suite", "model", *axes_of)
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         axis, sep, value = part.partition("=")
         axis = axis.strip().replace("-", "_")
-        if not sep or axis not in AXES:
-            raise SweepError(f"--baseline {text!r}: give AXIS=VALUE pairs (axes: {', '.join(AXES)}), e.g. "
+        if not sep or axis not in known:
+            raise SweepError(f"--baseline {text!r}: give AXIS=VALUE pairs (axes: {', '.join(known)}), e.g. "
                              "--baseline strategy=native")
         try:
-            baseline[axis] = _typed(axis, value.strip())
+            baseline[axis] = _typed(axes_of.get(axis), value.strip())
         except ValueError as error:
             raise SweepError(f"--baseline {text!r}: {error}") from None
     return baseline

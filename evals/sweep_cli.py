@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from evals.cli_experiment import add_run_flags
+from evals.cli_experiment import add_run_flags, spec_type
 from tool_selection.errors import ToolSelectionError
+from tool_selection.flags import add_flags
 
 __all__ = ["add_arguments", "run_from_args"]
 
@@ -18,12 +19,6 @@ EPILOG = """examples:
   toolsel sweep --suite bfcl:irrelevance --strategy gate+native --gate-threshold=-inf,0.3,0.5 --baseline gate_threshold=-inf
   toolsel sweep evals/sweeps/strategies.yaml --model local:qwen2.5-coder-1.5b
 A re-run of the same sweep reads its finished cells back and resumes the others."""
-
-# flag -> axis, for the selector axes (comma lists)
-AXIS_FLAGS = {"strategy": "strategy", "program": "program", "relevance": "relevance",
-              "undeclared_arguments": "undeclared_arguments", "gate_model": "gate_model",
-              "gate_threshold": "gate_threshold", "retrieve": "retrieve", "retriever": "retriever", "rerank": "rerank"}
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
@@ -39,15 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     axes.add_argument("--suite", help="Suites (names, bfcl:CATEGORY, hf:..., or .jsonl paths; default: "
                                       "treasure_hunt).")
     axes.add_argument("--model", help="Model specs (default: local:qwen2.5-coder-0.5b).")
-    axes.add_argument("--strategy", help="Strategies (see 'toolsel strategies'; gate+NAME for the relevance gate).")
-    axes.add_argument("--program", help="Compiled selector directories.")
-    axes.add_argument("--relevance", metavar="auto|none|MODEL_JSON", help="Relevance models.")
-    axes.add_argument("--undeclared-arguments", metavar="refuse|drop", help="Handling of undeclared arguments.")
-    axes.add_argument("--gate-model", help="Models of the relevance gate (gate+NAME strategies).")
-    axes.add_argument("--gate-threshold", metavar="T[,T...]", help="Gate thresholds (write --gate-threshold=-inf,0.3).")
-    axes.add_argument("--retrieve", metavar="K[,K...]", help="Tools shown per request after retrieval.")
-    axes.add_argument("--retriever", help="Retrievers (bm25, dense, hybrid).")
-    axes.add_argument("--rerank", metavar="N[,N...]", help="Candidates the model re-ranks (each above --retrieve).")
+    add_flags(axes, spec_type(), lists=True)  # every selector field is an axis
     parser.add_argument("--split", choices=["train", "dev", "test", "all"], help="Split (default: test).")
     parser.add_argument("--spec", metavar="FILE.yaml", help="The selector spec every cell starts from.")
     add_run_flags(parser)
@@ -64,28 +51,23 @@ def sweep_plan(args: argparse.Namespace):
     """The plan the file and the flags describe (checked, but no suite loaded yet)."""
     from evals.cli_experiment import run_config
     from evals.naming import slug
-    from evals.sweep import SELECTOR_AXES, SweepError, SweepPlan, parse_baseline
-    from tool_selection.spec import SelectorSpec
-
+    from evals.sweep import SweepPlan, parse_baseline, selector_axes
+    
     if args.run_dir:
         raise ToolSelectionError("--run-dir names one run's folder; a sweep gives every cell its own: name the "
                                  "sweep's folder with --out DIR.")
     base = SweepPlan.load_yaml(args.file) if args.file else None
     axes = dict(base.axes) if base else {}
-    for flag, axis in {"suite": "suite", "model": "model", **AXIS_FLAGS}.items():
-        if getattr(args, flag, None) is not None:
-            convert = SELECTOR_AXES[axis][1] if axis in SELECTOR_AXES else str
-            try:
-                axes[axis] = [convert(value) for value in _values(getattr(args, flag))]
-            except ValueError:
-                raise SweepError(f"--{flag.replace('_', '-')} {getattr(args, flag)!r}: give a comma list of "
-                                 f"{convert.__name__} values.") from None
+    for axis in ("suite", "model", *selector_axes(spec_type())):
+        if getattr(args, axis, None) is not None:
+            axes[axis] = _values(getattr(args, axis))  # typed by the plan, which names a bad value
     flag_run = run_config(args)
     run = flag_run if base is None else base.run.replace(**flag_run.model_dump(exclude_defaults=True))
-    selector = SelectorSpec.load_yaml(args.spec) if args.spec else (base.selector if base else SelectorSpec())
+    kind = spec_type()
+    selector = kind.load_yaml(args.spec) if args.spec else (base.selector if base else kind())
     name = args.name or (base.name if base else slug("-".join("+".join(map(str, values)) for values in axes.values()))
                          or "sweep")
-    baseline = parse_baseline(args.baseline) if args.baseline else (base.baseline if base else {})
+    baseline = parse_baseline(args.baseline, kind) if args.baseline else (base.baseline if base else {})
     return SweepPlan.build(name=name, split=args.split or (base.split if base else "test"), selector=selector,
                            run=run, axes=axes, baseline=baseline)
 

@@ -131,7 +131,7 @@ def test_a_nan_threshold_is_refused_naming_its_flag(argv, tmp_path, monkeypatch,
 
 def test_infinite_thresholds_stay_allowed():
     """-inf opens the gate (every case scored and selected), as 'toolsel bench gate' needs."""
-    from evals.cli import threshold
+    from tool_selection.flags import threshold
 
     assert threshold("-inf") == float("-inf") and threshold("inf") == float("inf") and threshold("0.5") == 0.5
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import dspy
 from dspy.utils.saving import get_dependency_versions
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, ValidationError, model_validator
 
 from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.errors import ToolSelectionError
@@ -89,7 +89,7 @@ class Manifest(BaseModel):
     program_sha256: str | None = Field(default=None, description="sha256 of program.json's state (set on save).")
     relevance: str | None = Field(default=None, description="Fingerprint of relevance.json, the relevance model "
                                                             "saved with the program (set on save); None: none.")
-    selector: SelectorSpec | None = Field(default=None, description="What the selector does (its spec); None in "
+    selector: SerializeAsAny[SelectorSpec] | None = Field(default=None, description="What the selector does (its spec, a subclass's fields too); None in "
                                                                     "manifests saved before specs.")
     descriptions: dict[str, str] = Field(default_factory=dict, description="Tool name -> the description the "
                                          "selector shows in place of the tool's own (toolsel optimize --target "

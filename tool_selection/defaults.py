@@ -4,6 +4,7 @@ Python API read their defaults from here (no imports, so reading one costs nothi
 from __future__ import annotations
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "DEFAULT_MAX_TOOL_CALLS",
     "DEFAULT_MODEL",
     "DEFAULT_MODEL_NAME",
@@ -43,6 +44,9 @@ DEFAULT_SUITE = "treasure_hunt"
 
 DEFAULT_MAX_TOOL_CALLS = 10
 """Tool calls one turn of the tool-calling loop may make (failed calls count)."""
+
+DEFAULT_MAX_TOKENS = 512
+"""Tokens one decision may generate unless told (``--max-tokens``): a few calls with their arguments."""
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 """Where MLflow runs go without ``--tracking-uri`` or ``$MLFLOW_TRACKING_URI``."""

@@ -13,7 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tool_selection.defaults import EXPERIMENT, MAX_CONTEXT, MAX_GENERATED_TOKENS, MAX_SLOTS, MAX_THREADS
+from tool_selection.defaults import (
+    DEFAULT_MAX_TOKENS,
+    EXPERIMENT,
+    MAX_CONTEXT,
+    MAX_GENERATED_TOKENS,
+    MAX_SLOTS,
+    MAX_THREADS,
+)
 from tool_selection.spec import _read_yaml, _validated
 
 __all__ = ["RunConfig"]
@@ -26,26 +33,38 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     threads: int = Field(default=1, ge=1, le=MAX_THREADS, description="Cases (or optimizer evaluations) in "
-                                                                      "parallel.")
-    serve: int | None = Field(default=None, ge=1, le=MAX_SLOTS, description="Serve the local model in a llama-server with this "
-                                                                "many parallel slots for the run.")
-    ray: str | None = Field(default=None, description="Fan cases out over Ray: 'local' or a cluster's HOST:PORT.")
+                         "parallel (default: 1, or N with --serve N).",
+                         json_schema_extra={"default_text": "", "metavar": "N"})
+    serve: int | None = Field(default=None, ge=1, le=MAX_SLOTS, description="Run the local model in a llama-server "
+                              "with N parallel slots for this evaluation (batched decoding, N cases in flight unless "
+                              "--threads says otherwise). See 'toolsel serve model'.", json_schema_extra={"metavar": "N"})
+    ray: str | None = Field(default=None, description="Fan the cases out over Ray, --threads at a time: a local Ray "
+                            "instance, or the cluster at ADDRESS (HOST:PORT). Needs the ray extra.",
+                            json_schema_extra={"metavar": "ADDRESS", "const": "local"})
     cache: bool = Field(default=False, description="Answer from DSPy's cache of model answers where it has one "
-                                                    "(off: a run's time and tokens are measured, not read back).")
-    max_tokens: int = Field(default=512, ge=1, le=MAX_GENERATED_TOKENS, description="Generation limit per decision.")
-    n_ctx: int | None = Field(default=None, ge=256, le=MAX_CONTEXT, description="Context a local model is loaded with, in tokens "
-                                                                 "(default: its catalog entry's); a longer prompt "
-                                                                 "grows it, up to the model's trained length.")
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature of the selector's model.")
-    mlflow: bool = Field(default=True, description="Log the run to MLflow.")
+                        "(off: a run's time and tokens are measured, never read back from another run).")
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1, le=MAX_GENERATED_TOKENS,
+                            description="Generation limit per decision.", json_schema_extra={"metavar": "N"})
+    n_ctx: int | None = Field(default=None, ge=256, le=MAX_CONTEXT, description="Context of a local model, in tokens "
+                              "(default: its catalog entry's, e.g. 4096); a longer prompt grows it up to the model's "
+                              "trained length. A case whose request and tools cannot fit in that length is refused "
+                              "before the run starts (show fewer tools: --retrieve K).",
+                              json_schema_extra={"metavar": "N"})
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature of the selector's "
+                               "model (0: greedy).", json_schema_extra={"metavar": "T"})
+    mlflow: bool = Field(default=True, description="Log the run to MLflow (--no-mlflow: do not).")
     tracking_uri: str | None = Field(default=None, description="MLflow tracking URI (default: "
-                                                               "$MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+                                     "$MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
     experiment: str = Field(default=EXPERIMENT, description="MLflow experiment.")
-    run_dir: Path | None = Field(default=None, description="Where per-case results go (default: named for the run).")
+    run_dir: Path | None = Field(default=None, description="Where per-case results go (default: "
+                                 "runs/<suite>-<split>-<model>-...-<hash>, named for what the run is).")
     fresh: bool = Field(default=False, description="Discard results already in the run folder instead of resuming.")
-    limit: int | None = Field(default=None, ge=1, description="Only the first N cases.")
-    sample: int | None = Field(default=None, ge=1, description="A fixed seeded sample of N cases.")
-    seed: int = Field(default=0, description="Seed of sample, and of the sampler at a temperature above 0.")
+    limit: int | None = Field(default=None, ge=1, description="Only the first N cases of the split.",
+                              json_schema_extra={"metavar": "N"})
+    sample: int | None = Field(default=None, ge=1, description="A fixed seeded sample of N cases of the split (see "
+                               "--seed).", json_schema_extra={"metavar": "N"})
+    seed: int = Field(default=0, description="Seed of --sample, and of the model's sampler with --temperature above "
+                                             "0.")
     progress: bool = Field(default=True, description="Show progress.")
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tool_selection.defaults import DEFAULT_RELEVANCE, DEFAULT_STRATEGY
 from tool_selection.errors import ToolSelectionError
+from tool_selection.flags import FlatField, flat_fields, nest
 from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
 
@@ -39,9 +40,13 @@ class _Frozen(BaseModel):
 class GateSpec(_Frozen):
     """The relevance gate of a ``gate+NAME`` strategy (its model also serves the relevance signal ``gate``)."""
 
-    model: str | None = Field(default=None, description="Model spec the gate asks (default: the selector's model).")
-    threshold: float | None = Field(default=None, description="Relevance score below which the gate answers with "
-                                                              "no call (default 0, or a compiled selector's own).")
+    model: str | None = Field(default=None, description="Model spec for the relevance gate of a gate+NAME strategy "
+                                                        "(default: the selector's model).")
+    threshold: float | None = Field(
+        default=None, description="Relevance score below which the gate answers with no call (default: 0, or a "
+                                  "compiled selector's own; choose it on dev with 'toolsel bench gate' from a run "
+                                  "with --gate-threshold=-inf, the gate open).",
+        json_schema_extra={"cli_type": "threshold", "metavar": "T"})
 
     @field_validator("threshold")
     @classmethod
@@ -55,9 +60,23 @@ class RetrievalSpec(_Frozen):
     """Retrieval in front of the selection: only the ``k`` tools ``retriever`` ranks highest are shown; with
     ``rerank=N`` the retriever gives N and the selection's model orders them before the ``k`` best are kept."""
 
-    k: int = Field(ge=1, description="Tools shown per request.")
-    retriever: str = Field(default="hybrid", description="A registered retriever (bm25, dense, hybrid, ...).")
-    rerank: int | None = Field(default=None, ge=1, description="Candidates the model re-ranks (more than k).")
+    k: int = Field(ge=1, description="Show the selector only the K tools a retriever ranks highest for each "
+                                     "request (K below the size of the largest catalog in the suite).",
+                   json_schema_extra={"flat": "retrieve", "metavar": "K"})
+    retriever: str = Field(default="hybrid", description="Retriever for --retrieve: a registered one (bm25, dense, "
+                                                         "hybrid, ...; needs the retrieval extra).")
+    rerank: int | None = Field(default=None, ge=1, description="With --retrieve K: the model re-ranks the "
+                               "retriever's top N (N > K) by whether each tool does exactly what is asked, and the "
+                               "selector sees the K best (one short prompt per candidate).",
+                               json_schema_extra={"metavar": "N"})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _depth_given(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("k") is None:
+            raise ValueError(f"{'rerank (--rerank) orders' if data.get('rerank') else '--retriever is'} the "
+                             "retriever's candidates: give retrieve (--retrieve) too.")
+        return data
 
     @model_validator(mode="after")
     def _rerank_deeper(self) -> RetrievalSpec:
@@ -72,20 +91,37 @@ class SelectorSpec(_Frozen):
     hashed into run names and compared."""
 
     tools: str | None = Field(default=None, description="A tool set name (load_tool_set); None: the tools come "
-                                                        "with each request (a suite's cases carry their own).")
-    program: str | None = Field(default=None, description="A compiled selector directory, or DSPy state JSON (as "
-                                                          "written: run names and params record it so).")
-    allow_tool_changes: bool = Field(default=False, description="Load a compiled selector whose tools changed.")
-    strategy: str | None = Field(default=None, description="A strategy name, gate+NAME for the relevance gate "
-                                                           "(None: the compiled program's own, else auto).")
-    gate: GateSpec = Field(default_factory=GateSpec)
-    retrieval: RetrievalSpec | None = None
+                                                        "with each request (a suite's cases carry their own).",
+                              json_schema_extra={"record": "never", "cli": False})
+    program: str | None = Field(default=None, description="A compiled selector directory (or DSPy state JSON) to "
+                                                          "evaluate.", json_schema_extra={"record": "always"})
+    allow_tool_changes: bool = Field(default=False, description="Evaluate a compiled selector even if its tools "
+                                                                "changed since it was compiled.",
+                                     json_schema_extra={"record": "never"})
+    strategy: str | None = Field(
+        default=None, description="How the selector asks the model: auto (native-strict-cover with a local model, "
+                                  "native with any other), native, native-cot, native-strict, native-strict-cover, "
+                                  "json-cot, json, chat-cot, text:fenced, text:call, text:tags; gate+NAME puts the "
+                                  "relevance gate first (see 'toolsel strategies').",
+        json_schema_extra={"record": "always", "default_text": "the compiled program's own, else auto"})
+    gate: GateSpec = Field(default_factory=GateSpec, json_schema_extra={"record": "gated"})
+    retrieval: RetrievalSpec | None = Field(default=None, json_schema_extra={"prefix": ""})
     undeclared_arguments: Literal["refuse", "drop"] = Field(
-        default="refuse", description="An argument its tool does not declare: refuse the call, or drop it.")
-    constrain: bool = Field(default=True, description="Constrain decoding where the strategy can.")
-    relevance: str = Field(default=DEFAULT_RELEVANCE, description="auto (the model's shipped relevance model, or "
-                                                                   "a compiled selector's own), none, or a file.")
-    relevance_signals: tuple[str, ...] | None = Field(default=None, description="Signals recorded per case.")
+        default="refuse", description="An argument a call's tool does not declare: refuse (the call is invalid, "
+                                      "as the tool would refuse it) or drop it and check the call again (counted "
+                                      "per case as undeclared_dropped).")
+    constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
+                                                      "can.")
+    relevance: str = Field(
+        default=DEFAULT_RELEVANCE, description="A relevance model: a decision it judges irrelevant (no listed tool "
+        "does what is asked) keeps no call. 'auto': a compiled selector's own, else the one shipped for the model, if "
+        "any (the embedded 0.5B model has one); 'none'; or a file from 'toolsel bench relevance --save'.",
+        json_schema_extra={"metavar": "auto|none|MODEL_JSON"})
+    relevance_signals: tuple[str, ...] | None = Field(
+        default=None, description="Relevance signals to record per case (comma-separated, or 'cheap' for all but "
+        "'gate' and 'agreement', which cost model calls): without --relevance they are only recorded, to fit a "
+        "relevance model on train and dev runs.",
+        json_schema_extra={"cli_type": "relevance_signals", "metavar": "NAMES", "record": "never"})
 
     @field_validator("strategy")
     @classmethod
@@ -114,19 +150,15 @@ class SelectorSpec(_Frozen):
         """The spec a finished run's params describe (what ``selection_params`` recorded). A run that names no
         strategy ran ``json-cot`` (runs made before strategies were named); a relevance stage is recorded as a
         description, so a run that had one comes back with ``relevance="auto"``, one that had none with ``none``."""
+        strategy = params.get("strategy") or "json-cot"
+        recorded = {name: params[name] for name, field in flat_fields(cls).items()
+                    if name in params and name not in ("program", "strategy", "relevance")
+                    and _record_rule(field) != "never"
+                    and (_record_rule(field) != "gated" or str(strategy).startswith(GATE_PREFIX))}
         program = params.get("program")
-        fields: dict[str, Any] = {
-            "strategy": params.get("strategy") or "json-cot",
-            "program": None if program in (None, "", "zero-shot") else program,
-            "undeclared_arguments": params.get("undeclared_arguments", "refuse"),
-            "relevance": "auto" if params.get("relevance") else "none",
-        }
-        if params.get("retrieve") is not None:
-            fields["retrieval"] = {"k": params["retrieve"], "retriever": params.get("retriever", "hybrid"),
-                                   "rerank": params.get("rerank")}
-        if str(fields["strategy"]).startswith(GATE_PREFIX):
-            fields["gate"] = {"model": params.get("gate_model"), "threshold": params.get("gate_threshold")}
-        return _validated(cls, fields)
+        return _validated(cls, {**nest(cls, recorded), "strategy": strategy,
+                                "program": None if program in (None, "", "zero-shot") else program,
+                                "relevance": "auto" if params.get("relevance") else "none"})
 
     # ------------------------------------------------------------- views
     @property
@@ -163,22 +195,42 @@ def selection_params(spec: SelectorSpec, *, relevance: str | None, gate_model: s
                      program: str | None = None) -> dict[str, Any]:
     """What a run's params say about its selector, from ``spec`` (as declared, or as built: ``relevance`` is the
     description of the relevance stage that runs, ``gate_model`` the gate's model name, ``program`` the program's
-    label). Only what departs from the defaults is recorded, besides the strategy and the program."""
-    params: dict[str, Any] = {
-        "program": program or spec.program or "zero-shot",
-        "strategy": spec.strategy or DEFAULT_STRATEGY,
-    }
-    if spec.retrieval is not None:
-        params.update(retrieve=spec.retrieval.k, retriever=spec.retrieval.retriever)
-        if spec.retrieval.rerank is not None:
-            params["rerank"] = spec.retrieval.rerank
-    if spec.undeclared_arguments != "refuse":
-        params["undeclared_arguments"] = spec.undeclared_arguments
+    label): the strategy and the program always, the gate's fields with a ``gate+`` strategy, a section's fields
+    where it is set, and every other field that departs from its default (unless it says ``record: never``)."""
+    params: dict[str, Any] = {"program": program or spec.program or "zero-shot",
+                              "strategy": spec.strategy or DEFAULT_STRATEGY}
+    for name, field in flat_fields(type(spec)).items():
+        rule, value = _record_rule(field), _flat_value(spec, field.path)
+        if name in params or name == "relevance" or rule == "never":
+            continue
+        if rule == "gated":
+            if spec.gated:
+                params[name] = (gate_model or value) if name == "gate_model" else value
+        elif field.section is not None:
+            if getattr(spec, field.path[0]) is not None and value is not None:
+                params[name] = value
+        elif rule == "always" or value != field.info.get_default(call_default_factory=True):
+            params[name] = list(value) if isinstance(value, tuple) else value
     if relevance is not None:
         params["relevance"] = relevance
-    if spec.gated:
-        params.update(gate_model=gate_model or spec.gate.model, gate_threshold=spec.gate.threshold)
     return params
+
+
+def _record_rule(field: FlatField) -> str:
+    """How a run records ``field`` (see ``tool_selection.flags``): a section's rule, else the field's own."""
+    section_rule = _extra_of(field.section, "record") if field.section is not None else None
+    return section_rule or field.extra("record", "changed")
+
+
+def _extra_of(info: Any, key: str) -> Any:
+    return info.json_schema_extra.get(key) if isinstance(info.json_schema_extra, dict) else None
+
+
+def _flat_value(spec: BaseModel, path: tuple[str, ...]) -> Any:
+    value: Any = spec
+    for part in path:
+        value = getattr(value, part) if value is not None else None
+    return value
 
 
 def _validated(cls: type[BaseModel], fields: dict[str, Any], where: str = "") -> Any:

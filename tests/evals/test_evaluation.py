@@ -66,7 +66,6 @@ def test_flags_build_the_spec_and_the_run_config_in_one_place():
                                                undeclared_arguments="drop", relevance="none")
     assert run_config(args) == RunConfig(serve=4, threads=4, mlflow=False, limit=7)
     assert selector_spec(_args()) == SelectorSpec() and run_config(_args()) == RunConfig()
-    assert selector_spec(_args("--adapter", "chat")).strategy == "chat-cot"  # the former --adapter chat
     with pytest.raises(ToolSelectionError, match=r"give retrieve \(--retrieve\) too"):
         selector_spec(_args("--rerank", "8"))
 

@@ -89,6 +89,7 @@ def test_the_loop_benchmark_script_runs_commands_the_command_line_accepts(tmp_pa
     import subprocess
     from pathlib import Path
 
+    from evals.experiment import loop_section
     from tool_selection.cli import build_parser
 
     script = Path(__file__).parents[2] / "evals" / "benchmarks" / "measure_loop.sh"
@@ -98,8 +99,9 @@ def test_the_loop_benchmark_script_runs_commands_the_command_line_accepts(tmp_pa
     commands = [build_parser().parse_args(shlex.split(line.split(" ", 1)[1])[1:]) for line in printed.splitlines()
                 if "/toolsel " in line]
     optimize, default, both = commands
+    default_loop, both_loop = loop_section(default), loop_section(both)
     assert optimize.suite == "multistep" and optimize.out == str(tmp_path / "trajectories")
-    assert (default.finish, default.trajectories, default.limit) == ("answer", None, 20)
-    assert (both.finish, both.trajectories, both.model) == ("tool", optimize.out, "local:qwen2.5-coder-1.5b")
+    assert (default_loop.finish, default_loop.trajectories, default.limit) == ("answer", None, 20)
+    assert (both_loop.finish, both_loop.trajectories, both.model) == ("tool", optimize.out, "local:qwen2.5-coder-1.5b")
     failed = subprocess.run(["bash", str(script), "m", "sideways"], env=env, capture_output=True, text=True)
     assert failed.returncode == 2 and "unknown variant sideways" in failed.stdout

@@ -72,9 +72,9 @@ def test_a_sweep_file_gives_the_plan_and_flags_change_it(tmp_path):
     (["--strategy", "native", "--baseline", "strategy=json"], "baseline strategy=json is not among"),
     (["--suite", "events,finance", "--baseline", "suite=events"], "cannot name a suite"),
     (["--baseline", "colour=red"], "give AXIS=VALUE pairs"),
-    (["--retrieve", "2", "--baseline", "retrieve=two"], "retrieve value 'two' is not a number"),
-    (["--retrieve", "two"], "comma list of int"),
-    (["--retriever", "bm25"], "sweep or set retrieve too"),
+    (["--retrieve", "2", "--baseline", "retrieve=two"], "retrieve value 'two': 'two' is not a whole number"),
+    (["--retrieve", "two"], "retrieve value 'two': 'two' is not a whole number"),
+    (["--retriever", "bm25"], "give retrieve \\(--retrieve\\) too"),
     (["--run-dir", "somewhere"], "name the sweep's folder with --out"),
 ])
 def test_bad_axes_are_refused_before_anything_runs(argv, message):
@@ -150,5 +150,5 @@ def test_numeric_axis_values_written_as_text_compare_as_numbers():
     plan = SweepPlan.build(name="x", axes={"strategy": ["gate+native"], "gate_threshold": ["-inf", 0.3]},
                            baseline={"gate_threshold": "0.3"})
     assert plan.axes["gate_threshold"] == [float("-inf"), 0.3] and plan.baseline == {"gate_threshold": 0.3}
-    with pytest.raises(SweepError, match="retrieve value 'two' is not a number"):
+    with pytest.raises(SweepError, match="retrieve value 'two': 'two' is not a whole number"):
         SweepPlan.build(name="x", axes={"retrieve": ["two"]})
