@@ -9,6 +9,7 @@ from tool_selection.cli import add_deferred_command
 from tool_selection.defaults import MAX_GENERATED_TOKENS, MAX_THREADS
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
+from tool_selection.run_config import add_tracking_flag
 from tool_selection.strategies import DEFAULT_STRATEGY
 
 __all__ = ["register"]
@@ -39,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gate.add_argument("--dev-split", default="dev", help="Rows of --dev used to choose (default: dev).")
     gate.add_argument("--test-split", default="test", help="Rows of --test reported (default: test). One run of "
                                                            "--split all can serve as both.")
-    gate.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
+    add_tracking_flag(gate)
     gate.set_defaults(handler=_gate)
 
     add_deferred_command(sub, "relevance", module="evals.benchmarks.relevance",
@@ -90,7 +91,7 @@ def _register_stuck(sub: argparse._SubParsersAction) -> None:
     stuck.add_argument("--live-detector", help="Detector of the live run (default: each pair's recommended one).")
     stuck.add_argument("--out", help="Output directory (default: runs/stuck_bench/<suite>-<hash>).")
     stuck.add_argument("--no-mlflow", action="store_true", help="Do not log the benchmark to MLflow.")
-    stuck.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+    add_tracking_flag(stuck)
     stuck.set_defaults(handler=_stuck)
 
 

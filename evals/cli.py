@@ -23,6 +23,7 @@ from tool_selection.cli import add_deferred_command
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import add_field_flag, count
+from tool_selection.run_config import add_tracking_flag
 from tool_selection.strategies import DEFAULT_STRATEGY
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "each metric with its 95% CI, and the paired difference B - A.")
     compare.add_argument("run_a", help="Run directory or MLflow run id.")
     compare.add_argument("run_b", help="Run directory or MLflow run id.")
-    compare.add_argument("--tracking-uri", help="MLflow tracking URI for run ids.")
+    add_tracking_flag(compare)
     compare.add_argument("--plot", metavar="FILE", help="Also draw B - A per metric, with its interval (PNG or SVG).")
     compare.set_defaults(handler=_compare)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from tool_selection.defaults import DEFAULT_MODEL_NAME
+from tool_selection.run_config import add_tracking_flag
 
 __all__ = ["Check", "register", "run_checks"]
 
@@ -234,6 +235,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     doctor.add_argument("--recheck", action="store_true", help="Run the engine smoke test again, ignoring its "
                                                                 "cached verdict.")
     doctor.add_argument("--json", action="store_true", help="Print the checks as JSON.")
-    doctor.add_argument("--tracking-uri", help="MLflow tracking URI to check (default: $MLFLOW_TRACKING_URI or "
-                                               "sqlite:///mlflow.db).")
+    add_tracking_flag(doctor)
     doctor.set_defaults(handler=_doctor)

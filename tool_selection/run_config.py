@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ from tool_selection.defaults import (
     MAX_SLOTS,
     MAX_THREADS,
 )
+from tool_selection.flags import add_field_flag
 from tool_selection.spec import _read_yaml, _validated
 
-__all__ = ["RunConfig"]
+__all__ = ["RunConfig", "add_tracking_flag"]
 
 
 class RunConfig(BaseModel):
@@ -99,3 +101,9 @@ class RunConfig(BaseModel):
     def load_yaml(cls, path: str | Path) -> RunConfig:
         """A run config from a YAML file (the fields, or a mapping under ``run:``)."""
         return _validated(cls, _read_yaml(path, section="run"), where=str(path))
+
+
+def add_tracking_flag(parser: argparse.ArgumentParser) -> None:
+    """``--tracking-uri``, for a command that reads or writes MLflow without the rest of a run's flags (declared
+    once: ``RunConfig.tracking_uri``)."""
+    add_field_flag(parser, RunConfig, "tracking_uri")

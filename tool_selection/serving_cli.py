@@ -9,6 +9,7 @@ import signal
 import time
 
 from tool_selection.errors import ToolSelectionError
+from tool_selection.run_config import add_tracking_flag
 
 EXAMPLE_REQUEST = '{"inputs": {"request": "REQUEST"}}'
 
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     log.add_argument("--registered-model-name", help="Also register it in the MLflow model registry.")
     log.add_argument("--allow-tool-changes", action="store_true",
                      help="Log a compiled selector even if its tools changed since it was compiled.")
-    log.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+    add_tracking_flag(log)
     log.set_defaults(handler=_log)
 
     selector = sub.add_parser(
@@ -48,8 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     selector.add_argument("--host", default="127.0.0.1", help="Address to listen on (default: 127.0.0.1).")
     selector.add_argument("--port", type=int, default=5001, help="Port (default: 5001).")
     selector.add_argument("--timeout", type=int, help="Seconds one request may take (default: MLflow's, 60).")
-    selector.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
-                                                 "sqlite:///mlflow.db).")
+    add_tracking_flag(selector)
     selector.set_defaults(handler=_serve_selector)
 
     model = sub.add_parser(

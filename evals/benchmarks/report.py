@@ -21,6 +21,7 @@ from evals.optimization import optimizer_names
 from evals.runner import load_results
 from evals.stats import compare_paired
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SECONDARY_MODEL
+from tool_selection.run_config import add_tracking_flag
 
 SMALL, LARGE = DEFAULT_MODEL, DEFAULT_SECONDARY_MODEL
 MAX_ESCALATION = 0.4  # the stuck-detection target: the secondary's accuracy with at most this share escalated
@@ -182,7 +183,7 @@ def markdown(rows: list[dict[str, str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("suites", nargs="+", help="Suite slugs as measure_suite.sh names them (e.g. ecommerce, bfcl).")
-    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    add_tracking_flag(parser)
     args = parser.parse_args(argv)
     print("## Each model alone\n")
     print(markdown([row for s in args.suites for row in eval_rows(s)]))

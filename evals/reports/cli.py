@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from tool_selection.run_config import add_tracking_flag
+
 __all__ = ["register"]
 
 
@@ -32,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(one per case: the prompt, the answer, the parsed calls, the score), or of the experiments. "
                     "Stops with Ctrl-C.")
     view.add_argument("run", nargs="?", help="A run directory of 'toolsel eval' (logged to MLflow) or an MLflow run id.")
-    view.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or "
-                                             "sqlite:///mlflow.db).")
+    add_tracking_flag(view)
     view.add_argument("--port", type=int, default=5000, help="Port on 127.0.0.1 (default: 5000).")
     view.add_argument("--wait", type=float, default=300, metavar="SECONDS",
                       help="How long to wait for the UI to start (default: 300).")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tool_selection.cli_output import print_json
+from tool_selection.run_config import add_tracking_flag
 
 if TYPE_CHECKING:  # the commands import the conversations (DSPy, the tools) when they run, not for --help
     from tool_selection.conversations.state import Contribution
@@ -73,7 +74,7 @@ def register_debate(subparsers: argparse._SubParsersAction) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="Turn DSPy's response cache off.")
     parser.add_argument("--no-mlflow", action="store_true", help="Do not log the run to MLflow.")
-    parser.add_argument("--tracking-uri", help="MLflow store (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db).")
+    add_tracking_flag(parser)
 
 
 # ------------------------------------------------------------------------------------------------ discussions
