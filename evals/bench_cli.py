@@ -136,7 +136,8 @@ def _stuck(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from evals.cli import _load, format_summary
+    from evals.cli import _load
+    from evals.eval_report import format_summary
     from evals.gate import choose_threshold, gated_results
     from evals.metrics import summarize
     from evals.stats import compare_runs

@@ -154,7 +154,7 @@ def test_a_server_of_ones_own_that_does_not_answer_stops_the_run_before_any_case
 def test_a_run_where_no_case_reached_the_model_exits_non_zero(capsys):
     import pandas as pd
 
-    from evals.cli import _every_call_failed
+    from evals.eval_report import every_call_failed as _every_call_failed
 
     failed = pd.DataFrame({"error": [1.0, 1.0], "error_message": ["APIConnectionError: Connection error.", "x"]})
     assert _every_call_failed(failed) == 1

@@ -125,7 +125,7 @@ def test_cli_reports_bad_input_without_traceback(capsys):
 def test_cached_answers_are_counted_for_the_cache_note():
     import pandas as pd
 
-    from evals.cli import _cached_cases
+    from evals.eval_report import _cached_cases
 
     results = pd.DataFrame({"input_tokens": [1200, 0, 0], "output_tokens": [60, 0, 0], "error": [0.0, 0.0, 1.0]})
     assert _cached_cases(results) == 1  # the failed call is an error, not a cache hit
