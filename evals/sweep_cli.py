@@ -51,7 +51,7 @@ def sweep_plan(args: argparse.Namespace):
     """The plan the file and the flags describe (checked, but no suite loaded yet)."""
     from evals.cli_experiment import run_config
     from evals.naming import slug
-    from evals.sweep import SweepPlan, parse_baseline, selector_axes
+    from evals.sweep_plan import SweepPlan, parse_baseline, selector_axes
     
     if args.run_dir:
         raise ToolSelectionError("--run-dir names one run's folder; a sweep gives every cell its own: name the "
