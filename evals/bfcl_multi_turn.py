@@ -55,6 +55,7 @@ from tool_selection.agent import (
     result_text,
 )
 from tool_selection.decision import ToolCall
+from tool_selection.defaults import DEFAULT_MAX_TOKENS
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
 from tool_selection.parsing import clip
@@ -365,7 +366,7 @@ def _context_tokens(lm: dspy.BaseLM | None) -> int | None:
 
 # ------------------------------------------------------------------------------------------------------ runs
 def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorSpec = LOOP_SELECTOR,
-             max_tokens: int = 512, escalation: LoopEscalation | None = None,
+             max_tokens: int = DEFAULT_MAX_TOKENS, escalation: LoopEscalation | None = None,
              setup: LoopSetup = MULTI_TURN_SETUP) -> dict[str, Any]:
     """Run one task's turns through the loop on fresh back ends and score it with BFCL's checker: one row.
     Every turn's ``AgentLoop`` decides with a selector built from ``selector`` within ``setup.limits`` and

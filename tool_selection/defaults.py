@@ -4,6 +4,7 @@ Python API read their defaults from here (no imports, so reading one costs nothi
 from __future__ import annotations
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "DEFAULT_MAX_TOOL_CALLS",
     "DEFAULT_MODEL",
     "DEFAULT_MODEL_NAME",
@@ -40,6 +41,9 @@ relevance results page), and nothing for the others."""
 
 DEFAULT_SUITE = "treasure_hunt"
 """The suite ``toolsel eval`` and ``toolsel eval optimize`` run without ``--suite``."""
+
+DEFAULT_MAX_TOKENS = 512
+"""Tokens one decision may generate unless told (``--max-tokens``): every LM the toolkit builds starts here."""
 
 DEFAULT_MAX_TOOL_CALLS = 10
 """Tool calls one turn of the tool-calling loop may make (failed calls count)."""

@@ -13,7 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tool_selection.defaults import EXPERIMENT, MAX_CONTEXT, MAX_GENERATED_TOKENS, MAX_SLOTS, MAX_THREADS
+from tool_selection.defaults import (
+    DEFAULT_MAX_TOKENS,
+    EXPERIMENT,
+    MAX_CONTEXT,
+    MAX_GENERATED_TOKENS,
+    MAX_SLOTS,
+    MAX_THREADS,
+)
 from tool_selection.spec import _read_yaml, _validated
 
 __all__ = ["RunConfig"]
@@ -32,7 +39,7 @@ class RunConfig(BaseModel):
     ray: str | None = Field(default=None, description="Fan cases out over Ray: 'local' or a cluster's HOST:PORT.")
     cache: bool = Field(default=False, description="Answer from DSPy's cache of model answers where it has one "
                                                     "(off: a run's time and tokens are measured, not read back).")
-    max_tokens: int = Field(default=512, ge=1, le=MAX_GENERATED_TOKENS, description="Generation limit per decision.")
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1, le=MAX_GENERATED_TOKENS, description="Generation limit per decision.")
     n_ctx: int | None = Field(default=None, ge=256, le=MAX_CONTEXT, description="Context a local model is loaded with, in tokens "
                                                                  "(default: its catalog entry's); a longer prompt "
                                                                  "grows it, up to the model's trained length.")

@@ -32,7 +32,7 @@ from typing import Any
 
 import dspy
 
-from tool_selection.defaults import DEFAULT_MODEL
+from tool_selection.defaults import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import SERVED_PREFIX, LocalEngineOptions, ModelSpec
 
@@ -52,7 +52,7 @@ class ServedLM(dspy.LM):
         return True
 
 
-def served_lm(base_url: str, *, temperature: float = 0.0, max_tokens: int = 512, cache: bool = True,
+def served_lm(base_url: str, *, temperature: float = 0.0, max_tokens: int = DEFAULT_MAX_TOKENS, cache: bool = True,
               timeout_s: float = 5.0, **kwargs) -> ServedLM:
     """A ``ServedLM`` for the llama-server at ``base_url`` (``http://HOST:PORT``), named after the model it serves.
     A server that does not answer is a ``ServerError`` now, not at the first call."""
