@@ -104,7 +104,7 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
     from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine
 
     local = _local_options(local, kwargs)
-    parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    parsed = ModelSpec.of(spec)
     if logprobs:
         kwargs["logprobs"] = True
     if not parsed.is_local:

@@ -104,13 +104,13 @@ class ModelServer:
     ``options``: how the server is launched (``ServerOptions``: host, port, binary, build, start timeout).
     """
 
-    def __init__(self, spec: str = DEFAULT_MODEL, *, parallel: int = 1, local: LocalEngineOptions | None = None,
+    def __init__(self, spec: str | ModelSpec = DEFAULT_MODEL, *, parallel: int = 1, local: LocalEngineOptions | None = None,
                  options: ServerOptions | None = None):
         if parallel < 1:
             raise ServerError(f"parallel must be at least 1, got {parallel}.")
-        self.spec = ModelSpec.parse(spec)
+        self.spec = ModelSpec.of(spec)
         if not self.spec.is_local:
-            raise ServerError(f"Only local models are served (local:NAME or local:/path.gguf), not {spec!r}.")
+            raise ServerError(f"Only local models are served (local:NAME or local:/path.gguf), not {str(spec)!r}.")
         self.local, self.options = local or LocalEngineOptions(), options or ServerOptions()
         self.parallel, self.host, self.port = parallel, self.options.host, self.options.port
         self.process: subprocess.Popen | None = None
