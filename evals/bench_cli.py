@@ -121,11 +121,12 @@ def _stuck(args: argparse.Namespace) -> int:
         args.suite, [parse_pair(p) for p in args.pair],
         selector=SelectorSpec.build(strategy=args.selection_strategy),
         run=RunConfig.build(run_dir=args.out, mlflow=not args.no_mlflow, tracking_uri=args.tracking_uri,
-                            threads=args.threads),
+                            threads=args.threads, limit=args.limit, max_tokens=args.max_tokens,
+                            cache=not args.no_cache),
         **({"detectors": args.detectors.split(",")} if args.detectors else {}),
-        thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split, limit=args.limit,
-        consistency_k=args.consistency_k, temperature=args.temperature, max_tokens=args.max_tokens,
-        cache=not args.no_cache, live_threshold=args.live_threshold, strategy=args.strategy,
+        thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split,
+        consistency_k=args.consistency_k, temperature=args.temperature, live_threshold=args.live_threshold,
+        strategy=args.strategy,
         live_detector=args.live_detector,
     )
     print(format_report(result))

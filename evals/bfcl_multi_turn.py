@@ -55,6 +55,7 @@ from tool_selection.agent import (
     result_text,
 )
 from tool_selection.decision import ToolCall
+from tool_selection.defaults import DEFAULT_MAX_TOKENS, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import SchemaOnlyTool, bfcl_to_json_schema, schema_only_tool
 from tool_selection.parsing import clip
@@ -365,7 +366,7 @@ def _context_tokens(lm: dspy.BaseLM | None) -> int | None:
 
 # ------------------------------------------------------------------------------------------------------ runs
 def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorSpec = LOOP_SELECTOR,
-             max_tokens: int = 512, escalation: LoopEscalation | None = None,
+             max_tokens: int = DEFAULT_MAX_TOKENS, escalation: LoopEscalation | None = None,
              setup: LoopSetup = MULTI_TURN_SETUP) -> dict[str, Any]:
     """Run one task's turns through the loop on fresh back ends and score it with BFCL's checker: one row.
     Every turn's ``AgentLoop`` decides with a selector built from ``selector`` within ``setup.limits`` and
@@ -479,7 +480,7 @@ def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, select
                       stacklevel=2)
         setup = replace(setup, limits=deprecated.pop("limits"))
     selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
-                                  selector_defaults={"relevance": "none"})
+                                  selector_defaults={"relevance": NO_RELEVANCE})
     tasks = sample_tasks(tasks, run.sample, run.seed)[: run.limit]
     run_path = run.run_dir
     if run_path and run.fresh:

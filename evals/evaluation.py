@@ -304,11 +304,12 @@ def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache:
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec, check_n_ctx
 
-    if n_ctx is not None and not ModelSpec.parse(model).is_local:
+    parsed = ModelSpec.parse(model)  # once: get_lm and check_n_ctx take it parsed
+    if n_ctx is not None and not parsed.is_local:
         if not local_only:
-            check_n_ctx(model, n_ctx)
+            check_n_ctx(parsed, n_ctx)
         n_ctx = None
-    lm = get_lm(model, temperature=temperature, max_tokens=max_tokens, cache=cache, constrained=True,
+    lm = get_lm(parsed, temperature=temperature, max_tokens=max_tokens, cache=cache, constrained=True,
                 local=LocalEngineOptions(n_ctx=n_ctx) if n_ctx is not None else None, **options)
     prepare_lm(lm)
     return lm, model
@@ -317,10 +318,11 @@ def _lm(model: str | dspy.BaseLM, *, temperature: float, max_tokens: int, cache:
 def _price(result: EvalResult, spec: str) -> None:
     """Each case's catalog cost (``cost``), and the per-correct figures that follow; models the catalog does not
     price are left unpriced."""
-    from tool_selection.lm import CatalogError, model_cost
+    from tool_selection.lm import CatalogError, ModelSpec, model_cost
 
     try:
-        result.results["cost"] = [model_cost(spec, int(i), int(o)) for i, o in
+        parsed = ModelSpec.parse(spec)  # once, not per case
+        result.results["cost"] = [model_cost(parsed, int(i), int(o)) for i, o in
                                   zip(result.results["input_tokens"], result.results["output_tokens"], strict=True)]
     except (CatalogError, ValueError):
         return

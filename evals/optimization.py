@@ -32,13 +32,14 @@ from evals.runner import EvalResult
 from evals.suite import Case, Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
 from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.defaults import NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.named_registry import Registry
 from tool_selection.relevance import RelevanceStage, resolve_relevance
 from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, compact_demo
 from tool_selection.spec import SelectorSpec
-from tool_selection.strategies import DEFAULT_STRATEGY, STRUCTURED_STRATEGY
+from tool_selection.strategies import STRUCTURED_STRATEGY
 from tool_selection.validation import validation_problems
 
 __all__ = [
@@ -394,9 +395,9 @@ def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSet
     former = {key: fields.pop(key) for key in (*OPTIMIZE_RUN_KEYWORDS, "strategy", "relevance", "adapter")
               if key in fields}
     selector, run = fold_keywords("optimize", former, selector, run, run_keywords=OPTIMIZE_RUN_KEYWORDS,
-                                  selector_defaults={"relevance": "none"})
+                                  selector_defaults={"relevance": NO_RELEVANCE})
     settings = OptimizeSettings.build(settings, **fields)
-    spec = selector or SelectorSpec(relevance="none")
+    spec = selector or SelectorSpec(relevance=NO_RELEVANCE)
     if run.mlflow:
         from evals.tracking import check_tracking_uri
 
@@ -463,7 +464,7 @@ class _OptimizeJob:
     def student(self) -> MultiToolSelector:
         """The selector optimized, its strategy pinned to the student's model (``auto`` with a local student and a
         hosted teacher: each model's own, per call)."""
-        student = MultiToolSelector(strategy=self.spec.strategy or DEFAULT_STRATEGY, constrain=self.spec.constrain)
+        student = MultiToolSelector(strategy=self.spec.strategy_or_default, constrain=self.spec.constrain)
         teacher_lm = self.teacher_lm
         if teacher_lm is None or student.strategy.resolved_name(teacher_lm) == student.strategy.resolved_name(self.lm):
             student.pin_strategy(self.lm)  # checks lm too
@@ -534,7 +535,7 @@ class _OptimizeJob:
         dev_eval = evaluate(dev_suite, self.lm, split=None, selector=compiled,
                             run=scoring.replace(run_dir=out_dir / "dev_eval"))
         baseline = evaluate(dev_suite, self.lm, split=None,  # the selection alone, as the program was just scored
-                            selector=SelectorSpec(strategy=strategy, relevance="none"),
+                            selector=SelectorSpec(strategy=strategy, relevance=NO_RELEVANCE),
                             run=scoring.replace(run_dir=out_dir / "dev_eval_unoptimized"))
         dev_scores = _dev_scores(dev_eval, baseline)
         _check_false_abstention(dev_scores, allowed=self.settings.allow_false_abstention_rise)

@@ -4,6 +4,7 @@ Python API read their defaults from here (no imports, so reading one costs nothi
 from __future__ import annotations
 
 __all__ = [
+    "AUTO_RELEVANCE",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MAX_TOOL_CALLS",
     "DEFAULT_MODEL",
@@ -18,6 +19,7 @@ __all__ = [
     "MAX_GENERATED_TOKENS",
     "MAX_SLOTS",
     "MAX_THREADS",
+    "NO_RELEVANCE",
 ]
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b"
@@ -35,12 +37,21 @@ grammar where the model runs in-process, and further calls opened for it while t
 uses (``native-strict-cover``: ``native-strict``'s single calls, the most accurate on BFCL and the domain suites
 with the local models, and the several calls a request asks for), else as the provider returns it (``native``). README, Results: selection strategies."""
 
-DEFAULT_RELEVANCE = "auto"
+AUTO_RELEVANCE = "auto"
+"""The relevance setting that applies a compiled selector's own relevance model, else the one shipped for the model."""
+
+NO_RELEVANCE = "none"
+"""The relevance setting without a relevance stage."""
+
+DEFAULT_RELEVANCE = AUTO_RELEVANCE
 """The relevance model the harness applies: measured to help the models a relevance model ships for (see the
 relevance results page), and nothing for the others."""
 
 DEFAULT_SUITE = "treasure_hunt"
 """The suite ``toolsel eval`` and ``toolsel eval optimize`` run without ``--suite``."""
+
+DEFAULT_MAX_TOKENS = 512
+"""Tokens one decision may generate unless told (``--max-tokens``): every LM the toolkit builds starts here."""
 
 DEFAULT_MAX_TOOL_CALLS = 10
 """Tool calls one turn of the tool-calling loop may make (failed calls count)."""

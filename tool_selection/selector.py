@@ -25,11 +25,12 @@ import dspy
 from dspy.utils.usage_tracker import UsageTracker
 
 from tool_selection.decision import MultiToolDecision
+from tool_selection.defaults import AUTO_RELEVANCE, NO_RELEVANCE
 from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
-from tool_selection.relevance import RelevanceModel, RelevanceStage
-from tool_selection.spec import RetrievalSpec, SelectorSpec
+from tool_selection.relevance import RelevanceModel, RelevanceStage, resolve_relevance
+from tool_selection.spec import GateSpec, RetrievalSpec, SelectorSpec, check_strategy
 from tool_selection.strategies import (
     DEFAULT_STRATEGY,
     GATE_PREFIX,
@@ -38,7 +39,6 @@ from tool_selection.strategies import (
     check_decision,
     drop_undeclared,
     get_strategy,
-    parse_strategy,
 )
 from tool_selection.strategies.base import ToolChoice, inner_predict
 from tool_selection.strategies.gate import IsRelevant, run_gate
@@ -81,9 +81,19 @@ class _LoadDescriptor:
 
 
 def _relevance_stage(relevance: RelevanceStage | RelevanceModel | str | Path | None) -> RelevanceStage | None:
+    """The stage for a constructor's ``relevance``: a setting (``auto``, ``none``, a file) resolves as a spec's does,
+    with the configured LM's model for ``auto``."""
     if relevance is None or isinstance(relevance, RelevanceStage):
         return relevance
-    return RelevanceStage(relevance)
+    model = resolve_relevance(relevance, None)
+    return None if model is None else RelevanceStage(model)
+
+
+def _relevance_setting(relevance: RelevanceStage | RelevanceModel | str | Path | None) -> str:
+    """What a spec says of a constructor's ``relevance``: the setting given, else ``auto`` for a stage or model."""
+    if relevance is None:
+        return NO_RELEVANCE
+    return str(relevance) if isinstance(relevance, str | Path) else AUTO_RELEVANCE
 
 
 def check_undeclared_arguments(value: str) -> str:
@@ -106,7 +116,11 @@ class MultiToolSelector(dspy.Module):
     the row (``undeclared_dropped``); the default, ``"refuse"``, leaves such a call invalid, as the tool would.
     ``retrieval=RetrievalSpec(k=K)`` shows the model only the K tools its ``retriever`` ranks highest; with
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
-    the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept.
+    the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept. ``relevance``: a
+    ``RelevanceStage``, a ``RelevanceModel``, or a setting as a spec's (``auto``, ``none``, a file).
+
+    What it does is one value, ``spec`` (a ``SelectorSpec``); ``strategy_name``, ``gate_threshold``, ``retrieve``
+    and the other settings read from it.
     """
 
     def __init__(self, tools: Tools | None = None, *, strategy: str = DEFAULT_STRATEGY, constrain: bool = True,
@@ -114,23 +128,54 @@ class MultiToolSelector(dspy.Module):
                  retrieval: RetrievalSpec | None = None, undeclared_arguments: str = "refuse",
                  relevance: RelevanceStage | RelevanceModel | str | Path | None = None):
         super().__init__()
-        self.undeclared_arguments = check_undeclared_arguments(undeclared_arguments)
-        gated, name = parse_strategy(strategy)
+        strategy = check_strategy(strategy)
+        gated = strategy.startswith(GATE_PREFIX)
+        self.spec = SelectorSpec.model_construct(  # each field checked above or already a spec's
+            strategy=strategy, constrain=constrain, retrieval=retrieval,
+            gate=GateSpec(threshold=float(gate_threshold)) if gated else GateSpec(),
+            undeclared_arguments=check_undeclared_arguments(undeclared_arguments),
+            relevance=_relevance_setting(relevance))
         self.tools = None if tools is None else _as_registry(tools)
-        self.constrain = constrain
-        self.strategy_name = f"{GATE_PREFIX}{name}" if gated else name
-        self.strategy = get_strategy(name, constrain=constrain)
+        self.strategy = get_strategy(strategy.removeprefix(GATE_PREFIX), constrain=constrain)
         self.select = self.strategy.build_predictor()
         self.gate = dspy.Predict(IsRelevant) if gated else None
-        self.gate_threshold = float(gate_threshold)
         self.gate_lm = gate_lm
-        self.retrieve = retrieval.k if retrieval else None
-        self.retriever_name = retrieval.retriever if retrieval else "hybrid"
-        self.rerank = retrieval.rerank if retrieval else None
         self._retriever = None
         self.relevance = _relevance_stage(relevance)
-        self.program_path: str | None = None  # the compiled program it was loaded from
-        self.spec: SelectorSpec | None = None  # the spec it was built from (from_spec), as given
+
+    # the settings, read from the spec
+    @property
+    def strategy_name(self) -> str:
+        return self.spec.strategy_or_default
+
+    @property
+    def constrain(self) -> bool:
+        return self.spec.constrain
+
+    @property
+    def gate_threshold(self) -> float:
+        return 0.0 if self.spec.gate.threshold is None else float(self.spec.gate.threshold)
+
+    @property
+    def retrieve(self) -> int | None:
+        return self.spec.retrieval.k if self.spec.retrieval else None
+
+    @property
+    def retriever_name(self) -> str:
+        return self.spec.retrieval.retriever if self.spec.retrieval else "hybrid"
+
+    @property
+    def rerank(self) -> int | None:
+        return self.spec.retrieval.rerank if self.spec.retrieval else None
+
+    @property
+    def undeclared_arguments(self) -> str:
+        return self.spec.undeclared_arguments
+
+    @property
+    def program_path(self) -> str | None:
+        """The compiled program it was loaded from."""
+        return self.spec.program
 
     def forward(self, request: str, tools: Tools | None = None, conversation: list[dict[str, Any]] | None = None,
                 tool_choice: ToolChoice = "auto") -> dspy.Prediction:
@@ -218,7 +263,8 @@ class MultiToolSelector(dspy.Module):
                         "compiled program's demonstrations: compile it with this model, or name a strategy.")
                 self.select = strategy.build_predictor()
             self.strategy = strategy
-            self.strategy_name = f"{GATE_PREFIX}{resolved}" if self.gate is not None else resolved
+            pinned = f"{GATE_PREFIX}{resolved}" if self.gate is not None else resolved
+            self.spec = self.spec.model_copy(update={"strategy": pinned})
         return self.strategy_name
 
     described: DescriptionOverrides | None = None  # descriptions shown in place of the tools' own
@@ -252,13 +298,12 @@ class MultiToolSelector(dspy.Module):
                            undeclared_arguments=spec.undeclared_arguments)
         except ToolSelectionError as error:
             raise ToolSelectionError(f"{directory / MANIFEST_FILE}: {error}") from None
-        if spec.retrieval is not None:
-            selector.retrieve, selector.retriever_name = spec.retrieval.k, spec.retrieval.retriever
-            selector.rerank = spec.retrieval.rerank
-        if spec.gate.threshold is not None:
-            selector.gate_threshold = spec.gate.threshold
         selector.manifest = load_compiled(selector, directory, selector.tools, allow_tool_changes=allow_tool_changes)
-        selector.program_path, selector.spec = str(directory), spec
+        gate = GateSpec(model=spec.gate.model, threshold=selector.gate_threshold if spec.gate.threshold is None
+                        else spec.gate.threshold) if selector.gate is not None else spec.gate
+        selector.spec = spec.model_copy(update={"strategy": selector.strategy_name, "program": str(directory),
+                                                "gate": gate, "constrain": selector.constrain,
+                                                "undeclared_arguments": selector.undeclared_arguments})
         return selector
 
     @classmethod
@@ -272,8 +317,8 @@ class MultiToolSelector(dspy.Module):
         return selector_from_spec(cls, spec, model=model, gate_lm=gate_lm)
 
     def to_spec(self) -> SelectorSpec:
-        """What this selector does, as a spec (its strategy as pinned, its gate threshold, retrieval and argument
-        handling as set now)."""
+        """What this selector does, as a spec (its strategy as pinned; ``relevance`` is ``none`` where it runs
+        without a relevance stage)."""
         from tool_selection.selector_build import spec_of
 
         return spec_of(self)

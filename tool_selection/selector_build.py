@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import dspy
 
-from tool_selection.defaults import DEFAULT_STRATEGY
+from tool_selection.defaults import NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
-from tool_selection.spec import GateSpec, RetrievalSpec, SelectorSpec
+from tool_selection.spec import GateSpec, SelectorSpec
 
 if TYPE_CHECKING:
     from tool_selection.selector import MultiToolSelector
@@ -40,7 +40,7 @@ def load_program(cls: type[MultiToolSelector], spec: SelectorSpec) -> MultiToolS
     """A fresh selector with the spec's strategy, or a compiled one from ``spec.program`` (a program directory,
     whose manifest names its strategy, or DSPy state JSON saved from a selector with the spec's strategy)."""
     if spec.program is None:
-        return cls(strategy=spec.strategy or DEFAULT_STRATEGY, constrain=spec.constrain)
+        return cls(strategy=spec.strategy_or_default, constrain=spec.constrain)
     path = Path(spec.program)
     if path.is_dir():
         selector = cls.from_directory(path, allow_tool_changes=spec.allow_tool_changes)
@@ -51,42 +51,40 @@ def load_program(cls: type[MultiToolSelector], spec: SelectorSpec) -> MultiToolS
         return selector
     from tool_selection.compiled import load_program_state
 
-    selector = load_program_state(cls(strategy=spec.strategy or DEFAULT_STRATEGY, constrain=spec.constrain), path)
-    selector.program_path = spec.program
+    selector = load_program_state(cls(strategy=spec.strategy_or_default, constrain=spec.constrain), path)
+    selector.spec = selector.spec.model_copy(update={"program": spec.program})
     return selector
 
 
 def apply_spec(selector: MultiToolSelector, spec: SelectorSpec, *, model: str | None,
                gate_lm: dspy.BaseLM | None) -> None:
     """Set ``spec``'s relevance stage, gate, retrieval and argument handling on ``selector`` (a compiled one keeps
-    its own relevance model under ``relevance="auto"``). Options that apply to nothing are refused."""
+    its own relevance model under ``relevance="auto"``), which then holds ``spec`` with what it keeps of its own
+    (strategy, program, gate threshold, retrieval, constrained decoding). Options that apply to nothing are
+    refused."""
     _apply_relevance(selector, spec, model=model, gate_lm=gate_lm)
     gate_for_stage = selector.relevance is not None and "gate" in selector.relevance.signals
     if selector.gate is None and (spec.gate.threshold is not None or gate_lm is not None and not gate_for_stage):
         raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME) or the "
                                  f"relevance signal 'gate', not {selector.strategy_name!r}.")
+    gate = spec.gate
     if selector.gate is not None:
         selector.gate_lm = gate_lm or selector.gate_lm
-        if spec.gate.threshold is not None:
-            selector.gate_threshold = float(spec.gate.threshold)
-    if spec.retrieval is not None:
-        selector.retrieve, selector.retriever_name = spec.retrieval.k, spec.retrieval.retriever
-        selector.rerank = spec.retrieval.rerank
-    selector.undeclared_arguments = spec.undeclared_arguments
-    selector.spec = spec
+        threshold = selector.gate_threshold if spec.gate.threshold is None else float(spec.gate.threshold)
+        gate = GateSpec(model=spec.gate.model, threshold=threshold)
+    held = selector.spec
+    selector.spec = spec.model_copy(update={
+        "strategy": held.strategy, "program": held.program if held.program is not None else spec.program,
+        "gate": gate, "retrieval": spec.retrieval or held.retrieval, "constrain": held.constrain})
 
 
 def _apply_relevance(selector: MultiToolSelector, spec: SelectorSpec, *, model: str | None,
                      gate_lm: dspy.BaseLM | None) -> None:
     from tool_selection.relevance import RelevanceStage, resolve_relevance
 
-    if spec.relevance == "none":  # also a compiled selector's own
+    relevance = resolve_relevance(spec.relevance, model, own=selector.relevance)
+    if spec.relevance == NO_RELEVANCE:  # also a compiled selector's own
         selector.relevance = None
-        relevance = None
-    elif spec.relevance == "auto" and selector.relevance is not None:
-        relevance = selector.relevance.model  # a compiled selector's own comes first
-    else:
-        relevance = resolve_relevance(spec.relevance, _model_name(model, spec))
     if relevance is not None or spec.relevance_signals:
         selector.relevance = RelevanceStage(relevance, signals=spec.relevance_signals,
                                             gate_lm=gate_lm if selector.gate is None else None)
@@ -94,30 +92,8 @@ def _apply_relevance(selector: MultiToolSelector, spec: SelectorSpec, *, model: 
             raise ToolSelectionError("The relevance signal 'gate' asks a gate model: give --gate-model.")
 
 
-def _model_name(model: str | None, spec: SelectorSpec) -> str:
-    """The model ``relevance="auto"`` picks a shipped relevance model for: ``model``, else the configured LM's."""
-    if model is not None:
-        return model
-    if spec.relevance != "auto":
-        return ""
-    configured = dspy.settings.lm
-    if configured is None:
-        raise ToolSelectionError("relevance='auto' applies the relevance model shipped for the model the selector "
-                                 "runs with: pass model= to MultiToolSelector.from_spec, configure the LM first "
-                                 "(dspy.configure), or set relevance to 'none' or a file.")
-    return str(getattr(configured, "model", ""))
-
-
 def spec_of(selector: MultiToolSelector) -> SelectorSpec:
-    base = selector.spec or SelectorSpec()
-    gate = base.gate
-    if selector.gate is not None:
-        gate = GateSpec(model=gate.model, threshold=selector.gate_threshold)
-    retrieval = (RetrievalSpec(k=selector.retrieve, retriever=selector.retriever_name, rerank=selector.rerank)
-                 if selector.retrieve is not None else None)
-    return base.model_copy(update={
-        "strategy": selector.strategy_name, "gate": gate, "retrieval": retrieval, "constrain": selector.constrain,
-        "undeclared_arguments": selector.undeclared_arguments,
-        "program": str(selector.program_path) if selector.program_path is not None else base.program,
-        "relevance": base.relevance if selector.relevance is not None or base.relevance == "none" else "none",
-    })
+    """The spec ``selector`` holds; its ``relevance`` is ``none`` where no relevance stage was built."""
+    if selector.relevance is None and selector.spec.relevance != NO_RELEVANCE:
+        return selector.spec.model_copy(update={"relevance": NO_RELEVANCE})
+    return selector.spec

@@ -20,13 +20,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tool_selection.defaults import DEFAULT_RELEVANCE, DEFAULT_STRATEGY
+from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, DEFAULT_STRATEGY, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import FlatField, flat_fields, nest
 from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
 
-__all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "selection_params"]
+__all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "check_strategy", "selection_params"]
 
 
 class SpecError(ToolSelectionError, ValueError):
@@ -126,14 +126,7 @@ class SelectorSpec(_Frozen):
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        from tool_selection.strategies.registry import STRATEGIES
-
-        if not value.strip():
-            raise ValueError("a strategy is named by a non-empty string ('toolsel strategies' lists them)")
-        STRATEGIES.check_name(value.strip().removeprefix(GATE_PREFIX))  # with the known names and a close match
-        return value.strip()
+        return None if value is None else check_strategy(value)
 
     @field_validator("program", "relevance", mode="before")
     @classmethod
@@ -158,12 +151,17 @@ class SelectorSpec(_Frozen):
         program = params.get("program")
         return _validated(cls, {**nest(cls, recorded), "strategy": strategy,
                                 "program": None if program in (None, "", "zero-shot") else program,
-                                "relevance": "auto" if params.get("relevance") else "none"})
+                                "relevance": AUTO_RELEVANCE if params.get("relevance") else NO_RELEVANCE})
 
     # ------------------------------------------------------------- views
     @property
     def gated(self) -> bool:
         return (self.strategy or "").startswith(GATE_PREFIX)
+
+    @property
+    def strategy_or_default(self) -> str:
+        """The strategy named, else ``DEFAULT_STRATEGY``: what a selector built afresh from this spec uses."""
+        return self.strategy or DEFAULT_STRATEGY
 
     @property
     def base_strategy(self) -> str | None:
@@ -172,7 +170,7 @@ class SelectorSpec(_Frozen):
 
     def describe(self) -> dict[str, Any]:
         """The spec as run names, MLflow params and reports record it (``selection_params``)."""
-        return selection_params(self, relevance=None if self.relevance == "none" else self.relevance)
+        return selection_params(self, relevance=None if self.relevance == NO_RELEVANCE else self.relevance)
 
     # -------------------------------------------------------------- YAML
     def to_yaml(self) -> str:
@@ -198,7 +196,7 @@ def selection_params(spec: SelectorSpec, *, relevance: str | None, gate_model: s
     label): the strategy and the program always, the gate's fields with a ``gate+`` strategy, a section's fields
     where it is set, and every other field that departs from its default (unless it says ``record: never``)."""
     params: dict[str, Any] = {"program": program or spec.program or "zero-shot",
-                              "strategy": spec.strategy or DEFAULT_STRATEGY}
+                              "strategy": spec.strategy_or_default}
     for name, field in flat_fields(type(spec)).items():
         rule, value = _record_rule(field), _flat_value(spec, field.path)
         if name in params or name == "relevance" or rule == "never":
@@ -214,6 +212,17 @@ def selection_params(spec: SelectorSpec, *, relevance: str | None, gate_model: s
     if relevance is not None:
         params["relevance"] = relevance
     return params
+
+
+def check_strategy(name: str) -> str:
+    """``name`` (``NAME`` or ``gate+NAME``) stripped, or ``UnknownStrategyError`` with the known names and a close
+    match: the one check of a strategy's name, for a spec's field and a selector built from a bare string."""
+    from tool_selection.strategies.registry import STRATEGIES, UnknownStrategyError
+
+    if not isinstance(name, str) or not name.strip():
+        raise UnknownStrategyError("a strategy is named by a non-empty string ('toolsel strategies' lists them)")
+    STRATEGIES.check_name(name.strip().removeprefix(GATE_PREFIX))  # before DSPy loads, where the names are declared
+    return name.strip()
 
 
 def _record_rule(field: FlatField) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tool_selection.defaults import DEFAULT_MODEL
+from tool_selection.defaults import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 
 __all__ = ["main"]
 
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     model = resolve_relevance(args.relevance, args.model)
     if model is None:
         raise ToolSelectionError(f"No relevance model ships for {args.model}: give --relevance FILE.")
-    lm = get_lm(args.model, temperature=0.0, max_tokens=512, cache=False, constrained=True)
+    lm = get_lm(args.model, temperature=0.0, max_tokens=DEFAULT_MAX_TOKENS, cache=False, constrained=True)
     prepare_lm(lm)
     selectors = {"alone": MultiToolSelector(), "with relevance": MultiToolSelector(relevance=RelevanceStage(model))}
     for selector in selectors.values():

@@ -58,35 +58,38 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
 
     ``settings`` (a ``BenchSettings``) and ``fields`` (any of its fields, e.g. ``detectors=["validation"]``,
     ``thresholds="0:1:0.1"``, ``live_threshold=0.5``) say what is measured; ``selector`` how the selectors ask the
-    models (its strategy: ``BenchSettings.selection_strategy``); ``run`` how the run is carried out (threads,
-    progress, MLflow, the output folder; the cases and generation limits are the settings'). ``cost_fn`` prices a
-    call (default: the model catalog). The former ``out=``, ``threads=``, ``mlflow=``, ``tracking_uri=`` and
+    models (its strategy, default ``auto``); ``run`` how the run is carried out (``limit``: the first N cases of
+    each split; ``max_tokens``; ``cache``, on unless the run says otherwise, so that a rerun reads the detectors'
+    samples back alike; threads, progress, MLflow, the output folder). ``cost_fn`` prices a call (default: the
+    model catalog). The former ``out=``, ``threads=``, ``mlflow=``, ``tracking_uri=`` and
     ``progress=`` still work, with a ``DeprecationWarning``."""
     former = {key: fields.pop(key) for key in BENCH_RUN_KEYWORDS if key in fields}
     _, run = fold_keywords("run_stuck_bench", former, None, run, run_keywords=BENCH_RUN_KEYWORDS)
-    if run.limit is not None or run.sample is not None:
-        raise ToolSelectionError("The stuck benchmark's cases are its settings' limit (BenchSettings.limit), not "
-                                 "the run config's limit or sample.")
-    if selector is not None and selector.strategy is not None:
-        fields["selection_strategy"] = selector.strategy
+    if run.sample is not None:
+        raise ToolSelectionError("The stuck benchmark takes the first cases of each split (the run config's limit), "
+                                 "not a sample.")
+    if "cache" not in run.model_fields_set:
+        run = run.replace(cache=True)
+    strategy = (selector or SelectorSpec()).strategy_or_default
     settings = BenchSettings.build(settings, **fields)
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
     splits = list(dict.fromkeys([settings.dev_split, settings.test_split]))
     for split in splits:
-        if not len(suite_obj.split(split).limit(settings.limit)):
+        if not len(suite_obj.split(split).limit(run.limit)):
             raise ToolSelectionError(f"Suite {suite_obj.name!r} has no {split!r} cases (it has "
                                      f"{dict(suite_obj.split_counts())}); choose splits with --dev-split/--test-split.")
     cost_fn = cost_fn or catalog_cost
     names, models = _checked_pairs(pairs, cost_fn)
-    params = _params(settings, suite_obj, names)
+    params = _params(settings, suite_obj, names, strategy=strategy, run=run)
     out_dir = _out_dir(run, params, suite_obj)
+    run = run.replace(run_dir=out_dir)
     notes = [GUIDE_NOTE, f"Recommended threshold: {RECOMMENDATION_CRITERION}."]
-    lms = _loaded(models, {p for p, _ in names}, settings)
+    lms = _loaded(models, {p for p, _ in names}, settings, run)
     per_model = {}
     for split in splits:
         for name, lm in lms.items():
-            table = _run_model(suite_obj, name, lm, split, out_dir, settings,
-                               detectors=settings.detectors if name in {p for p, _ in names} else (), run=run)
+            table = _run_model(suite_obj, name, lm, split, settings, strategy=strategy, run=run,
+                               detectors=settings.detectors if name in {p for p, _ in names} else ())
             per_model[(name, split)] = price(table, name, cost_fn, settings.detectors)
             if not (table["input_tokens"] + table["output_tokens"]).any():
                 notes.append(f"{name} ({split}): every token count is 0, so its costs are 0 (DSPy cache hits carry "
@@ -97,8 +100,8 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
                          curves=tables.curves, cases=tables.cases, baselines=tables.baselines, out_dir=out_dir,
                          notes=notes + tables.notes)
     if settings.live_threshold is not None:
-        result.live = _live_runs(result, names, lms, suite_obj.split(settings.test_split).limit(settings.limit),
-                                 settings, cost_fn, run)
+        result.live = _live_runs(result, names, lms, suite_obj.split(settings.test_split).limit(run.limit),
+                                 settings, cost_fn, strategy=strategy, run=run)
     _save(result, params)
     if run.mlflow:
         result.mlflow_run_id = log_run(params={**params, "out_dir": str(out_dir)}, summary=mlflow_metrics(result),
@@ -136,40 +139,41 @@ def _out_dir(run: RunConfig, params: dict[str, Any], suite: Suite) -> Path:
     return out_dir
 
 
-def _loaded(models: dict[str, Model], primaries: set[str], settings: BenchSettings) -> dict[str, dspy.BaseLM]:
+def _loaded(models: dict[str, Model], primaries: set[str], settings: BenchSettings,
+            run: RunConfig) -> dict[str, dspy.BaseLM]:
     """Each model's LM, loaded now (primaries with log-probabilities when a detector reads them)."""
     from tool_selection.lm import prepare_lm
 
     needs_logprobs = any(settings.detector(d).needs_logprobs for d in settings.detectors)
-    lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=settings.max_tokens,
-                            cache=settings.cache)
+    lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=run.max_tokens,
+                            cache=run.cache)
            for name, model in models.items()}
     for lm in lms.values():
         prepare_lm(lm)
     return lms
 
 
-def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]]) -> dict[str, Any]:
+def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]], *, strategy: str,
+            run: RunConfig) -> dict[str, Any]:
     """How the run was built, as MLflow params (and part of its directory's name)."""
     return {
         "kind": "stuck_bench", "suite": suite.name, "suite_fingerprint": suite.fingerprint,
         "pairs": [list(p) for p in names], "detectors": list(settings.detectors), "thresholds": settings.thresholds,
-        "dev_split": settings.dev_split, "test_split": settings.test_split, "limit": settings.limit,
+        "dev_split": settings.dev_split, "test_split": settings.test_split, "limit": run.limit,
         "consistency_k": settings.consistency_k, "temperature": settings.temperature,
-        "max_tokens": settings.max_tokens, "live_threshold": settings.live_threshold,
+        "max_tokens": run.max_tokens, "live_threshold": settings.live_threshold,
         "strategy": settings.strategy if settings.live_threshold is not None else "delegate (offline)",
-        "selection_strategy": settings.selection_strategy,
+        "selection_strategy": strategy,
         "dspy_version": dspy.__version__, "git_commit": git_commit(),
     }
 
 
-def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Path, settings: BenchSettings, *,
+def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, settings: BenchSettings, *, strategy: str,
                detectors: Sequence[str], run: RunConfig) -> pd.DataFrame:
     """One model alone on one split, through the harness; scored by ``detectors`` when it is a primary. Logged
     as an ordinary zero-shot eval run (the detectors do not change the prompt), so ``toolsel eval compare`` and
-    the optimization notebook find it."""
-    name = slug(name)
-    strategy = settings.selection_strategy
+    the optimization notebook find it. Its folder is under ``run.run_dir``, the benchmark's."""
+    name, out_dir = slug(name), run.run_dir
     if detectors:
         key = hashlib.sha256(json.dumps([list(detectors), settings.detector_options],
                                         sort_keys=True).encode()).hexdigest()[:6]
@@ -180,14 +184,14 @@ def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, out_dir: Pa
     if strategy != STRUCTURED_STRATEGY:
         run_dir = run_dir.with_name(f"{run_dir.name}-{slug(strategy)}")
     result = evaluate(suite, lm, split=split, selector=program,
-                      run=run.replace(limit=settings.limit, run_dir=run_dir, fresh=False))
+                      run=run.replace(run_dir=run_dir, fresh=False))
     return result.results.copy()
 
 
 def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str, dspy.BaseLM], cases: Suite,
-               settings: BenchSettings, cost_fn: CostFn, run: RunConfig) -> pd.DataFrame:
+               settings: BenchSettings, cost_fn: CostFn, *, strategy: str, run: RunConfig) -> pd.DataFrame:
     """The protocol run for real on the test split at one threshold (the only way to measure ``guide``)."""
-    split, threshold, strategy = settings.test_split, settings.live_threshold, settings.strategy
+    split, threshold, live_strategy = settings.test_split, settings.live_threshold, settings.strategy
     rows = []
     for primary, secondary in names:
         label = pair_label(primary, secondary)
@@ -195,11 +199,12 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
         if detector is None:
             chosen = result.recommendations[result.recommendations["pair"] == label]
             detector = str(chosen["detector"].iloc[0]) if len(chosen) else "validation"
-        policy = EscalationPolicy(detector=settings.detector(detector), threshold=threshold, strategy=strategy,
+        policy = EscalationPolicy(detector=settings.detector(detector), threshold=threshold, strategy=live_strategy,
                                   temperature=settings.temperature)
         protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], escalation=policy, cost_fn=cost_fn,
-                                              selector=MultiToolSelector(strategy=settings.selection_strategy))
-        run_dir = result.out_dir / "live" / f"{slug(primary)}__{slug(secondary)}-{detector}-{strategy}-{threshold:g}"
+                                              selector=MultiToolSelector(strategy=strategy))
+        run_dir = (result.out_dir / "live"
+                   / f"{slug(primary)}__{slug(secondary)}-{detector}-{live_strategy}-{threshold:g}")
         live = Evaluator(suite=cases, threads=run.threads, progress=run.progress)(
             protocol, adapter=ToolSelectionAdapter(), run_dir=run_dir)
         live.results.to_parquet(run_dir / TABLE_FILE, index=False)
@@ -210,7 +215,7 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
         mean, low, high = bootstrap_ci(live.results["full_match"])
         cost = float(live.results["cost"].mean()) if "cost" in live.results else math.nan
         rows.append({
-            "pair": label, "primary": primary, "secondary": secondary, "detector": detector, "strategy": strategy,
+            "pair": label, "primary": primary, "secondary": secondary, "detector": detector, "strategy": live_strategy,
             "threshold": threshold, "split": split, "cases": len(live.results), "accuracy": mean,
             "accuracy_ci_low": low, "accuracy_ci_high": high,
             "escalation_rate": float(live.results["collab_escalated"].mean()),

@@ -1,4 +1,5 @@
-"""What a stuck benchmark is run with: validated once, whether it comes from the command line or from Python."""
+"""What a stuck benchmark measures: validated once, whether it comes from the command line or from Python (how the
+selectors ask the models is a ``SelectorSpec``, how the run is carried out a ``RunConfig``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evals.stuck_bench.routing import parse_thresholds
 from tool_selection.collaboration.config import CollaborationStrategy, check_threshold
 from tool_selection.errors import ToolSelectionError
-from tool_selection.strategies import DEFAULT_STRATEGY, parse_strategy
 from tool_selection.stuck import StuckDetector, check_detector_names, detector_names, make_detector
 from tool_selection.stuck.registry import SampleCount, Temperature
 from tool_selection.validation import validation_problems
@@ -24,14 +24,15 @@ class BenchSettingsError(ToolSelectionError, ValueError):
 
 
 class BenchSettings(BaseModel):
-    """The settings that determine a benchmark's results (besides the suite, the pairs and their costs).
+    """The benchmark's own settings (besides the suite, the pairs and their costs; the selection strategy is the
+    ``SelectorSpec``'s, the cases, generation limit and cache the ``RunConfig``'s).
 
     ``detectors``: names, or one comma-separated string (default: every registered detector); ``thresholds``: a
     list within [0, 1], or ``START:STOP:STEP`` / ``a,b,c`` (``parse_thresholds``); the threshold is chosen on
-    ``dev_split`` and reported on ``test_split``; ``limit``: the first N cases of each. ``live_threshold``: also run
-    the collaboration protocol on the test split at that threshold, with ``strategy`` (``guide``, the one the
-    offline sweep cannot measure, unless told otherwise) and ``live_detector`` (default: each pair's recommended
-    one)."""
+    ``dev_split`` and reported on ``test_split``. ``consistency_k`` and ``temperature``: the detectors' samples.
+    ``live_threshold``: also run the collaboration protocol on the test split at that threshold, with ``strategy``
+    (``guide``, the one the offline sweep cannot measure, unless told otherwise) and ``live_detector`` (default:
+    each pair's recommended one)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -39,12 +40,8 @@ class BenchSettings(BaseModel):
     thresholds: list[float] = Field(default_factory=lambda: parse_thresholds(DEFAULT_THRESHOLDS))
     dev_split: str = "dev"
     test_split: str = "test"
-    limit: int | None = None
     consistency_k: SampleCount = 3
     temperature: Temperature = 0.7
-    max_tokens: int = 512
-    cache: bool = True
-    selection_strategy: str = DEFAULT_STRATEGY
     live_threshold: float | None = None
     strategy: CollaborationStrategy = "guide"
     live_detector: str | None = None
@@ -72,12 +69,6 @@ class BenchSettings(BaseModel):
         if not grid or any(not 0 <= t <= 1 for t in grid):
             raise ValueError(f"Thresholds must lie within [0, 1]; got {grid}.")
         return grid
-
-    @field_validator("selection_strategy")
-    @classmethod
-    def _known_strategy(cls, value: str) -> str:
-        parse_strategy(value)  # an unknown name stops here, before any model loads
-        return value
 
     @field_validator("live_threshold")
     @classmethod

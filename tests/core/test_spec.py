@@ -87,6 +87,34 @@ def test_the_relevance_model_is_resolved_when_the_selector_is_built(monkeypatch,
     assert MultiToolSelector.from_spec(SelectorSpec(), model="local:other").relevance is None
 
 
+def test_a_relevance_setting_given_to_the_constructor_resolves_as_a_specs(monkeypatch, tmp_path):
+    """``MultiToolSelector(relevance="auto")`` takes the model shipped for the configured LM's model, as
+    ``from_spec`` does; ``"none"`` is no stage (neither is read as a file's name)."""
+    from tests.relevance.test_model import table
+    from tool_selection.relevance import fit_relevance_model
+    from tool_selection.relevance import model as relevance_model
+
+    x, y = table()
+    fit_relevance_model(x, y, ["unlisted", "grounded_args"]).save(tmp_path / "tiny.json")
+    monkeypatch.setattr(relevance_model, "SHIPPED_DIR", tmp_path)
+    with dspy.context(lm=dspy.LM("local:tiny")):
+        selector = MultiToolSelector(TOOLS, relevance="auto")
+    assert selector.relevance.model.signals == ("unlisted", "grounded_args") and selector.spec.relevance == "auto"
+    none = MultiToolSelector(TOOLS, relevance="none")
+    assert none.relevance is None and none.to_spec().relevance == "none"
+    with dspy.context(lm=None), pytest.raises(ToolSelectionError, match="relevance='auto' applies"):
+        MultiToolSelector(TOOLS, relevance="auto")
+
+
+def test_a_selector_holds_its_spec_and_reads_its_settings_from_it():
+    selector = MultiToolSelector(TOOLS, strategy=" gate+json ", gate_threshold=0.25,
+                                 retrieval=RetrievalSpec(k=1, retriever="bm25"), undeclared_arguments="drop")
+    assert selector.spec == selector.to_spec() == SelectorSpec(
+        strategy="gate+json", gate=GateSpec(threshold=0.25), retrieval=RetrievalSpec(k=1, retriever="bm25"),
+        undeclared_arguments="drop", relevance="none")
+    assert (selector.strategy_name, selector.gate_threshold, selector.retrieve) == ("gate+json", 0.25, 1)
+
+
 def test_a_gate_option_without_a_gate_is_refused():
     with pytest.raises(ToolSelectionError, match="apply to a gated strategy"):
         MultiToolSelector.from_spec(SelectorSpec(strategy="json", gate=GateSpec(threshold=0.5), relevance="none"))

@@ -116,7 +116,7 @@ def test_n_ctx_is_a_run_flag_for_local_models(suite_path, tmp_path, monkeypatch)
     monkeypatch.setattr(lm_module, "prepare_lm", lambda lm: None)
     result = evaluate(str(suite_path), "local:qwen2.5-coder-0.5b", selector=SelectorSpec(strategy="json-cot"),
                       run=RunConfig(n_ctx=8192, mlflow=False, progress=False, limit=1, run_dir=tmp_path / "run"))
-    assert loaded["spec"] == "local:qwen2.5-coder-0.5b" and loaded["local"].n_ctx == 8192
+    assert str(loaded["spec"]) == "local:qwen2.5-coder-0.5b" and loaded["local"].n_ctx == 8192  # parsed once
     assert result.params["n_ctx"] == 8192
 
     with pytest.raises(ToolSelectionError, match=r"n_ctx=8192 \(--n-ctx\) is the context of a local model"):

@@ -13,6 +13,7 @@ from evals.stuck_bench.routing import routing_curve, routing_metrics
 from evals.stuck_bench.tables import DetectorSplit, summarize
 from tests.stuck.conftest import ScriptedLM, relative_cost, strong_answers, weak_answers, weak_logprobs
 from tool_selection.cli import main
+from tool_selection.spec import SelectorSpec
 from tool_selection.stuck import DETECTORS, DetectorUnavailable, StuckDetector, register_detector
 
 PAIR = "test/weak -> test/strong"
@@ -150,7 +151,7 @@ def test_a_live_delegate_run_matches_the_offline_sweep(suite_path, tmp_path):
         str(suite_path), [(weak, strong)], detectors=["validation", "confidence"], thresholds="0:1:0.5",
         out=tmp_path / "o", mlflow=False, cost_fn=relative_cost, progress=False,
         live_threshold=0.7, strategy="delegate", live_detector="confidence",
-        selection_strategy="json-cot")
+        selector=SelectorSpec(strategy="json-cot"))
     (live,) = result.live.to_dict("records")
     assert live["accuracy"] == live["offline_delegate_accuracy"] == 1.0
     assert live["escalation_rate"] == live["offline_delegate_escalation_rate"] == 0.5
@@ -173,7 +174,7 @@ def test_the_live_run_asks_the_models_in_the_benchs_selection_strategy(suite_pat
     stuck_bench.run_stuck_bench(
         str(suite_path), [(weak, strong)], detectors=["validation"], thresholds="0:1:0.5", out=tmp_path / "o",
         mlflow=False, cost_fn=relative_cost, progress=False, live_threshold=0.7, strategy="delegate",
-        live_detector="validation", selection_strategy="chat-cot")
+        live_detector="validation", selector=SelectorSpec(strategy="chat-cot"))
     assert built == ["chat-cot"]
 
 
@@ -235,7 +236,7 @@ def bench_with(detectors, out):
     strong = ScriptedLM(strong_answers(), name="test/strong")
     return out, lambda suite: stuck_bench.run_stuck_bench(
         str(suite), [(weak, strong)], detectors=detectors, thresholds="0:1:0.5", out=out, mlflow=False,
-        cost_fn=relative_cost, progress=False, selection_strategy="json-cot")
+        cost_fn=relative_cost, progress=False, selector=SelectorSpec(strategy="json-cot"))
 
 
 def test_a_crashing_detector_stops_the_run_instead_of_escalating(suite_path, tmp_path, failing_detectors):
@@ -272,3 +273,22 @@ def test_the_summary_is_built_from_typed_detector_splits():
     assert row["dev_auroc"] == row["test_auroc"] == 1.0 and row["test_primary_accuracy"] == 0.5
     assert row["recommended_threshold"] == 1.0 and row["test_escalation_rate"] == 0.5  # ties: the higher threshold
     assert not summary.loc["confidence", "available"] and pd.isna(summary.loc["confidence", "test_auroc"])
+
+
+def test_the_cases_generation_limit_and_cache_come_from_the_run_config(suite_path, tmp_path, monkeypatch):
+    from tool_selection.errors import ToolSelectionError
+    from tool_selection.run_config import RunConfig
+
+    loaded = []
+    real = bench.resolve_lm
+    monkeypatch.setattr(bench, "resolve_lm", lambda model, **options: loaded.append(options) or real(model, **options))
+    weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
+    strong = ScriptedLM(strong_answers(), name="test/strong")
+    result = stuck_bench.run_stuck_bench(
+        str(suite_path), [(weak, strong)], selector=SelectorSpec(strategy="json-cot"), detectors=["validation"],
+        thresholds="0:1:0.5", cost_fn=relative_cost,
+        run=RunConfig(run_dir=tmp_path / "o", mlflow=False, progress=False, limit=2, max_tokens=64))
+    assert result.cases.groupby("split").size().to_dict() == {"dev": 2, "test": 2}
+    assert {(o["max_tokens"], o["cache"]) for o in loaded} == {(64, True)}  # the bench's cache is on unless told
+    with pytest.raises(ToolSelectionError, match="first cases of each split"):
+        stuck_bench.run_stuck_bench(str(suite_path), [(weak, strong)], run=RunConfig(sample=2, mlflow=False))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import dspy
 
+from tool_selection.defaults import DEFAULT_MAX_TOKENS
 from tool_selection.errors import ToolSelectionError
 
 __all__ = ["CostFn", "LMOptions", "catalog_cost", "check_cost", "model_name", "resolve_lm"]
@@ -20,7 +21,7 @@ class LMOptions:
     """How a model given as a spec becomes an LM (``get_lm``): its generation limit, DSPy's answer cache, and
     constrained decoding; an LM object given is used as it is."""
 
-    max_tokens: int = 512
+    max_tokens: int = DEFAULT_MAX_TOKENS
     cache: bool = True
     constrained: bool = True
 
@@ -52,7 +53,7 @@ def model_name(model: str | dspy.BaseLM) -> str:
     return model if isinstance(model, str) else str(getattr(model, "model", type(model).__name__))
 
 
-def resolve_lm(model: str | dspy.BaseLM, *, logprobs: bool = False, max_tokens: int = 512, cache: bool = True,
+def resolve_lm(model: str | dspy.BaseLM, *, logprobs: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS, cache: bool = True,
                constrained: bool = True) -> dspy.BaseLM:
     """An LM for a spec (``get_lm``), or the LM given; with token log-probabilities when ``logprobs``."""
     if isinstance(model, str):

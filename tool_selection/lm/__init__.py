@@ -16,6 +16,7 @@ import os
 import warnings
 
 from tool_selection._lazy import lazy_getattr
+from tool_selection.defaults import DEFAULT_MAX_TOKENS
 
 # LiteLLM fetches its price map from the network on import unless told not to; this toolkit runs offline
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -84,7 +85,7 @@ __all__ = [
 LOCAL_KEYWORDS = ("model_dir", "n_ctx", "n_threads")  # get_lm's former keywords for LocalEngineOptions
 
 
-def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int = 512, cache: bool = True,
+def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int = DEFAULT_MAX_TOKENS, cache: bool = True,
            constrained: bool = True, logprobs: bool = False, local: LocalEngineOptions | None = None,
            **kwargs) -> dspy.LM:
     """A ``dspy.LM`` for ``spec``.
@@ -103,7 +104,7 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
     from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine
 
     local = _local_options(local, kwargs)
-    parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec)
+    parsed = ModelSpec.of(spec)
     if logprobs:
         kwargs["logprobs"] = True
     if not parsed.is_local:

@@ -10,14 +10,14 @@ from tool_selection.lm.specs import ModelSpec
 __all__ = ["model_cost"]
 
 
-def model_cost(spec: str, input_tokens: int, output_tokens: int) -> float:
+def model_cost(spec: str | ModelSpec, input_tokens: int, output_tokens: int) -> float:
     """Relative cost of one call to the model ``spec`` (any spec ``get_lm`` takes) with these token counts.
 
     A ``local:/path/file.gguf`` spec is priced as the catalog model with the same file name, if there is one.
     """
     if input_tokens < 0 or output_tokens < 0:
         raise ValueError(f"token counts must be non-negative, got {input_tokens} and {output_tokens}")
-    parsed = ModelSpec.parse(spec)
+    parsed = ModelSpec.of(spec)
     catalog = load_catalog()
     if parsed.kind == "catalog":
         return catalog.local_model(parsed.target).cost.of(input_tokens, output_tokens)

@@ -14,9 +14,12 @@ import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tool_selection.errors import ToolSelectionError
+
+if TYPE_CHECKING:
+    from tool_selection.lm.specs import ModelSpec
 
 __all__ = ["PROVIDER_KEYS", "Endpoint", "EndpointError", "ToolSupport", "api_base_set", "check_endpoint",
            "check_model_route", "endpoint_for", "lm_endpoint", "missing_key_error", "native_tools"]
@@ -106,13 +109,13 @@ def check_endpoint(endpoint: Endpoint, *, timeout_s: float = CHECK_TIMEOUT_S) ->
             f"or correct {endpoint.source}.") from None
 
 
-def check_model_route(model: str) -> None:
+def check_model_route(model: str | ModelSpec) -> None:
     """What a model spec needs to reach its model, checked before heavy imports: a server of one's own
     (``openai/NAME`` with ``OPENAI_API_BASE``, ``ollama_chat/...``) must answer; a hosted provider's key must be in
     the environment (unless some ``*_API_BASE`` sends it elsewhere). Nothing for embedded and served models."""
     from tool_selection.lm.specs import ModelSpec
 
-    spec = ModelSpec.parse(model)
+    spec = ModelSpec.of(model)
     if spec.kind != "dspy":
         return
     if (endpoint := endpoint_for(spec.target)) is not None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import dspy
 
-from tool_selection.defaults import DEFAULT_MODEL
+from tool_selection.defaults import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import SERVED_PREFIX, LocalEngineOptions, ModelSpec
 
@@ -52,7 +52,7 @@ class ServedLM(dspy.LM):
         return True
 
 
-def served_lm(base_url: str, *, temperature: float = 0.0, max_tokens: int = 512, cache: bool = True,
+def served_lm(base_url: str, *, temperature: float = 0.0, max_tokens: int = DEFAULT_MAX_TOKENS, cache: bool = True,
               timeout_s: float = 5.0, **kwargs) -> ServedLM:
     """A ``ServedLM`` for the llama-server at ``base_url`` (``http://HOST:PORT``), named after the model it serves.
     A server that does not answer is a ``ServerError`` now, not at the first call."""
@@ -104,13 +104,13 @@ class ModelServer:
     ``options``: how the server is launched (``ServerOptions``: host, port, binary, build, start timeout).
     """
 
-    def __init__(self, spec: str = DEFAULT_MODEL, *, parallel: int = 1, local: LocalEngineOptions | None = None,
+    def __init__(self, spec: str | ModelSpec = DEFAULT_MODEL, *, parallel: int = 1, local: LocalEngineOptions | None = None,
                  options: ServerOptions | None = None):
         if parallel < 1:
             raise ServerError(f"parallel must be at least 1, got {parallel}.")
-        self.spec = ModelSpec.parse(spec)
+        self.spec = ModelSpec.of(spec)
         if not self.spec.is_local:
-            raise ServerError(f"Only local models are served (local:NAME or local:/path.gguf), not {spec!r}.")
+            raise ServerError(f"Only local models are served (local:NAME or local:/path.gguf), not {str(spec)!r}.")
         self.local, self.options = local or LocalEngineOptions(), options or ServerOptions()
         self.parallel, self.host, self.port = parallel, self.options.host, self.options.port
         self.process: subprocess.Popen | None = None

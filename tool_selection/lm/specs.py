@@ -75,6 +75,11 @@ class ModelSpec:
         return cls("dspy", text)
 
     @classmethod
+    def of(cls, spec: str | ModelSpec) -> ModelSpec:
+        """``spec`` parsed, or as it is when parsed already (where a string enters, it is parsed once)."""
+        return spec if isinstance(spec, ModelSpec) else cls.parse(spec)
+
+    @classmethod
     def _parse_local(cls, text: str, rest: str) -> ModelSpec:
         from tool_selection.lm.catalog import load_catalog
 
@@ -113,8 +118,8 @@ def _forms() -> str:
             "'openai/gpt-4o-mini'.")
 
 
-def check_n_ctx(model: str, n_ctx: int | None) -> None:
+def check_n_ctx(model: str | ModelSpec, n_ctx: int | None) -> None:
     """Refuse a context size (``--n-ctx``) for a model that is not run here: only a local model is loaded with one."""
-    if n_ctx is not None and not ModelSpec.parse(model).is_local:
+    if n_ctx is not None and not ModelSpec.of(model).is_local:
         raise ToolSelectionError(f"n_ctx={n_ctx} (--n-ctx) is the context of a local model (local:...); "
-                                 f"{model!r} is not one. Leave --n-ctx out.")
+                                 f"{str(model)!r} is not one. Leave --n-ctx out.")

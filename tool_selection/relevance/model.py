@@ -15,15 +15,18 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tool_selection.defaults import DEFAULT_RELEVANCE
+from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import check_signals
 from tool_selection.strict_files import read_json
+
+if TYPE_CHECKING:
+    from tool_selection.relevance.stage import RelevanceStage
 
 __all__ = ["DEFAULT_RELEVANCE", "RelevanceModel", "RelevanceModelError", "fit_relevance_model", "resolve_relevance",
            "shipped_relevance_model", "shipped_relevance_models"]
@@ -129,15 +132,20 @@ def shipped_relevance_model(model: str) -> RelevanceModel | None:
 _RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")
 
 
-def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str) -> RelevanceModel | None:
-    """``auto``: the shipped model for ``model`` if there is one and the retrieval extra its signals read is
-    installed (else a warning and none); ``none`` or None: no relevance model; else a relevance model or the path
-    of one."""
+def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str | None, *,
+                      own: RelevanceStage | None = None) -> RelevanceModel | None:
+    """The relevance model a setting names, the one place ``auto`` and ``none`` are read. ``auto``: the model of
+    ``own`` (a compiled selector's stage) if there is one, else the one shipped for ``model`` (None: the configured
+    LM's) if there is one and the retrieval extra its signals read is installed (else a warning and none);
+    ``none`` or None: no relevance model; else a relevance model or the path of one."""
     if relevance is None or isinstance(relevance, RelevanceModel):
         return relevance
-    if str(relevance) == "none":
+    if str(relevance) == NO_RELEVANCE:
         return None
-    if str(relevance) == "auto":
+    if str(relevance) == AUTO_RELEVANCE:
+        if own is not None:  # a compiled selector's own comes first
+            return own.model
+        model = _configured_model() if model is None else model
         shipped = shipped_relevance_model(model)
         missing = [name for name in _RETRIEVAL_PACKAGES if importlib.util.find_spec(name) is None]
         if shipped is not None and missing and {"bm25_best", "dense_best", "dense_chosen"} & set(shipped.signals):
@@ -147,6 +155,17 @@ def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str)
             return None
         return shipped
     return RelevanceModel.load(relevance)
+
+
+def _configured_model() -> str:
+    """The configured LM's model, which ``auto`` picks a shipped relevance model for when none is named."""
+    import dspy
+
+    if dspy.settings.lm is None:
+        raise ToolSelectionError("relevance='auto' applies the relevance model shipped for the model the selector "
+                                 "runs with: pass model= to MultiToolSelector.from_spec, configure the LM first "
+                                 "(dspy.configure), or set relevance to 'none' or a file.")
+    return str(getattr(dspy.settings.lm, "model", ""))
 
 
 def _number(value: Any) -> float:
