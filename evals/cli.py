@@ -185,12 +185,13 @@ def _optimize_loop(args: argparse.Namespace) -> int:
     """A loop suite's optimization: its train tasks solved (a loop suite's verified oracles, BFCL multi-turn's
     ground-truth first turns), saved as trajectories for 'eval loop'."""
     from evals.naming import slug
+    from evals.suite import suite_source
     from tool_selection.trajectories import save_trajectories
 
     if args.teacher or args.optimizer not in (None, "bootstrap") or args.target != "program":
         raise ToolSelectionError("A loop suite is optimized by showing its train tasks solved (no teacher, optimizer "
                                  "or target to choose): leave --teacher, --optimizer and --target out.")
-    if args.suite.startswith("bfcl:"):
+    if suite_source(args.suite, "tasks").name == "bfcl-multi-turn":
         from evals.bfcl_multi_turn import ground_truth_trajectories, load_multi_turn
 
         train = [t for t in load_multi_turn(args.suite.removeprefix("bfcl:").split("+"))
@@ -237,14 +238,14 @@ def check_before_loading(suite: str, *, model: str | None = None, program: str |
     answers at once: a suite of this repository or a file (read and validated), a program and a relevance model
     file, the MLflow store's scheme (``tracking_uri``: "" for the default, None for no MLflow), and the server a
     model string is sent to."""
-    from evals.suite import load_suite
+    from evals.suite import load_suite, suite_source
     from tool_selection.defaults import DEFAULT_RELEVANCE
     from tool_selection.lm.endpoint import check_model_route
     from tool_selection.tracking import check_scheme
 
     if tracking_uri is not None:
         check_scheme(tracking_uri or None)
-    if not suite.startswith(("bfcl:", "hf:")):
+    if suite_source(suite).light:
         load_suite(suite)
     if program is not None and not Path(program).exists():
         raise ToolSelectionError(f"{program} is missing: give a compiled selector's folder or program file "
@@ -301,9 +302,9 @@ def _relevance_line(result) -> str:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from evals.suite import LOOP_SUITES
+    from evals.suite import suite_form
 
-    if (LOOP_SUITES / f"{args.suite}.jsonl").is_file() or args.suite.startswith("bfcl:multi_turn"):
+    if suite_form(args.suite) == "tasks":
         return _optimize_loop(args)
     check_before_loading(args.suite, model=args.model)
     from evals.optimization import OptimizeSettings, optimize
@@ -495,12 +496,13 @@ def _suites(args: argparse.Namespace) -> int:
 def _loop(args: argparse.Namespace) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
+    from evals.suite import suite_source
     from tool_selection.agent import LoopEscalation, LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
 
-    if args.suite.startswith("bfcl:"):
+    if suite_source(args.suite, "tasks").name == "bfcl-multi-turn":
         return _bfcl_multi_turn(args)
     if args.sample is not None or args.n_ctx is not None:
         raise ToolSelectionError("--sample and --n-ctx apply to BFCL multi-turn suites (--suite bfcl:multi_turn_...).")
