@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.reports.strategies import run_strategy
 from evals.runs import Run, find_run_dirs, open_run
 from tool_selection.errors import ToolSelectionError
 
@@ -45,6 +44,8 @@ def _key(root: Path, run_dir: Path, run: Run) -> tuple[str, str, str]:
     """(model, strategy, suite). Under the MODEL/STRATEGY/SUITE layout the sweeps write (``results/strategies``)
     the directories name them, as the strategy report reads them (``native-drop``: native with undeclared
     arguments dropped); elsewhere the run's own params do."""
+    from evals.reports.strategies import run_strategy  # loads DSPy (the strategies' specs): only when runs are read
+
     if len(run_dir.relative_to(root).parts) == 3:
         return run_dir.parent.parent.name, run_strategy(run_dir), run_dir.name
     params = run.params

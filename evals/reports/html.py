@@ -13,7 +13,6 @@ from typing import Any
 
 from evals.metrics import OUTCOMES, outcome
 from evals.reports.collect import Collected
-from evals.reports.strategies import figures as headline
 from evals.runs import program_label
 
 __all__ = ["OUTCOMES", "outcome", "render_html", "write_html"]  # a case's outcome is the harness's (evals.metrics)
@@ -68,6 +67,8 @@ def render_html(collected: Collected, *, title: str = "tool-selection report",
                 figures: list[tuple[str, bytes]] = (), sections: list[tuple[str, str]] = ()) -> str:
     """The page: ``figures`` as (title, PNG bytes), ``sections`` as (title, markdown table text)."""
     import jinja2
+
+    from evals.reports.strategies import figures as headline
 
     runs, cases, tags = [], [], set()
     for index, ((model, strategy, suite), run) in enumerate(collected.runs.items()):
