@@ -156,14 +156,14 @@ def check_before_loading(suite: str, *, model: str | None = None, program: str |
     answers at once: a suite of this repository or a file (read and validated), a program and a relevance model
     file, the MLflow store's scheme (``tracking_uri``: "" for the default, None for no MLflow), and the server a
     model string is sent to."""
-    from evals.suite import load_suite
+    from evals.suite import load_suite, suite_source
     from tool_selection.defaults import DEFAULT_RELEVANCE
     from tool_selection.lm.endpoint import check_model_route
     from tool_selection.tracking import check_scheme
 
     if tracking_uri is not None:
         check_scheme(tracking_uri or None)
-    if not suite.startswith(("bfcl:", "hf:")):
+    if suite_source(suite).light:
         load_suite(suite)
     if program is not None and not Path(program).exists():
         raise ToolSelectionError(f"{program} is missing: give a compiled selector's folder or program file "
@@ -177,9 +177,9 @@ def check_before_loading(suite: str, *, model: str | None = None, program: str |
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from evals.suite import LOOP_SUITES
+    from evals.suite import suite_form
 
-    if (LOOP_SUITES / f"{args.suite}.jsonl").is_file() or args.suite.startswith("bfcl:multi_turn"):
+    if suite_form(args.suite) == "tasks":
         return optimize_loop(args)
     check_before_loading(args.suite, model=args.model)
     from evals.optimization import OptimizeSettings, optimize

@@ -33,6 +33,7 @@ from evals.suite import (
     SuiteError,
     bounded_lines,
     expected_call_problems,
+    row_from_case,
     validated_case,
 )
 from tool_selection.strict_files import MAX_CONFIG_BYTES, FileFormatError, parse_yaml, read_text, string_problem
@@ -47,19 +48,6 @@ SPLIT_NAMES = {"train": "train", "validation": "dev", "dev": "dev", "test": "tes
 JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}  # Arrow's JSON reader recurses: a deep value crashes it
 PACKED_SUFFIXES = {".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".tar", ".tgz", ".7z"}
 CARD_FILES = ("README.md", ".huggingface.yaml")  # where datasets reads a folder's configs (its data files among them)
-
-
-def row_from_case(case: Case) -> dict[str, Any]:
-    """One case as a dataset row (``Suite.to_dataset``): nested fields as JSON strings, absent values as ``""``."""
-    data = case.model_dump(mode="json", exclude_none=True)
-    row: dict[str, Any] = {"id": case.id, "request": case.request or ""}
-    for column in ("messages", "tools", "expected_calls"):
-        row[column] = json.dumps(data[column]) if column in data else ""
-    row.update({"tool_set": case.tool_set or "", "tags": list(case.tags), "split": case.split,
-                "strict_arguments": case.strict_arguments})
-    if "bfcl_checker" in data:  # only where set, so that other suites keep their columns (Suite.to_dataset fills in)
-        row["bfcl_checker"] = json.dumps(data["bfcl_checker"])
-    return row
 
 
 def case_from_row(row: dict[str, Any], split: str | None = None) -> Case:

@@ -52,12 +52,13 @@ def optimize_loop(args: argparse.Namespace) -> int:
     """A loop suite's optimization: its train tasks solved (a loop suite's verified oracles, BFCL multi-turn's
     ground-truth first turns), saved as trajectories for 'eval loop'."""
     from evals.naming import slug
+    from evals.suite import suite_source
     from tool_selection.trajectories import save_trajectories
 
     if args.teacher or args.optimizer not in (None, "bootstrap") or args.target != "program":
         raise ToolSelectionError("A loop suite is optimized by showing its train tasks solved (no teacher, optimizer "
                                  "or target to choose): leave --teacher, --optimizer and --target out.")
-    if args.suite.startswith("bfcl:"):
+    if suite_source(args.suite, "tasks").name == "bfcl-multi-turn":
         from evals.bfcl_multi_turn import ground_truth_trajectories, load_multi_turn
 
         train = [t for t in load_multi_turn(args.suite.removeprefix("bfcl:").split("+"))
@@ -77,8 +78,10 @@ def optimize_loop(args: argparse.Namespace) -> int:
 
 
 def _loop(args: argparse.Namespace) -> int:
+    from evals.suite import suite_source
+
     chosen = experiment(args, selector_defaults={"relevance": "none"}, loop=loop_section(args))
-    if chosen.suite.startswith("bfcl:"):
+    if suite_source(chosen.suite, "tasks").name == "bfcl-multi-turn":
         return _bfcl_multi_turn(chosen)
     return _loop_suite(chosen)
 

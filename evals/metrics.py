@@ -32,16 +32,30 @@ from tool_selection.tool import BaseTool
 __all__ = [
     "HEADLINE_METRICS",
     "LOWER_IS_BETTER",
+    "OUTCOMES",
     "balanced_accuracy",
     "bootstrap_ci",
     "cached_mask",
     "cost_figures",
+    "outcome",
     "per_correct",
     "score_case",
     "summarize",
     "summarize_by_tag",
     "value_matches",
 ]
+
+OUTCOMES = ("right", "wrong", "parse failure", "error")
+
+
+def outcome(row: dict[str, Any]) -> str:
+    """A case's outcome: an error (the model call failed), a parse failure, right (a full match) or wrong."""
+    if row.get("error") == 1:
+        return "error"
+    if row.get("parse_failure") == 1:
+        return "parse failure"
+    return "right" if row.get("full_match") == 1 else "wrong"
+
 
 # name -> (column, description); means over the cases where the column is defined.
 METRICS = {

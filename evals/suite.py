@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,17 +14,18 @@ from typing import Any, Literal
 import referencing.exceptions
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import from_bfcl, from_openai
+from tool_selection.named_registry import Registry
 from tool_selection.parsing import clip
 from tool_selection.registry import ToolRegistry
-from tool_selection.strict_files import FileFormatError, string_problem
-from tool_selection.strict_json import MAX_DEPTH, loads_strict
+from tool_selection.strict_files import FileFormatError
+from tool_selection.strict_json import loads_strict
 from tool_selection.tool import BaseTool
 from tool_selection.toolset import load_tool_set
 
-__all__ = ["BfclChecker", "Case", "ExpectedCall", "Suite", "SuiteError", "available_suites", "load_suite",
-           "suite_reference"]
+__all__ = ["SUITE_SOURCES", "BfclChecker", "Case", "ExpectedCall", "Suite", "SuiteError", "SuiteSource",
+           "available_suites", "load_suite", "suite_form", "suite_reference", "suite_source"]
 
 SUITES_DIR = Path(__file__).parent / "suites"
 LOOP_SUITES = SUITES_DIR / "loop"  # tasks for the tool-calling loop (evals.loop_eval)
@@ -189,6 +191,20 @@ def registry_for(case: Case) -> ToolRegistry:
     return _INLINE_CACHE[key]
 
 
+def row_from_case(case: Case) -> dict[str, Any]:
+    """One case as a dataset row (``Suite.to_dataset``): nested fields as JSON strings, absent values as ``""``
+    (``evals.hf_suite.case_from_row`` reads it back)."""
+    data = case.model_dump(mode="json", exclude_none=True)
+    row: dict[str, Any] = {"id": case.id, "request": case.request or ""}
+    for column in ("messages", "tools", "expected_calls"):
+        row[column] = json.dumps(data[column]) if column in data else ""
+    row.update({"tool_set": case.tool_set or "", "tags": list(case.tags), "split": case.split,
+                "strict_arguments": case.strict_arguments})
+    if "bfcl_checker" in data:  # only where set, so that other suites keep their columns (Suite.to_dataset fills in)
+        row["bfcl_checker"] = json.dumps(data["bfcl_checker"])
+    return row
+
+
 @dataclass
 class Suite:
     """A named, ordered list of cases."""
@@ -239,104 +255,84 @@ class Suite:
         JSON strings); ``load_suite("hf:FOLDER")`` reads it back after ``save_to_disk(FOLDER)``."""
         import datasets
 
-        from evals.hf_suite import row_from_case
-
         rows = [row_from_case(c) for c in self.cases]
         if any("bfcl_checker" in row for row in rows):  # a column every row has, "" where a case has none
             rows = [{**row, "bfcl_checker": row.get("bfcl_checker", "")} for row in rows]
         return datasets.Dataset.from_list(rows)
 
 
-def available_suites() -> list[str]:
-    """Built-in suites (``evals/suites/*.jsonl``) and the BFCL categories (``bfcl:CATEGORY``)."""
-    from evals.bfcl import BFCL_CATEGORIES
+SuiteForm = Literal["cases", "tasks"]
 
-    return sorted(p.stem for p in SUITES_DIR.glob("*.jsonl")) + [f"bfcl:{c}" for c in BFCL_CATEGORIES]
+
+@dataclass(frozen=True)
+class SuiteSource:
+    """Where suites of one kind come from, and how to load them. ``prefix`` (``"bfcl:"``) or ``claims`` (a test of
+    the whole reference) says which references it reads; a ``fallback`` source also reads every reference that no
+    other source of its form reads (a file). ``form``: what ``load`` returns, a ``Suite`` of cases (``load_suite``)
+    or the tasks of the tool-calling loop (``toolsel eval loop``). ``reference``: what ``load`` reads in any
+    working directory (``suite_reference``); ``names``: the suites it lists (``available_suites``); ``light``: it
+    loads without the heavy libraries, so a command reads it before a model loads."""
+
+    name: str
+    load: Callable[[str], Any]
+    prefix: str = ""
+    claims: Callable[[str], bool] | None = None
+    form: SuiteForm = "cases"
+    fallback: bool = False
+    reference: Callable[[str], str] = str
+    names: Callable[[], list[str]] = list
+    light: bool = False
+
+    def reads(self, reference: str) -> bool:
+        """Whether ``reference`` is this source's by its prefix or ``claims`` (what a fallback reads besides)."""
+        if self.claims is not None:
+            return self.claims(reference)
+        return bool(self.prefix) and reference.startswith(self.prefix)
+
+
+def _check_source(entry: Any) -> None:
+    if not isinstance(entry, SuiteSource):
+        raise TypeError(f"{entry!r} is not a SuiteSource; register evals.suite.SuiteSource(name, load, ...)")
+
+
+SUITE_SOURCES: Registry[SuiteSource] = Registry(
+    "suite source", group="tool_selection.suite_sources", check=_check_source, builtins=["evals.suite_sources"])
+"""The suite sources by name: files, ``bfcl:``, ``hf:``, loop suites and BFCL multi-turn (``evals.suite_sources``),
+then those registered with ``SUITE_SOURCES.register`` or in the ``tool_selection.suite_sources`` entry-point group."""
+
+
+def suite_source(reference: str, form: SuiteForm = "cases") -> SuiteSource:
+    """The source of ``form`` that reads ``reference``: the first registered one that claims it, else the fallback."""
+    sources = [source for _, source in SUITE_SOURCES.items() if source.form == form]
+    return next((s for s in sources if s.reads(reference)), None) or next(s for s in sources if s.fallback)
+
+
+def suite_form(reference: str) -> SuiteForm:
+    """``"tasks"`` when a source of loop tasks claims ``reference`` (a loop suite's name, a BFCL multi-turn
+    category), else ``"cases"``: what a command that takes either (``toolsel optimize``) runs."""
+    return "tasks" if any(s.form == "tasks" and s.reads(reference) for _, s in SUITE_SOURCES.items()) else "cases"
+
+
+def available_suites() -> list[str]:
+    """Built-in suites (``evals/suites/*.jsonl``) and the BFCL categories (``bfcl:CATEGORY``): every case source's
+    names."""
+    return [name for _, source in SUITE_SOURCES.items() if source.form == "cases" for name in source.names()]
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
     """A suite by built-in name (``finance``), BFCL category (``bfcl:multiple``, ``bfcl:multiple+irrelevance``),
-    Hugging Face dataset (``hf:FOLDER`` or ``hf:NAME``, ``evals.hf_suite``) or path to a JSON Lines file. Every line
-    is validated, and every expected call checked against its tool; all problems found are raised at once, as one
-    ``SuiteError`` naming each line."""
+    Hugging Face dataset (``hf:FOLDER`` or ``hf:NAME``, ``evals.hf_suite``) or path to a JSON Lines file
+    (``evals.suite_file``), as its source (``SUITE_SOURCES``) loads it. Every line is validated, and every expected
+    call checked against its tool; all problems found are raised at once, as one ``SuiteError`` naming each line."""
     text = str(name_or_path)
-    if text.startswith("bfcl:"):
-        from evals.bfcl import load_bfcl
-
-        return load_bfcl(text.removeprefix("bfcl:").split("+"))
-    if text.startswith("hf:"):
-        from evals.hf_suite import load_hf_suite
-
-        return load_hf_suite(text)
-    path = Path(text)
-    if not path.suffix and not path.exists():
-        path = SUITES_DIR / f"{text}.jsonl"
-        if not path.exists():
-            known = available_suites()
-            similar = close_matches(text, known)
-            hint = f" (did you mean {', '.join(map(repr, similar))}?)" if similar else ""
-            raise SuiteError(f"Unknown suite {text!r}{hint}. Available: {', '.join(known)}; "
-                             "or give the path of a .jsonl suite file.")
-    if not path.exists():
-        raise SuiteError(f"Suite file {path} does not exist.")
-    if not path.is_file():
-        raise SuiteError(f"Suite {path} is a directory, not a JSON Lines file.")
-    by_line, problems = _read_cases(path)
-    for number, case in by_line.items():
-        problems += [f"line {number}: case {case.id!r}: {problem}" for problem in expected_call_problems(case)]
-    if not by_line and not problems:
-        problems.append("no cases found")
-    if problems:
-        problems.sort(key=_line_number)
-        listed = "\n".join(f"  - {path}, {p}" if p.startswith("line ") else f"  - {path}: {p}"
-                           for p in problems[:MAX_LISTED_PROBLEMS])
-        more = f"\n  ... and {len(problems) - MAX_LISTED_PROBLEMS} more" if len(problems) > MAX_LISTED_PROBLEMS else ""
-        raise SuiteError(f"Suite file {path} has {len(problems)} problem(s) (format: evals/suites/FORMAT.md):\n"
-                         f"{listed}{more}")
-    return Suite(path.stem, list(by_line.values()), source=str(path))
+    return suite_source(text).load(text)
 
 
 def suite_reference(name_or_path: str | Path) -> str:
     """What ``load_suite`` loads ``name_or_path`` from in any working directory: the name, with a file's path made
     absolute (a run records it, so that ``toolsel eval rescore`` finds a suite given as a file)."""
     text = str(name_or_path)
-    if text.startswith("bfcl:"):
-        parts = text.removeprefix("bfcl:").split("+")
-        return "bfcl:" + "+".join(str(Path(p).resolve()) if Path(p).suffix == ".json" and Path(p).exists() else p
-                                  for p in parts)
-    if text.startswith("hf:"):
-        folder = Path(text.removeprefix("hf:"))
-        return f"hf:{folder.resolve()}" if folder.exists() else text
-    path = Path(text).resolve()
-    if not Path(text).exists():
-        return text
-    return path.stem if path == (SUITES_DIR / f"{path.stem}.jsonl").resolve() else str(path)  # a built-in: its name
-
-
-def _line_number(problem: str) -> int:
-    return int(problem.split(":", 1)[0].removeprefix("line ")) if problem.startswith("line ") else 0
-
-
-def _read_cases(path: Path) -> tuple[dict[int, Case], list[str]]:
-    """The valid cases of a suite file by line number, and a problem for each line that is not one."""
-    cases: dict[int, Case] = {}
-    problems: list[str] = []
-    first_line: dict[str, int] = {}
-    with path.open("rb") as handle:
-        for number, raw in bounded_lines(handle, MAX_LINE_BYTES):
-            try:
-                case = _parse_case(raw)
-            except ValueError as error:
-                problems.append(f"line {number}: {error}")
-                continue
-            if case is None:
-                continue
-            if case.id in first_line:
-                problems.append(f"line {number}: duplicate id {case.id!r} (first on line {first_line[case.id]})")
-                continue
-            first_line[case.id] = number
-            cases[number] = case
-    return cases, problems
+    return suite_source(text).reference(text)
 
 
 def bounded_lines(handle, limit: int):
@@ -349,37 +345,6 @@ def bounded_lines(handle, limit: int):
                 pass
             raw = None
         yield number, raw
-
-
-def _parse_case(raw: bytes | None) -> Case | None:
-    """The case on one line (None for a blank line); a ``ValueError`` says what is wrong with it."""
-    if raw is None:
-        raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes, the limit for one case (a request may hold "
-                         f"{MAX_REQUEST_CHARS:,} characters)")
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start}); suite files are UTF-8 JSON "
-                         "Lines") from None
-    if not line.strip():
-        return None
-    try:
-        data = loads_strict(line, max_depth=MAX_DEPTH)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object per line, got {type(data).__name__}")
-    problem = string_problem(data)
-    if problem is not None:
-        raise ValueError(problem)
-    no_split = "" if "split" in data else "field 'split': Field required (train, dev or test)"  # Python's default: test
-    try:
-        case = validated_case(data)
-    except ValueError as error:
-        raise ValueError(f"{error}; {no_split}" if no_split else str(error)) from None
-    if no_split:
-        raise ValueError(f"case {case.id[:80]!r}: {no_split}")
-    return case
 
 
 def validated_case(data: dict[str, Any]) -> Case:

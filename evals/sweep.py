@@ -103,7 +103,7 @@ def run_sweep(plan: SweepPlan, out_dir: str | Path | None = None, *, lms: Mappin
     paired.to_csv(out_dir / "sweep_paired.csv", index=False)
     (out_dir / "sweep.md").write_text(result.markdown() + "\n", encoding="utf-8")
     if rows:
-        from evals.reports.figures import save_figure
+        from evals.figure_files import save_figure
 
         result.figure = save_figure(sweep_figure(table), out_dir / "sweep.png")
     return result

@@ -17,6 +17,7 @@ from typing import Any
 
 import dspy
 
+from evals.metrics import outcome
 from evals.suite import Case
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
@@ -62,8 +63,6 @@ def traced_case(case: Case, tools: ToolRegistry, run_case: Callable[[], dict[str
     catalog the case is shown."""
     import mlflow
     from mlflow.entities import SpanType
-
-    from evals.reports.html import outcome
 
     tags = ", ".join(case.tags)
     expected = [call.model_dump() for call in case.expected_calls]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from evals.metrics import outcome
 from evals.traces import TRACE_ID, link_traces
 from tool_selection.errors import ToolSelectionError
 from tool_selection.run_config import RunConfig
@@ -123,9 +124,7 @@ CASE_COLUMNS = ("id", "split", "tags", "outcome", "request", "expected", "predic
 
 def case_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The per-case columns a reader looks at, one case a row: tags joined, the outcome spelled out
-    (``evals.reports.html.outcome``), long texts kept whole."""
-    from evals.reports.html import outcome
-
+    (``evals.metrics.outcome``), long texts kept whole."""
     table = rows.copy()
     table["outcome"] = [outcome(row) for row in rows.to_dict("records")]
     if "tags" in table:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from evals.benchmarks.loop_report import paired_table as paired_runs
-from evals.benchmarks.loop_report import seconds_per_solved
 from evals.bfcl_multi_turn import summarize_multi_turn
+from evals.reports.loops import paired_table as paired_runs
+from evals.reports.loops import seconds_per_solved
 
 __all__ = ["main", "multi_turn_table", "paired_table"]
 

@@ -20,7 +20,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from evals.benchmarks.strategy_report import safe_name
+from evals.reports.strategies import safe_name
 from tool_selection.compiled import MANIFEST_FILE, PROGRAM_FILE
 
 __all__ = ["KEPT_FILES", "KEPT_PROGRAM_FILES", "keep_results"]

@@ -68,8 +68,8 @@ def _report(args: argparse.Namespace) -> int:
 
 def _figure(collected):
     """Per model, accuracy per suite (rows) and strategy (colours); one row per run for a single run."""
-    from evals.benchmarks.strategy_report import accuracy_figure as grid_figure
     from evals.reports.figures import accuracy_figure
+    from evals.reports.strategies import accuracy_figure as grid_figure
 
     if len(collected.runs) == 1:
         return accuracy_figure(list(collected.runs.values()))

@@ -24,7 +24,7 @@ class Collected:
 
     @property
     def frames(self) -> dict[tuple[str, str, str], pd.DataFrame]:
-        """The evaluation runs' rows, as ``evals.benchmarks.strategy_report`` takes them."""
+        """The evaluation runs' rows, as ``evals.reports.strategies`` takes them."""
         return {key: run.rows for key, run in self.runs.items()}
 
 
@@ -44,10 +44,10 @@ def _key(root: Path, run_dir: Path, run: Run) -> tuple[str, str, str]:
     """(model, strategy, suite). Under the MODEL/STRATEGY/SUITE layout the sweeps write (``results/strategies``)
     the directories name them, as the strategy report reads them (``native-drop``: native with undeclared
     arguments dropped); elsewhere the run's own params do."""
-    from evals.benchmarks.strategy_report import _strategy
+    from evals.reports.strategies import run_strategy  # loads DSPy (the strategies' specs): only when runs are read
 
     if len(run_dir.relative_to(root).parts) == 3:
-        return run_dir.parent.parent.name, _strategy(run_dir), run_dir.name
+        return run_dir.parent.parent.name, run_strategy(run_dir), run_dir.name
     params = run.params
     model = str(params.get("model", "unknown")).removeprefix("local:")
     return model, str(params.get("strategy", "unknown")), str(params.get("suite", run_dir.name))

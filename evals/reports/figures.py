@@ -3,12 +3,10 @@ differences of a comparison, and accuracy with its interval per run."""
 
 from __future__ import annotations
 
-import io
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tool_selection.errors import ToolSelectionError
+from evals.figure_files import FORMATS, check_figure_path, figure_png, save_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -16,9 +14,8 @@ if TYPE_CHECKING:
     from evals.reports.compare import Comparison
     from evals.runs import Run
 
-__all__ = ["accuracy_figure", "check_figure_path", "figure_png", "paired_figure", "save_figure"]
+__all__ = ["FORMATS", "accuracy_figure", "check_figure_path", "figure_png", "paired_figure", "save_figure"]
 
-FORMATS = (".png", ".svg", ".pdf")
 
 
 def _interval(text: str) -> tuple[float, float]:
@@ -68,27 +65,3 @@ def accuracy_figure(runs: list[Run]) -> Figure:
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
-
-
-def check_figure_path(path: str | Path) -> Path:
-    """``path`` as a figure file, refused before any work unless it ends in a format matplotlib writes here."""
-    path = Path(path)
-    if path.suffix.lower() not in FORMATS:
-        raise ToolSelectionError(f"Cannot write a figure as {path.name!r}: give a file name ending in "
-                                 f"{', '.join(FORMATS)}.")
-    return path
-
-
-def save_figure(fig: Figure, path: str | Path) -> Path:
-    """``fig`` written to ``path`` (PNG, SVG or PDF, by its suffix)."""
-    path = check_figure_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    return path
-
-
-def figure_png(fig: Figure) -> bytes:
-    """``fig`` as PNG bytes (for embedding)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    return buffer.getvalue()

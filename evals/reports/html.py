@@ -11,22 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evals.metrics import OUTCOMES, outcome
 from evals.reports.collect import Collected
 from evals.runs import program_label
 
-__all__ = ["OUTCOMES", "outcome", "render_html", "write_html"]
+__all__ = ["OUTCOMES", "outcome", "render_html", "write_html"]  # a case's outcome is the harness's (evals.metrics)
 
-OUTCOMES = ("right", "wrong", "parse failure", "error")
 MAX_TEXT = 4000  # characters of one field shown per case
-
-
-def outcome(row: dict[str, Any]) -> str:
-    """A case's outcome: an error (the model call failed), a parse failure, right (a full match) or wrong."""
-    if row.get("error") == 1:
-        return "error"
-    if row.get("parse_failure") == 1:
-        return "parse failure"
-    return "right" if row.get("full_match") == 1 else "wrong"
 
 
 def _text(value: Any) -> str:
@@ -77,7 +68,7 @@ def render_html(collected: Collected, *, title: str = "tool-selection report",
     """The page: ``figures`` as (title, PNG bytes), ``sections`` as (title, markdown table text)."""
     import jinja2
 
-    from evals.benchmarks.strategy_report import figures as headline
+    from evals.reports.strategies import figures as headline
 
     runs, cases, tags = [], [], set()
     for index, ((model, strategy, suite), run) in enumerate(collected.runs.items()):

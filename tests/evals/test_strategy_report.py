@@ -147,7 +147,7 @@ def test_a_strategy_with_a_colon_is_kept_under_a_safe_name_and_read_back(tmp_pat
 
 
 def test_strategy_directories_are_read_as_specs_of_registered_strategies():
-    from evals.benchmarks.strategy_report import NAMED_PAIRS, _shown, pair_heading, run_spec
+    from evals.reports.strategies import NAMED_PAIRS, _shown, pair_heading, run_spec
 
     assert run_spec("gate+native").gated and _shown("gate+native") == "native"
     assert run_spec("native-drop").undeclared_arguments == "drop" and _shown("native-drop") == "native-drop"
