@@ -495,7 +495,7 @@ def _suites(args: argparse.Namespace) -> int:
 def _loop(args: argparse.Namespace) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
-    from tool_selection.agent import LoopEscalation, LoopLimits
+    from tool_selection.agent import EscalationPolicy, LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SelectorSpec
@@ -515,8 +515,8 @@ def _loop(args: argparse.Namespace) -> int:
     models = "+".join([args.model] + ([f"{args.escalation}-{args.secondary}"] if args.secondary else []))
     run_dir = args.run_dir or Path("runs") / "loop" / slug(
         f"{args.suite}-{args.split}-{args.strategy}{_limits_label(args)}-{models}")
-    escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
-                                threshold=args.threshold)
+    escalation = EscalationPolicy(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
+                                  threshold=args.threshold)
     result = run_loop_suite(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True),
@@ -565,7 +565,7 @@ def _limits_words(args: argparse.Namespace) -> str:
 def _bfcl_multi_turn(args: argparse.Namespace) -> int:
     from evals.bfcl_multi_turn import TURN_LIMITS, load_multi_turn, multi_turn_n_ctx, run_multi_turn
     from evals.naming import slug
-    from tool_selection.agent import LoopEscalation
+    from tool_selection.agent import EscalationPolicy
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
     from tool_selection.run_config import RunConfig
@@ -586,8 +586,8 @@ def _bfcl_multi_turn(args: argparse.Namespace) -> int:
     sample = f"-sample{args.sample}-seed{args.seed}" if args.sample else ""
     run_dir = args.run_dir or Path("runs") / "loop" / slug(
         f"{args.suite}-{args.split}{sample}-{args.strategy}{_limits_label(args)}-{models}")
-    escalation = LoopEscalation(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
-                                threshold=args.threshold)
+    escalation = EscalationPolicy(secondary_lm=lms[1] if args.secondary else None, strategy=args.escalation,
+                                  threshold=args.threshold)
     run = RunConfig.build(run_dir=run_dir, max_tokens=args.max_tokens, sample=args.sample, seed=args.seed,
                           limit=args.limit)
     table, s = run_multi_turn(tasks, lms[0], selector=SelectorSpec.build(strategy=args.strategy, relevance="none"),
