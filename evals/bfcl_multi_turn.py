@@ -46,7 +46,7 @@ from tool_selection.agent import (
     NOT_EXECUTED,
     AgentLoop,
     CallRecord,
-    LoopEscalation,
+    EscalationPolicy,
     LoopLimits,
     Message,
     Role,
@@ -366,7 +366,7 @@ def _context_tokens(lm: dspy.BaseLM | None) -> int | None:
 
 # ------------------------------------------------------------------------------------------------------ runs
 def run_task(task: MultiTurnTask, lm: dspy.BaseLM | None, *, selector: SelectorSpec = LOOP_SELECTOR,
-             max_tokens: int = DEFAULT_MAX_TOKENS, escalation: LoopEscalation | None = None,
+             max_tokens: int = DEFAULT_MAX_TOKENS, escalation: EscalationPolicy | None = None,
              setup: LoopSetup = MULTI_TURN_SETUP) -> dict[str, Any]:
     """Run one task's turns through the loop on fresh back ends and score it with BFCL's checker: one row.
     Every turn's ``AgentLoop`` decides with a selector built from ``selector`` within ``setup.limits`` and
@@ -463,13 +463,13 @@ def sample_tasks(tasks: list[MultiTurnTask], size: int | None, seed: int) -> lis
 
 
 def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, selector: SelectorSpec | None = None,
-                   run: RunConfig | None = None, escalation: LoopEscalation | None = None,
+                   run: RunConfig | None = None, escalation: EscalationPolicy | None = None,
                    progress: Callable[[str], None] | None = None, setup: LoopSetup = MULTI_TURN_SETUP,
                    **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
     """Run every task and summarise. ``selector``: how each step is decided (default ``LOOP_SELECTOR``); ``run``:
     ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them), ``sample``/``seed`` and
     ``limit`` (which tasks: a seeded sample, then the first N), ``max_tokens`` (the model's generation limit, kept
-    free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
+    free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``EscalationPolicy``).
     ``setup``: each turn's limits and the solved tasks shown first (``LoopSetup``; default: ``TURN_LIMITS``,
     BFCL's step limit and one reminder, none shown; ``first_step="required"`` makes each turn open with a call,
     ``finish="tool"`` every step a call until the model calls ``finish``). The former ``limits=`` (now

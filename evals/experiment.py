@@ -43,8 +43,9 @@ class LoopSection(BaseModel):
                                                              "stuck detector).")
     escalation: Literal["delegate", "guide"] = Field(default="delegate", description="What the secondary does for "
                                                                                      "a stuck step.")
-    threshold: float = Field(default=0.7, description="Stuck score that escalates.",
-                             json_schema_extra={"cli_type": "threshold"})
+    threshold: float | None = Field(default=None, description="Stuck score that escalates (default: the escalation "
+                                    "policy's, 0.5: the loop's detector scores 0.7 and up when stuck).",
+                                    json_schema_extra={"cli_type": "threshold"})
     first_step: Literal["auto", "required"] = Field(
         default="auto", description="'required' makes each turn's first decision a call (tool_choice; native "
                                     "strategies); auto: the model decides.")

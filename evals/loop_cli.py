@@ -89,7 +89,7 @@ def _loop(args: argparse.Namespace) -> int:
 def _loop_suite(chosen: Experiment) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
-    from tool_selection.agent import LoopEscalation, LoopLimits
+    from tool_selection.agent import EscalationPolicy, LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
 
@@ -108,8 +108,8 @@ def _loop_suite(chosen: Experiment) -> int:
     models = "+".join([chosen.model] + ([f"{loop.escalation}-{loop.secondary}"] if loop.secondary else []))
     run_dir = run.run_dir or Path("runs") / "loop" / slug(
         f"{chosen.suite}-{chosen.split}-{strategy}{_limits_label(loop)}-{models}")
-    escalation = LoopEscalation(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
-                                threshold=loop.threshold)
+    escalation = EscalationPolicy(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
+                                  **({"threshold": loop.threshold} if loop.threshold is not None else {}))
     result = run_loop_suite(tasks, lms[0], selector=chosen.selector,
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True),
@@ -158,7 +158,7 @@ def _limits_words(loop: LoopSection) -> str:
 def _bfcl_multi_turn(chosen: Experiment) -> int:
     from evals.bfcl_multi_turn import TURN_LIMITS, load_multi_turn, multi_turn_n_ctx, run_multi_turn
     from evals.naming import slug
-    from tool_selection.agent import LoopEscalation
+    from tool_selection.agent import EscalationPolicy
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
     from tool_selection.run_config import RunConfig
@@ -180,8 +180,8 @@ def _bfcl_multi_turn(chosen: Experiment) -> int:
     sample = f"-sample{run.sample}-seed{run.seed}" if run.sample else ""
     run_dir = run.run_dir or Path("runs") / "loop" / slug(
         f"{chosen.suite}-{chosen.split}{sample}-{strategy}{_limits_label(loop)}-{models}")
-    escalation = LoopEscalation(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
-                                threshold=loop.threshold)
+    escalation = EscalationPolicy(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
+                                  **({"threshold": loop.threshold} if loop.threshold is not None else {}))
     run = RunConfig.build(run_dir=run_dir, max_tokens=run.max_tokens, sample=run.sample, seed=run.seed,
                           limit=run.limit)
     table, s = run_multi_turn(tasks, lms[0], selector=chosen.selector,

@@ -43,7 +43,7 @@ from tool_selection.agent import (
     LOOP_PROMPT,
     AgentLoop,
     CallRecord,
-    LoopEscalation,
+    EscalationPolicy,
     LoopLimits,
     LoopPrompt,
     ToolSession,
@@ -271,12 +271,12 @@ class LoopSetup:
 
 
 def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: SelectorSpec | None = None,
-                   run: RunConfig | None = None, escalation: LoopEscalation | None = None,
+                   run: RunConfig | None = None, escalation: EscalationPolicy | None = None,
                    progress: Callable[[str], None] | None = None, setup: LoopSetup | None = None,
                    **deprecated: Any) -> LoopResult:
     """Run every task's loop and score it. ``selector``: how each step is decided (default ``LOOP_SELECTOR``);
     ``run``: ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them) and ``limit`` (the
-    first N tasks). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
+    first N tasks). ``escalation``: a secondary model that takes or guides stuck steps (``EscalationPolicy``).
     ``setup``: the turn's limits and the solved tasks shown first (``LoopSetup``). The former ``strategy=`` and
     ``run_dir=`` still work, with a ``DeprecationWarning``."""
     selector, run = fold_keywords("run_loop_suite", deprecated, selector, run, selector_defaults={"relevance": "none"})
@@ -308,7 +308,7 @@ def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: Selector
     return LoopResult(results=table, summary=summarize_loop(table), run_dir=run_path)
 
 
-def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, escalation: LoopEscalation | None,
+def _run_task(task: LoopTask, lm: dspy.BaseLM, selector: SelectorSpec, escalation: EscalationPolicy | None,
               setup: LoopSetup) -> dict[str, Any]:
     """One task's loop, in a folder of its own (each task's files start from nothing), as a result row."""
     limits = replace(setup.limits, max_tool_calls=task.max_tool_calls, max_steps=None)

@@ -4,7 +4,7 @@
 far; each call runs through the tool's validating entry point; results (and errors, as observations the model can
 correct: an unknown tool, invalid arguments with the tool's own message, a failed execution, a tool's
 structured failure) go back as tool turns; the turn ends when the model answers without a call, or when the
-per-turn tool-call limit is reached (failed calls count; ``LoopLimits``). With a ``LoopEscalation``, a
+per-turn tool-call limit is reached (failed calls count; ``LoopLimits``). With an ``EscalationPolicy``, a
 ``LoopStuckDetector`` (``tool_selection.stuck.loop``) scores every step; a stuck primary hands the step to a
 secondary model (``delegate``) or gets its written guidance (``guide``), a bounded number of times. Every call,
 argument, result, error, timing and escalation is kept on a typed ``Transcript``.
@@ -18,46 +18,64 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
-import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from enum import StrEnum
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 import dspy
-from pydantic import BaseModel, Field, field_validator
 
+from tool_selection.collaboration.protocol import WriteGuidance, guided_request
 from tool_selection.decision import MultiToolDecision, ToolCall
-from tool_selection.defaults import DEFAULT_MAX_TOOL_CALLS, DEFAULT_STRATEGY
+from tool_selection.defaults import DEFAULT_STRATEGY
 from tool_selection.errors import ToolArgumentError, ToolSelectionError, UnknownToolError
+from tool_selection.escalation import EscalationPolicy
 from tool_selection.lm.model_errors import MODEL_FAILURES
+from tool_selection.loop_settings import (
+    EMPTY_RESULT,
+    LOOP_FINISH_SYSTEM_PROMPT,
+    LOOP_PROMPT,
+    LOOP_SYSTEM_PROMPT,
+    NO_CALL_REMINDER,
+    AgentConfig,
+    FinishTurn,
+    LoopLimits,
+    LoopPrompt,
+)
 from tool_selection.parsing import clip
 from tool_selection.registry import ToolRegistry
-from tool_selection.spec import SelectorSpec
+from tool_selection.selector import MultiToolSelector, render_tools
 from tool_selection.strategies.base import ToolChoice
 from tool_selection.stuck.loop import LoopStuckDetector
-from tool_selection.tool import BaseTool, StrictArguments
+from tool_selection.tool import BaseTool
 from tool_selection.tool_failures import is_failure, tool_failure
 from tool_selection.toolset import ToolSet
-from tool_selection.trajectories import Trajectory
+from tool_selection.transcript import (
+    FINISH_TOOL,
+    NOT_EXECUTED,
+    Attachment,
+    CallRecord,
+    Message,
+    Role,
+    Step,
+    Transcript,
+)
 
-__all__ = [
+__all__ = [  # the loop, and the names its settings and records are imported by from here
+    "FINISH_TOOL",
     "LOOP_FINISH_SYSTEM_PROMPT",
     "LOOP_PROMPT",
     "LOOP_SYSTEM_PROMPT",
+    "NOT_EXECUTED",
+    "NO_CALL_REMINDER",
     "AgentConfig",
     "AgentLoop",
     "Attachment",
-    "FINISH_TOOL",
-    "FinishTurn",
     "CallRecord",
-    "LoopEscalation",
+    "EscalationPolicy",
+    "FinishTurn",
     "LoopLimits",
     "LoopPrompt",
-    "NOT_EXECUTED",
-    "NO_CALL_REMINDER",
     "Message",
     "Role",
     "Step",
@@ -69,106 +87,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 2000  # a tool result longer than this is cut before it goes back to the model
-
-
-class Role(StrEnum):
-    SYSTEM = "system"
-    USER = "user"
-    ASSISTANT = "assistant"
-    TOOL = "tool"
-
-
-class Attachment(BaseModel):
-    """An image sent with a user message (base64), for a vision-capable hosted model."""
-
-    media_type: str = "image/png"
-    data: str = Field(description="Base64-encoded bytes.")
-
-    def data_url(self) -> str:
-        return f"data:{self.media_type};base64,{self.data}"
-
-
-class Message(BaseModel):
-    role: Role
-    content: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    call_ids: list[str] = Field(default_factory=list)  # ids of ``tool_calls``, for the tool turns that answer them
-    tool_call_id: str | None = None  # on a tool turn: the call it answers
-    name: str | None = None  # on a tool turn: the tool
-    attachments: list[Attachment] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    def openai(self) -> dict[str, Any]:
-        """The message in the OpenAI chat shape (what chat templates and providers take)."""
-        if self.role is Role.TOOL:
-            return {"role": "tool", "tool_call_id": self.tool_call_id, "content": self.content}
-        message: dict[str, Any] = {"role": self.role.value, "content": self.content}
-        if self.attachments:
-            message["content"] = [{"type": "text", "text": self.content}] + [
-                {"type": "image_url", "image_url": {"url": a.data_url()}} for a in self.attachments]
-        if self.tool_calls:
-            message["tool_calls"] = [{"id": call_id, "type": "function", "function": {
-                "name": call.tool_name, "arguments": json.dumps(call.arguments, ensure_ascii=False, default=str)}}
-                for call_id, call in zip(self.call_ids, self.tool_calls, strict=True)]
-            message["content"] = self.content or None
-        return message
-
-
-ErrorKind = Literal["unknown_tool", "invalid_arguments", "execution_error", "tool_failure", "repeated_call"]
-NOT_EXECUTED: tuple[ErrorKind, ...] = ("unknown_tool", "invalid_arguments", "repeated_call")  # never reached a tool
-
-
-class CallRecord(BaseModel):
-    id: str
-    tool_name: str
-    arguments: dict[str, Any]
-    ok: bool
-    result: Any = None
-    error: ErrorKind | None = None
-    message: str | None = None
-    seconds: float = 0.0
-
-
-class Step(BaseModel):
-    index: int
-    decided_by: Literal["primary", "secondary", "guided"] = "primary"
-    decision: MultiToolDecision
-    calls: list[CallRecord] = Field(default_factory=list)
-    stuck_score: float | None = None
-    stuck_reasons: list[str] = Field(default_factory=list)
-    guidance: str | None = None
-    seconds: float = 0.0
-
-
-class Transcript(BaseModel):
-    """One user turn run by the loop: the messages (system, user, assistant, tool), every step, and the end."""
-
-    messages: list[Message]
-    steps: list[Step] = Field(default_factory=list)
-    final_answer: str | None = None
-    stop_reason: Literal["answered", "call_limit", "step_limit", "parse_failure", "model_error"] = "answered"
-    error: str | None = None
-    reminders: int = 0  # answers without a call sent back for one (``LoopLimits.reminders``)
-    seconds: float = 0.0
-
-    @property
-    def calls(self) -> list[CallRecord]:
-        return [call for step in self.steps for call in step.calls]
-
-    @property
-    def tool_errors(self) -> int:
-        return sum(not call.ok for call in self.calls)
-
-    @property
-    def errors_recovered(self) -> int:
-        """Failed calls followed, later in the turn, by a successful call of the same tool."""
-        calls = self.calls
-        return sum(1 for i, call in enumerate(calls) if not call.ok
-                   and any(later.ok and later.tool_name == call.tool_name for later in calls[i + 1:]))
-
-    @property
-    def escalations(self) -> int:
-        return sum(step.decided_by != "primary" for step in self.steps)
 
 
 _SETTINGS = (str, int, float, bool, type(None))  # per-tool settings (an interpreter, a timeout): never shared
@@ -219,149 +137,11 @@ class ToolSession:
                           message=message, seconds=time.perf_counter() - start)
 
 
-class AgentConfig(BaseModel):
-    """One agent's tools, limit and selector: tool names or OpenAI-style function schemas (their ``name`` is looked
-    up), and how it decides each step (a ``SelectorSpec``; by default without a relevance stage, which was fitted
-    on single decisions, not on the steps of a conversation)."""
-
-    name: str = "agent"
-    tools: list[str | dict[str, Any]] = Field(default_factory=list)
-    selector: SelectorSpec = Field(default_factory=lambda: SelectorSpec(relevance="none"))
-
-    @field_validator("selector", mode="before")
-    @classmethod
-    def _no_relevance_unless_asked(cls, value: Any) -> Any:
-        return {"relevance": "none", **value} if isinstance(value, dict) else value
-    max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, ge=1, le=100)
-    system_prompt: str | None = Field(default=None, description="None: the loop's default; \"\" for none.")
-
-    def registry(self, available: ToolRegistry) -> ToolRegistry:
-        """The configured tools found in ``available``; names that match none are warned about and skipped."""
-        chosen = []
-        for entry in self.tools:
-            name = entry if isinstance(entry, str) else (entry.get("function") or entry).get("name")
-            if isinstance(name, str) and name in available:
-                chosen.append(available.get(name))
-            else:
-                warnings.warn(f"Agent {self.name!r}: tool {name!r} matches no registered tool; skipped.",
-                              stacklevel=2)
-        return ToolRegistry(f"{self.name}-tools", chosen)
-
-
-LOOP_SYSTEM_PROMPT = (
-    "You act for the user by calling functions; a request can take several steps. For the user's latest message, "
-    "call the function that does the next step now, with argument values from the conversation or from earlier "
-    "results; when a value you need is unknown, first call a function that finds it. Each result comes back as a "
-    "tool message: read it and go on with the next call. When a call fails, read its error, then call again with "
-    "the arguments fixed, or first call a function that gets what was missing. When everything the latest message "
-    "asks is done, answer in one or two plain sentences without a call. Earlier messages are already handled."
-)
-"""The loop's instructions. They stand instead of a selector's own instructions, which are written for one
-decision (call only what does exactly what is asked, else say that no function can) and made models refuse every
-step after the first (see ``LoopPrompt``)."""
-
-
-@dataclass(frozen=True)
-class LoopPrompt:
-    """What opens a loop's conversation: ``text``, its system prompt, and ``demonstrations``, solved tasks shown
-    after it as earlier conversations or (``show_as="text"``) told in it as examples
-    (``tool_selection.trajectories``). With ``replaces_selector`` (the default)
-    the text stands instead of the selector's one-decision instructions (native strategies); a plain string given
-    as ``system_prompt`` follows them."""
-
-    text: str
-    replaces_selector: bool = True
-    demonstrations: tuple[Trajectory, ...] = ()
-    show_as: Literal["turns", "text"] = "turns"  # demonstrations as earlier turns, or as examples in the text
-
-LOOP_PROMPT = LoopPrompt(LOOP_SYSTEM_PROMPT)
-NO_CALL_REMINDER = ("You answered without calling a function. If one of the functions can do what I asked, call it "
-                    "now instead of describing it; if none can, say so in one sentence.")
-EMPTY_RESULT = "Done: the call succeeded and returned nothing."  # a None result, which reads as a failure as "null"
-FINISH_TOOL = "finish"
-LOOP_FINISH_SYSTEM_PROMPT = LOOP_SYSTEM_PROMPT.replace(
-    "answer in one or two plain sentences without a call",
-    f"call {FINISH_TOOL} with your answer to the user in one or two plain sentences")
-
-
-class FinishTurn(BaseTool):
-    """The call that ends a turn under ``LoopLimits(finish="tool")``: the loop reads its ``answer`` and never runs
-    it, so that ending a turn is a decision the model makes, not what it falls into by writing text."""
-
-    NAME = FINISH_TOOL
-    description = ("Call this when everything the user's latest message asks is done, or cannot be done with the "
-                   "other functions: answer is what you tell the user.")
-
-    class Arguments(StrictArguments):
-        answer: str = Field(description="The answer to the user: the result, or why it cannot be done.")
-
-    def execute(self, answer: str) -> str:
-        return answer
-
-
-@dataclass(frozen=True)
-class LoopLimits:
-    """How long one user turn may run: ``max_tool_calls`` calls (failed ones count), and ``max_steps`` decisions
-    (default: ``max_tool_calls + 2``). ``reminders``: how many times an answer without a call, in a turn that has
-    made no call yet, is sent back with ``NO_CALL_REMINDER`` (each reminder takes a step). ``first_step``: the
-    tool choice of each turn's first decision; ``required`` makes it a call (native strategies: a local model's
-    call is opened for it under ``native-strict``, a provider is sent ``tool_choice``). ``finish``: how a turn
-    ends, by an answer without a call, or (``tool``) by a call of ``FINISH_TOOL`` that the model must choose: every
-    decision is then a required call, and the tool's ``answer`` is the turn's answer."""
-
-    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
-    max_steps: int | None = None
-    reminders: int = 0
-    first_step: ToolChoice = "auto"
-    finish: Literal["answer", "tool"] = "answer"
-
-    def __post_init__(self) -> None:
-        if self.max_tool_calls < 1:
-            raise ToolSelectionError(f"max_tool_calls must be at least 1, got {self.max_tool_calls}.")
-        if self.reminders < 0:
-            raise ToolSelectionError(f"reminders must be 0 or more, got {self.reminders}.")
-        if self.first_step not in ("auto", "required"):
-            raise ToolSelectionError(f"first_step must be 'auto' or 'required', got {self.first_step!r}.")
-        if self.finish not in ("answer", "tool"):
-            raise ToolSelectionError(f"finish must be 'answer' or 'tool', got {self.finish!r}.")
-
-    def tool_choice(self, step: int) -> ToolChoice:
-        """The tool choice of a turn's ``step``-th decision: every one a call when the turn ends with
-        ``FINISH_TOOL``, else the first as ``first_step`` says."""
-        if self.finish == "tool":
-            return "required"
-        return self.first_step if step == 0 else "auto"
-
-    @property
-    def steps(self) -> int:
-        return self.max_steps or self.max_tool_calls + 2
-
-
-@dataclass(frozen=True)
-class LoopEscalation:
-    """What the loop does with a stuck step: ``detector`` scores every step (default: a ``LoopStuckDetector`` when
-    there is a ``secondary_lm``); a step whose score reaches ``threshold`` goes to ``secondary_lm`` with
-    ``strategy`` ``delegate`` (it decides the step) or ``guide`` (it writes guidance the primary decides with), at
-    most ``max_escalations`` times per turn. Without a ``secondary_lm`` nothing escalates."""
-
-    secondary_lm: dspy.BaseLM | None = None
-    strategy: Literal["delegate", "guide"] = "delegate"
-    threshold: float = 0.7
-    max_escalations: int = 2
-    detector: LoopStuckDetector | None = None
-
-    def __post_init__(self) -> None:
-        if self.strategy not in ("delegate", "guide"):
-            raise ToolSelectionError(f"escalation strategy must be 'delegate' or 'guide', got {self.strategy!r}.")
-        if math.isnan(self.threshold):
-            raise ToolSelectionError("threshold (--threshold) is NaN, which no stuck score reaches; give a number.")
-
-
 class AgentLoop:
     """Runs user turns over ``tools`` with a selector (default: ``MultiToolSelector(strategy=strategy)``).
 
     ``lm``: the primary model (default: the configured one). ``limits``: calls and steps per turn
-    (``LoopLimits``). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
+    (``LoopLimits``). ``escalation``: a secondary model that takes or guides stuck steps (``EscalationPolicy``).
     ``system_prompt`` opens every turn: a ``LoopPrompt`` (default ``LOOP_PROMPT``) stands instead of the selector's
     own instructions, a string follows them, None or "" adds none. ``session_config``
     starts the tools' session (``ToolSession``).
@@ -369,12 +149,10 @@ class AgentLoop:
 
     def __init__(self, tools: ToolRegistry | ToolSet, *, selector: Any = None, strategy: str = DEFAULT_STRATEGY,
                  lm: dspy.BaseLM | None = None, limits: LoopLimits | None = None,
-                 system_prompt: str | LoopPrompt | None = LOOP_PROMPT, escalation: LoopEscalation | None = None,
+                 system_prompt: str | LoopPrompt | None = LOOP_PROMPT, escalation: EscalationPolicy | None = None,
                  session_config: dict[str, Any] | None = None):
-        from tool_selection.selector import MultiToolSelector
-
         self.limits = limits or LoopLimits()
-        self.escalation = escalation or LoopEscalation()
+        self.escalation = escalation or EscalationPolicy()
         self.registry = tools.registry() if isinstance(tools, ToolSet) else tools
         self.choices = self.registry  # what each decision chooses from: the tools, and FINISH_TOOL where it ends turns
         if self.limits.finish == "tool":
@@ -413,8 +191,6 @@ class AgentLoop:
     def from_config(cls, config: AgentConfig, available: ToolRegistry | ToolSet, **kwargs: Any) -> AgentLoop:
         """The loop ``config`` describes over the tools it finds in ``available`` (``kwargs``: the loop's other
         options, e.g. ``lm=``, ``escalation=``)."""
-        from tool_selection.selector import MultiToolSelector
-
         registry = available.registry() if isinstance(available, ToolSet) else available
         kwargs.setdefault("selector", MultiToolSelector.from_spec(config.selector))
         return cls(config.registry(registry), limits=LoopLimits(max_tool_calls=config.max_tool_calls),
@@ -531,8 +307,6 @@ class AgentLoop:
                                                       "secondary")
                 else:
                     step.guidance = self._guidance(request, decision, step.stuck_reasons)
-                    from tool_selection.collaboration import guided_request
-
                     guided = guided_request(request, step.guidance)
                     guided_conversation = conversation + [{"role": "user", "content": "Guidance from a more "
                                                            f"capable model: {step.guidance}"}] if conversation else None
@@ -574,9 +348,6 @@ class AgentLoop:
         return "\n".join(lines), chat
 
     def _guidance(self, request: str, decision: MultiToolDecision, reasons: list[str]) -> str:
-        from tool_selection.collaboration import WriteGuidance
-        from tool_selection.selector import render_tools
-
         if self._guide is None:
             self._guide = dspy.Predict(WriteGuidance)
         attempt = (f"It proposed: {'; '.join(str(c) for c in decision.tool_calls) or 'no call'}. "

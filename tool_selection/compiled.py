@@ -33,7 +33,7 @@ from dspy.utils.saving import get_dependency_versions
 from pydantic import BaseModel, Field, SerializeAsAny, TypeAdapter, ValidationError, model_validator
 
 from tool_selection.descriptions import DescriptionOverrides
-from tool_selection.errors import ToolSelectionError
+from tool_selection.errors import ToolsChangedError, ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import STRUCTURED_STRATEGY
@@ -63,10 +63,6 @@ PREDICTOR_KEYS = ("traces", "train", "demos", "signature", "lm", "fields")
 DEMO_FLAGS = ("augmented",)  # set by DSPy on bootstrapped demonstrations
 DEPENDENCY_KEYS = tuple(get_dependency_versions())  # what DSPy records under metadata.dependency_versions
 MAX_FILE_BYTES = 16 << 20  # a program with a hundred demonstrations is a few hundred kilobytes
-
-
-class ToolsChangedError(ToolSelectionError):
-    """The tools a compiled selector was optimized for differ from the running registry."""
 
 
 class ProgramStateError(ToolSelectionError):

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tool_selection.errors import ToolSelectionError
+from tool_selection.errors import ToolsChangedError, ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.toolset.described import described_tool
 
@@ -73,8 +73,6 @@ class DescriptionOverrides:
         """Raise ``ToolsChangedError`` if the rewrites do not belong to ``registry``, unless ``allow_changes``."""
         problem = None if self.allow_changes else self.problem(registry)
         if problem:
-            from tool_selection.compiled import ToolsChangedError
-
             raise ToolsChangedError(f"{problem}. Optimize the descriptions again for these tools (toolsel optimize "
                                     "--target descriptions), or load with allow_tool_changes=True "
                                     "(--allow-tool-changes) to show them anyway.")

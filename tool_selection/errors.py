@@ -17,6 +17,7 @@ __all__ = [
     "ToolArgumentError",
     "ToolDefinitionError",
     "ToolSelectionError",
+    "ToolsChangedError",
     "UnknownToolError",
     "close_matches",
 ]
@@ -24,6 +25,11 @@ __all__ = [
 
 class ToolSelectionError(Exception):
     """Base class of every error this toolkit raises on purpose."""
+
+
+class ToolsChangedError(ToolSelectionError):
+    """The tools a compiled selector (or its rewritten descriptions) was optimized for differ from the running
+    registry."""
 
 
 class ToolDefinitionError(ToolSelectionError, TypeError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,9 +22,7 @@ from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.parsing import clip
 from tool_selection.strict_files import read_json
-
-if TYPE_CHECKING:
-    from tool_selection.agent import Message
+from tool_selection.transcript import FINISH_TOOL, Message, Role
 
 __all__ = ["Trajectory", "TrajectoryStep", "choose_trajectories", "load_trajectories", "save_trajectories"]
 
@@ -52,8 +50,6 @@ class Trajectory(BaseModel):
 
     def messages(self, finish: Literal["answer", "tool"] = "answer") -> list[Message]:
         """The trajectory as conversation turns, marked ``demonstration`` in their metadata."""
-        from tool_selection.agent import FINISH_TOOL, Message, Role
-
         mark = {"demonstration": self.source}
         turns = [Message(role=Role.USER, content=self.request, metadata=mark)]
         for index, step in enumerate(self.steps):
@@ -73,8 +69,6 @@ class Trajectory(BaseModel):
     def text(self, finish: Literal["answer", "tool"] = "answer", result_chars: int = TEXT_RESULT_CHARS) -> str:
         """The trajectory told as an example in prose, for a system prompt: each call with its result (cut at
         ``result_chars``), then how it ended."""
-        from tool_selection.agent import FINISH_TOOL
-
         lines = [f"Request: {self.request}"]
         for step in self.steps:
             lines.append(f"Call {step.call} -> {clip(step.result, result_chars)}")

@@ -58,7 +58,7 @@ def excerpts(contributions: list[tuple[str, Contribution]], chars: int = EXCERPT
     for label, contribution in contributions:
         text = " ".join(contribution.content.split())
         said = text if len(text) <= chars else text[:chars].rstrip() + "..."
-        calls = "; ".join(f"{c.name}({_arguments(c.arguments)})" + ("" if c.ok else " failed")
+        calls = "; ".join(f"{c.tool_name}({_arguments(c.arguments)})" + ("" if c.ok else " failed")
                           for c in contribution.metadata.tool_calls)
         rows.append({"": label, "agent": contribution.agent_id, "said": said or f"(no message: "
                      f"{contribution.metadata.error or contribution.metadata.stop_reason})", "tool calls": calls})

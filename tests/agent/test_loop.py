@@ -15,7 +15,7 @@ from tool_selection.agent import (
     AgentConfig,
     AgentLoop,
     CallRecord,
-    LoopEscalation,
+    EscalationPolicy,
     LoopLimits,
     Role,
     result_text,
@@ -79,7 +79,7 @@ def test_a_stuck_primary_delegates_the_step_to_the_secondary(tmp_path):
     primary, _ = lm_for([call("move", direction="sideways"), call("move", direction="sideways"), "gave up"],
                         tmp_path, "small")
     secondary, big = lm_for([call("move", direction="north"), "You are on the jungle path."], tmp_path, "large")
-    escalation = LoopEscalation(secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.9)
+    escalation = EscalationPolicy(secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.9)
     loop = AgentLoop(TREASURE, strategy="native", lm=primary, escalation=escalation)
     transcript = loop.run("Go north.")
     assert [s.decided_by for s in transcript.steps] == ["primary", "secondary", "primary"]
@@ -91,7 +91,7 @@ def test_a_call_that_returned_the_same_result_twice_is_stuck_when_made_again(tmp
     primary, _ = lm_for([call("check_inventory")] * 3 + ["done"], tmp_path, "small")
     secondary, big = lm_for([call("move", direction="north")], tmp_path, "large")
     loop = AgentLoop(TREASURE, strategy="native", lm=primary,
-                     escalation=LoopEscalation(secondary_lm=secondary, detector=LoopStuckDetector()))
+                     escalation=EscalationPolicy(secondary_lm=secondary, detector=LoopStuckDetector(), threshold=0.7))
     transcript = loop.run("What do I carry?")
     assert [s.decided_by for s in transcript.steps] == ["primary", "primary", "secondary", "primary"]
     assert transcript.steps[2].stuck_reasons == [
@@ -120,7 +120,7 @@ def test_escalations_are_bounded(tmp_path):
     primary, _ = lm_for([call("move", direction="sideways")] * 6, tmp_path, "small")
     secondary, big = lm_for([call("move", direction="sideways")] * 6, tmp_path, "large")
     loop = AgentLoop(TREASURE, strategy="native", lm=primary, limits=LoopLimits(max_tool_calls=6),
-                     escalation=LoopEscalation(secondary_lm=secondary, threshold=0.5, max_escalations=2))
+                     escalation=EscalationPolicy(secondary_lm=secondary, threshold=0.5, max_escalations=2))
     transcript = loop.run("Go.")
     assert transcript.escalations == 2 and len(big.calls) == 2
 
@@ -209,7 +209,7 @@ def test_limits_and_escalation_are_checked_when_made():
     with pytest.raises(ToolSelectionError, match="max_tool_calls must be at least 1, got 0"):
         LoopLimits(max_tool_calls=0)
     with pytest.raises(ToolSelectionError, match="escalation strategy must be 'delegate' or 'guide', got 'vote'"):
-        LoopEscalation(strategy="vote")
+        EscalationPolicy(strategy="vote")
 
 
 def test_an_answer_without_a_call_is_sent_back_once_when_the_turn_has_made_none(tmp_path):

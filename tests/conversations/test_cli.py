@@ -121,12 +121,14 @@ def test_default_state_path_and_positive_rounds():
 
 def test_grouped_rows_and_totals():
     from tool_selection.conversations import DebateState, load_debate_config
-    from tool_selection.conversations.speaker import ToolUse, TurnMetadata
+    from tool_selection.conversations.speaker import TurnMetadata
     from tool_selection.conversations.state import Contribution
+    from tool_selection.transcript import CallRecord
 
     state = DebateState.start(load_debate_config(DEBATE))
     for who, calls, limit in (("architect", ["context_search", "context_search"], True), ("critic", [], False)):
-        meta = TurnMetadata(model=SMALL, tool_calls=[ToolUse(id="c", name=n, arguments={}, ok=False) for n in calls],
+        meta = TurnMetadata(model=SMALL, tool_calls=[CallRecord(id="c", tool_name=n, arguments={}, ok=False)
+                                                     for n in calls],
                             iterations=len(calls) + 1, tool_call_limit=2, limit_hit=limit, stop_reason="answered",
                             tokens={SMALL: {"input": 10, "output": 2}}, seconds=1.26, cpu_seconds=0.5)
         state.round(1).contributions.append(Contribution(agent_id=who, agent_name=who, agent_role=who,

@@ -86,7 +86,7 @@ def test_tool_calls_run_through_the_loop_and_are_recorded_with_their_results(mod
     assistant = transcript.turns[1]
     assert assistant.content == "It prints 6."
     (used,) = assistant.metadata.tool_calls
-    assert used.name == "run_python" and used.ok and used.result["stdout"].strip() == "6"
+    assert used.tool_name == "run_python" and used.ok and used.result["stdout"].strip() == "6"
     assert assistant.metadata.iterations == 2 and assistant.metadata.stop_reason == "answered"
     assert transcript.turns[0].metadata.tool_calls == []
     assert discussion.speakers["model2"].loop.session.tool("run_python").timeout_s == 15  # parameters reach the tool

@@ -49,9 +49,9 @@ def test_the_discussion_example_runs_with_its_tools_and_pair(models, tmp_path):
     assert escalation.guidance == "Ask for a script that summarises a CSV file."
     assert transcript.turns[0].content == "Please write a script that summarises sales.csv."
     (ran,) = transcript.turns[1].metadata.tool_calls
-    assert ran.name == "run_python" and ran.ok and ran.result["stdout"].strip() == "4"
+    assert ran.tool_name == "run_python" and ran.ok and ran.result["stdout"].strip() == "4"
     (searched,) = transcript.turns[3].metadata.tool_calls
-    assert searched.name == "web_search" and searched.ok
+    assert searched.tool_name == "web_search" and searched.ok
     assert transcript.status == "complete" and DiscussionTranscript.load(out).turns == transcript.turns
 
 
@@ -70,7 +70,7 @@ def test_the_debate_example_runs_one_round_with_each_agents_tools(models, tmp_pa
     contributions = state.rounds[0].contributions
     assert [(c.type, c.agent_id) for c in contributions][:3] == [
         ("proposal", "agent-architect"), ("proposal", "agent-engineer"), ("proposal", "agent-reviewer")]
-    calls = {c.agent_id: [t.name for t in c.metadata.tool_calls] for c in contributions if c.type == "proposal"}
+    calls = {c.agent_id: [t.tool_name for t in c.metadata.tool_calls] for c in contributions if c.type == "proposal"}
     assert calls == {"agent-architect": ["context_search"], "agent-engineer": ["run_python"],
                      "agent-reviewer": ["web_search"]}
     assert contributions[1].metadata.tool_calls[0].result["stdout"].strip() == "8.5"

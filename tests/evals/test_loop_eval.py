@@ -8,7 +8,7 @@ import pytest
 
 from evals.loop_eval import LoopSetup, load_loop_suite, run_loop_suite
 from tests.lm.conftest import FakeLlama
-from tool_selection.agent import LoopEscalation
+from tool_selection.agent import EscalationPolicy
 from tool_selection.lm import LocalEngine
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec
@@ -62,7 +62,7 @@ def test_a_nan_threshold_is_refused_before_any_task_runs(tmp_path):
 
     with pytest.raises(ToolSelectionError, match=r"threshold \(--threshold\) is NaN"):
         run_loop_suite(load_loop_suite("multistep")[:1], dspy.LM("openai/unused"),
-                       escalation=LoopEscalation(threshold=float("nan")), run=RunConfig(run_dir=tmp_path / "run"))
+                       escalation=EscalationPolicy(threshold=float("nan")), run=RunConfig(run_dir=tmp_path / "run"))
     assert not (tmp_path / "run").exists()
 
 

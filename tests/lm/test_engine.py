@@ -158,17 +158,17 @@ def test_json_object_response_format_gets_the_generic_json_grammar(make_lm):
 
 def test_a_schema_llama_cpp_cannot_convert_falls_back_to_json_and_says_so(make_lm, monkeypatch):
     llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
-    from tool_selection.lm import engine
+    from tool_selection.lm import grammar
 
     def refuse(*args, **kwargs):
         raise NotImplementedError("unsupported keyword")
 
     monkeypatch.setattr(llama_grammar, "json_schema_to_gbnf", refuse)
-    engine._compiled_grammar.cache_clear()
+    grammar._compiled_grammar.cache_clear()
     lm, llama = make_lm(['{"x": 1}'])
     schema = {"type": "json_schema", "json_schema": {"name": "X", "schema": {"type": "object"}}}
     lm("x", response_format=schema)
-    engine._compiled_grammar.cache_clear()
+    grammar._compiled_grammar.cache_clear()
     assert llama.calls[0]["grammar"]._grammar == llama_grammar.JSON_GBNF
     (note,) = lm.history[-1]["adaptations"]
     assert (note.field, note.action, note.applied) == ("config.response_format", "substituted", "json_object")
@@ -197,7 +197,7 @@ def test_a_grammar_llama_cpp_refuses_is_relaxed_then_dropped_to_json(make_lm):
 
 
 def test_relaxing_a_schema_keeps_properties_named_like_keywords():
-    from tool_selection.lm.engine import _without_bounds
+    from tool_selection.lm.grammar import _without_bounds
 
     schema = {"type": "object", "required": ["pattern"], "properties": {
         "pattern": {"type": "string", "maxLength": 50, "pattern": "^a"},
@@ -400,7 +400,7 @@ def test_each_model_is_loaded_once_per_settings(tmp_path, monkeypatch):
 
 
 def test_large_bounds_are_dropped_but_small_bounds_and_digit_patterns_kept():
-    from tool_selection.lm.engine import MAX_GRAMMAR_BOUND, _without_bounds
+    from tool_selection.lm.grammar import MAX_GRAMMAR_BOUND, _without_bounds
 
     schema = {"type": "object", "properties": {
         "reasoning": {"type": "string", "maxLength": 400},

@@ -18,13 +18,19 @@ checked by ``ModelSpec.parse``, detector names by the detector registry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tool_selection.errors import ToolSelectionError
+from tool_selection.escalation import (
+    COLLABORATION_STRATEGIES,
+    DEFAULT_ESCALATION_THRESHOLD,
+    CollaborationConfigError,
+    CollaborationStrategy,
+    EscalationPolicy,
+    check_threshold,
+)
 from tool_selection.lm.specs import ModelSpec
 from tool_selection.strategies import DEFAULT_STRATEGY, parse_strategy
 from tool_selection.strict_files import read_yaml
@@ -42,44 +48,6 @@ __all__ = [
     "load_collaboration_config",
 ]
 
-CollaborationStrategy = Literal["delegate", "guide"]
-"""What a stuck primary's request escalates to: ``delegate`` (the secondary decides) or ``guide`` (the secondary
-writes guidance and the primary decides again)."""
-COLLABORATION_STRATEGIES: tuple[str, ...] = get_args(CollaborationStrategy)
-
-
-class CollaborationConfigError(ToolSelectionError, ValueError):
-    """A collaboration config is invalid; the message names the field and the fix."""
-
-
-def check_threshold(value: float) -> float:
-    """A stuck threshold: within [0, 1], as detector scores are."""
-    if not 0.0 <= value <= 1.0:
-        raise CollaborationConfigError(f"threshold must be within [0, 1] (detector scores are), got {value}")
-    return value
-
-
-@dataclass(frozen=True)
-class EscalationPolicy:
-    """When a primary's decision counts as stuck and what happens then: ``detector`` (a registered name or a
-    ``StuckDetector``) scores each decision; at or above ``threshold`` the primary tries again (sampled at
-    ``temperature``, up to ``max_retries`` times), then the request escalates (``strategy``: ``delegate`` or
-    ``guide``)."""
-
-    detector: str | StuckDetector = "combined"
-    threshold: float = 0.5
-    strategy: CollaborationStrategy = "delegate"
-    max_retries: int = 0
-    temperature: float = 0.7
-
-    def __post_init__(self) -> None:
-        check_threshold(self.threshold)
-        if self.strategy not in COLLABORATION_STRATEGIES:
-            raise CollaborationConfigError(f"strategy must be one of {', '.join(COLLABORATION_STRATEGIES)}, "
-                                           f"got {self.strategy!r}")
-        if self.max_retries < 0:
-            raise CollaborationConfigError(f"max_retries must be 0 or more, got {self.max_retries}")
-
 
 class PairConfig(DetectorOptions):
     """One (primary, secondary) pair, how the primary's stuck decisions escalate, and the detector's options."""
@@ -89,7 +57,7 @@ class PairConfig(DetectorOptions):
     primary: str
     secondary: str
     detector: str = "combined"
-    threshold: float = 0.5
+    threshold: float = DEFAULT_ESCALATION_THRESHOLD
     strategy: CollaborationStrategy = "delegate"
     max_retries: int = Field(default=0, ge=0, le=10)
     selection_strategy: str = DEFAULT_STRATEGY
@@ -126,7 +94,7 @@ class PairConfig(DetectorOptions):
         return make_detector(self.detector, self)
 
     def escalation_policy(self) -> EscalationPolicy:
-        """The pair's escalation settings, its detector built."""
+        """The pair's escalation settings for one decision, its detector built."""
         return EscalationPolicy(detector=self.build_detector(), threshold=self.threshold, strategy=self.strategy,
                                 max_retries=self.max_retries, temperature=self.temperature)
 

@@ -25,10 +25,11 @@ from dspy.utils.exceptions import AdapterParseError
 from dspy.utils.usage_tracker import track_usage
 from pydantic import BaseModel, Field
 
-from tool_selection.collaboration.config import CollaborationConfig, CollaborationStrategy, EscalationPolicy, PairConfig
+from tool_selection.collaboration.config import CollaborationConfig, PairConfig
 from tool_selection.collaboration.models import CostFn, LMOptions, catalog_cost, check_cost, model_name, resolve_lm
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
+from tool_selection.escalation import CollaborationStrategy, EscalationPolicy
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, render_tools
 from tool_selection.stuck import (
@@ -118,7 +119,7 @@ class ModelCollaborationProtocol(dspy.Module):
                  lm_options: LMOptions | None = None):
         super().__init__()
         policy = escalation or EscalationPolicy()
-        detector = policy.detector
+        detector = "combined" if policy.detector is None else policy.detector  # the policy's default for one decision
         self.detector = (make_detector(detector, temperature=policy.temperature) if isinstance(detector, str)
                          else detector)
         self.threshold, self.strategy = policy.threshold, policy.strategy

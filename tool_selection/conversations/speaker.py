@@ -18,21 +18,23 @@ from typing import Any
 
 import dspy
 from dspy.utils.usage_tracker import track_usage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FieldSerializationInfo, field_serializer, field_validator
 from pydantic.alias_generators import to_camel
 
-from tool_selection.agent import AgentLoop, CallRecord, LoopEscalation, LoopLimits, Message, ToolSession, Transcript
+from tool_selection.agent import AgentLoop, LoopLimits, ToolSession
 from tool_selection.collaboration import CollaborationConfig, PairConfig
 from tool_selection.conversations.errors import ConversationConfigError
 from tool_selection.decision import ToolCall
+from tool_selection.escalation import EscalationPolicy
 from tool_selection.registry import ToolRegistry
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import parse_strategy
 from tool_selection.strategies.base import inner_predict
 from tool_selection.stuck.loop import LoopStuckDetector
+from tool_selection.transcript import CallRecord, Message, Transcript
 
-__all__ = ["CONVERSATION_INSTRUCTIONS", "Escalation", "LMFactory", "LMPool", "Speaker", "ToolUse", "TurnMetadata",
-           "Utterance", "conversation_selector", "default_lm_factory", "pair_escalation", "pairs_by_primary"]
+__all__ = ["CONVERSATION_INSTRUCTIONS", "Escalation", "LMFactory", "LMPool", "Speaker", "TurnMetadata", "Utterance",
+           "conversation_selector", "default_lm_factory", "pair_escalation", "pairs_by_primary", "stored_call"]
 
 CONVERSATION_INSTRUCTIONS = (
     "You take part in a conversation, in the role the system message gives you. When one of the functions helps "
@@ -81,26 +83,13 @@ class _Record(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
 
 
-class ToolUse(_Record):
-    """One tool invocation of a turn, as stored with it (a long result cut to its first 4,000 characters)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    ok: bool
-    result: Any = None
-    error: str | None = None
-    message: str | None = None
-    seconds: float = 0.0
-
-    @classmethod
-    def from_record(cls, record: CallRecord) -> ToolUse:
-        result = record.result
-        text = json.dumps(result, ensure_ascii=False, default=str)
-        if len(text) > MAX_STORED_RESULT_CHARS:
-            result = {"truncated": text[:MAX_STORED_RESULT_CHARS], "chars": len(text)}
-        return cls(id=record.id, name=record.tool_name, arguments=record.arguments, ok=record.ok, result=result,
-                   error=record.error, message=record.message, seconds=round(record.seconds, 4))
+def stored_call(record: CallRecord) -> CallRecord:
+    """A call as stored with its turn: a long result cut to its first 4,000 characters, seconds rounded."""
+    result = record.result
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) > MAX_STORED_RESULT_CHARS:
+        result = {"truncated": text[:MAX_STORED_RESULT_CHARS], "chars": len(text)}
+    return record.model_copy(update={"result": result, "seconds": round(record.seconds, 4)})
 
 
 class Escalation(_Record):
@@ -117,7 +106,7 @@ class TurnMetadata(_Record):
     """Everything one turn did and cost: stored with each discussion turn and debate contribution."""
 
     model: str
-    tool_calls: list[ToolUse] = Field(default_factory=list)
+    tool_calls: list[CallRecord] = Field(default_factory=list, description="Stored with each call's tool as 'name'.")
     iterations: int = Field(0, description="Model steps the turn took (the closing step after a limit included).")
     tool_call_limit: int
     limit_hit: bool = False
@@ -131,6 +120,17 @@ class TurnMetadata(_Record):
     seconds: float = 0.0
     cpu_seconds: float = Field(0.0, description="CPU time of this process during the turn, every thread together "
                                                 "(the cost when the CPU is shared; 0 in older records).")
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _read_stored_calls(cls, calls: Any) -> Any:
+        return [{"tool_name": c["name"], **{k: v for k, v in c.items() if k != "name"}}
+                if isinstance(c, dict) and "name" in c else c for c in calls] if isinstance(calls, list) else calls
+
+    @field_serializer("tool_calls")
+    def _store_calls(self, calls: list[CallRecord], info: FieldSerializationInfo) -> list[dict[str, Any]]:
+        return [{"name" if key == "tool_name" else key: value for key, value in c.model_dump(mode=info.mode).items()}
+                for c in calls]
 
     @property
     def failed_calls(self) -> int:
@@ -170,13 +170,13 @@ def conversation_selector(tools: ToolRegistry, strategy: str) -> MultiToolSelect
     return selector
 
 
-def pair_escalation(pair: PairConfig, secondary_lm: dspy.BaseLM) -> LoopEscalation:
+def pair_escalation(pair: PairConfig, secondary_lm: dspy.BaseLM) -> EscalationPolicy:
     """How a collaboration pair helps a speaker's stuck step: the pair's detector scores each step of the loop;
     ``guide`` has the secondary (``secondary_lm``) write guidance the primary retries with, ``delegate`` lets it
     decide; at most ``max_retries`` times per turn."""
-    return LoopEscalation(secondary_lm=secondary_lm, strategy=pair.strategy, threshold=pair.threshold,
-                          max_escalations=pair.max_retries,
-                          detector=LoopStuckDetector(decision_detector=pair.build_detector()))
+    return EscalationPolicy(secondary_lm=secondary_lm, strategy=pair.strategy, threshold=pair.threshold,
+                            max_escalations=pair.max_retries,
+                            detector=LoopStuckDetector(decision_detector=pair.build_detector()))
 
 
 class Speaker:
@@ -186,7 +186,7 @@ class Speaker:
 
     def __init__(self, name: str, lm: dspy.BaseLM, *, tools: ToolRegistry, system_prompt: str,
                  max_tool_calls: int = 10, strategy: str = "auto", session_config: dict[str, Any] | None = None,
-                 escalation: LoopEscalation | None = None):
+                 escalation: EscalationPolicy | None = None):
         self.name, self.lm, self.max_tool_calls = name, lm, max_tool_calls
         self.session_config = session_config
         self.loop = AgentLoop(tools, selector=conversation_selector(tools, strategy), lm=lm,
@@ -225,7 +225,7 @@ class Speaker:
         steps = transcript.steps
         text = (transcript.final_answer or "").strip()
         metadata = TurnMetadata(
-            model=str(getattr(self.lm, "model", self.lm)), tool_calls=[ToolUse.from_record(c) for c in transcript.calls],
+            model=str(getattr(self.lm, "model", self.lm)), tool_calls=[stored_call(c) for c in transcript.calls],
             iterations=len(steps), tool_call_limit=self.max_tool_calls,
             limit_hit=transcript.stop_reason == "call_limit", stop_reason=transcript.stop_reason, error=transcript.error,
             escalations=[Escalation(step=s.index, decided_by=s.decided_by, stuck_score=s.stuck_score,

@@ -19,7 +19,7 @@ COUNTS = ("contributions", "answered", "tool_calls", "failed_calls", "limit_hits
 def contribution_row(contribution: Contribution) -> dict[str, Any]:
     """One contribution's figures."""
     meta = contribution.metadata
-    names = Counter(call.name for call in meta.tool_calls)
+    names = Counter(call.tool_name for call in meta.tool_calls)
     return {
         "agent": contribution.agent_id, "role": contribution.agent_role, "model": meta.model,
         "contributions": 1, "answered": int(bool(contribution.content)),

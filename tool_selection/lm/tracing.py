@@ -14,7 +14,7 @@ import llama_cpp
 import numpy as np
 from llama_cpp._utils import suppress_stdout_stderr
 
-from tool_selection.lm.engine import GenerationTrace, TokenScore
+from tool_selection.lm.generation_trace import GenerationTrace, TokenScore
 
 __all__ = ["TracingLlama"]
 

@@ -10,12 +10,20 @@ from tool_selection.relevance.model import (
     shipped_relevance_model,
     shipped_relevance_models,
 )
-from tool_selection.relevance.signals import CHEAP_SIGNALS, SIGNALS, Evidence, UnknownSignalError, compute_signals
+from tool_selection.relevance.signals import (
+    CHEAP_SIGNALS,
+    LOGPROB_SIGNALS,
+    SIGNALS,
+    Evidence,
+    UnknownSignalError,
+    compute_signals,
+)
 from tool_selection.relevance.stage import SIGNAL_PREFIX, RelevanceStage
 
 __all__ = [
     "CHEAP_SIGNALS",
     "DEFAULT_RELEVANCE",
+    "LOGPROB_SIGNALS",
     "SIGNALS",
     "SIGNAL_PREFIX",
     "Evidence",

@@ -32,7 +32,8 @@ import dspy
 from dspy.utils.callback import BaseCallback
 
 from tool_selection.decision import MultiToolDecision
-from tool_selection.errors import ToolSelectionError
+from tool_selection.errors import ToolSelectionError, close_matches
+from tool_selection.named_registry import Registry
 from tool_selection.parsing import words
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.gate import ask_yes_no
@@ -40,6 +41,7 @@ from tool_selection.strategies.gate import ask_yes_no
 __all__ = [
     "CHEAP_SIGNALS",
     "DECISION_SIGNALS",
+    "LOGPROB_SIGNALS",
     "SIGNALS",
     "Evidence",
     "SignalSpec",
@@ -48,6 +50,7 @@ __all__ = [
     "capture_lm_call",
     "check_signals",
     "compute_signals",
+    "register_signal",
 ]
 
 VERIFY_QUESTION = ("Check that answer before it runs: does calling {calls} do exactly what I asked, with a "
@@ -102,11 +105,17 @@ class Evidence:
 
 @dataclass(frozen=True)
 class SignalSpec:
+    """One registered signal (``SIGNALS``): its function and what it takes. ``cheap``: computed by a relevance
+    stage unless told otherwise (``CHEAP_SIGNALS``); ``needs_logprobs``: the stage asks the LM for token
+    log-probabilities when it is wanted (``LOGPROB_SIGNALS``)."""
+
     name: str
     compute: Callable[[Evidence], float]
     summary: str
     costs_a_call: bool = False
     reads_the_answer: bool = False  # needs the answer's text or log-probabilities, not only the decision
+    cheap: bool = False
+    needs_logprobs: bool = False
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -318,38 +327,46 @@ def _agreement(evidence: Evidence) -> float:
     return agreeing / AGREEMENT_SAMPLES
 
 
-SIGNALS: dict[str, SignalSpec] = {spec.name: spec for spec in (
+SIGNALS: Registry[SignalSpec] = Registry("relevance signal", error=UnknownSignalError,
+                                         conflict_error=UnknownSignalError)
+"""The relevance signals by name, each registered once with what it takes (``SignalSpec``)."""
+register_signal = SIGNALS.register
+
+for _spec in (  # the order signals are listed and recorded in
     SignalSpec("call_open", _call_open, "log-odds that the answer's first token opens a call",
-               reads_the_answer=True),
+               reads_the_answer=True, cheap=True, needs_logprobs=True),
     SignalSpec("name_logprob", _name_logprob, "mean log-probability of the chosen names' tokens",
-               reads_the_answer=True),
+               reads_the_answer=True, cheap=True, needs_logprobs=True),
     SignalSpec("name_logprob_min", _name_logprob_min, "least log-probability of a chosen name's token",
-               reads_the_answer=True),
-    SignalSpec("unlisted", _unlisted, "1 when every call names an unlisted function"),
-    SignalSpec("tools_listed", _tools_listed, "log of the number of tools listed (the other signals' context)"),
-    SignalSpec("grounded_args", _grounded_args, "share of the calls' argument values that the request spells out"),
-    SignalSpec("dense_best", _dense_best, "cosine of the request to the closest tool (MiniLM)"),
-    SignalSpec("dense_chosen", _dense_chosen, "cosine of the request to the least similar called tool"),
-    SignalSpec("bm25_best", _bm25_best, "BM25 score of the best tool"),
+               reads_the_answer=True, cheap=True, needs_logprobs=True),
+    SignalSpec("unlisted", _unlisted, "1 when every call names an unlisted function", cheap=True),
+    SignalSpec("grounded_args", _grounded_args, "share of the calls' argument values that the request spells out",
+               cheap=True),
+    SignalSpec("tools_listed", _tools_listed, "log of the number of tools listed (the other signals' context)",
+               cheap=True),
+    SignalSpec("dense_best", _dense_best, "cosine of the request to the closest tool (MiniLM)", cheap=True),
+    SignalSpec("dense_chosen", _dense_chosen, "cosine of the request to the least similar called tool", cheap=True),
+    SignalSpec("bm25_best", _bm25_best, "BM25 score of the best tool", cheap=True),
     SignalSpec("verify", _verify, "Yes/No score of 'does that call do exactly what I asked?' after the answer",
-               costs_a_call=True, reads_the_answer=True),
+               costs_a_call=True, reads_the_answer=True, cheap=True, needs_logprobs=True),
     SignalSpec("gate", _gate, "the relevance gate's Yes/No score, with the gate's model", costs_a_call=True),
     SignalSpec("agreement", _agreement, "share of answers sampled to the same prompt that call the same functions",
                costs_a_call=True),
-)}
+):
+    register_signal(_spec)
+
 DECISION_SIGNALS = tuple(name for name, spec in SIGNALS.items() if not spec.costs_a_call and not spec.reads_the_answer)
 """The signals computed from the request, the tools and the decision alone (so also from a finished run's rows)."""
-CHEAP_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "grounded_args", "tools_listed",
-                 "dense_best", "dense_chosen", "bm25_best", "verify")
+CHEAP_SIGNALS = tuple(name for name, spec in SIGNALS.items() if spec.cheap)
 """The signals a relevance stage computes unless told otherwise: all but the gate, which needs its own model, and
 the sampled agreement, which decodes the answer ``AGREEMENT_SAMPLES`` times more."""
+LOGPROB_SIGNALS = frozenset(name for name, spec in SIGNALS.items() if spec.needs_logprobs)
+"""The signals that read the answer's token log-probabilities."""
 
 
 def check_signals(names: Sequence[str]) -> tuple[str, ...]:
     unknown = [name for name in names if name not in SIGNALS]
     if unknown:
-        from tool_selection.errors import close_matches
-
         hints = "; ".join(f"{name!r}" + (f" (did you mean {', '.join(close_matches(name, SIGNALS))}?)"
                                           if close_matches(name, SIGNALS) else "") for name in unknown)
         raise UnknownSignalError(f"Unknown relevance signal(s): {hints}. Known: {', '.join(SIGNALS)}.")

@@ -23,6 +23,7 @@ from tool_selection.registry import ToolRegistry
 from tool_selection.relevance.model import RelevanceModel
 from tool_selection.relevance.signals import (
     CHEAP_SIGNALS,
+    LOGPROB_SIGNALS,
     SIGNALS,
     Evidence,
     capture_lm_call,
@@ -54,7 +55,7 @@ class RelevanceStage:
 
     @property
     def needs_logprobs(self) -> bool:
-        return any(name in self.signals for name in ("call_open", "name_logprob", "name_logprob_min", "verify"))
+        return any(name in LOGPROB_SIGNALS for name in self.signals)
 
     def describe(self) -> str:
         what = f"model {self.model.fingerprint} at P < {self.model.threshold:.3f}" if self.model else "signals only"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tool_selection._lazy import lazy_getattr
 from tool_selection.defaults import DEFAULT_STRATEGY
+from tool_selection.strategies.registry import UNDECLARED_ARGUMENTS
 
 if TYPE_CHECKING:
     from tool_selection.strategies.base import (
@@ -50,10 +51,6 @@ __all__ = [
 STRUCTURED_STRATEGY = "json-cot"
 """Reasoning plus a constrained JSON answer: what a compiled selector whose manifest names no strategy was built
 with (the only strategy before strategies were named)."""
-
-UNDECLARED_ARGUMENTS = ("refuse", "drop")
-"""What a selector does with an argument its tool does not declare: ``refuse`` (the call is invalid, as the tool
-would refuse it) or ``drop`` (the key is removed and the call checked again; the row records how many were)."""
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

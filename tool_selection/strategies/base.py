@@ -20,8 +20,7 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import drop_strict_nulls
 from tool_selection.parsing import clip, safe_text, safe_value
 from tool_selection.registry import ToolRegistry
-from tool_selection.strategies import UNDECLARED_ARGUMENTS
-from tool_selection.strategies.registry import GATE_PREFIX, STRATEGIES, UnknownStrategyError
+from tool_selection.strategies.registry import GATE_PREFIX, STRATEGIES, UNDECLARED_ARGUMENTS, UnknownStrategyError
 
 __all__ = [
     "GATE_PREFIX",

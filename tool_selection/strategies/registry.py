@@ -11,9 +11,13 @@ from typing import Any
 from tool_selection.errors import ToolSelectionError
 from tool_selection.named_registry import Registry
 
-__all__ = ["BUILT_IN_STRATEGIES", "GATE_PREFIX", "STRATEGIES", "UnknownStrategyError"]
+__all__ = ["BUILT_IN_STRATEGIES", "GATE_PREFIX", "STRATEGIES", "UNDECLARED_ARGUMENTS", "UnknownStrategyError"]
 
 GATE_PREFIX = "gate+"
+
+UNDECLARED_ARGUMENTS = ("refuse", "drop")
+"""What a selector does with an argument its tool does not declare: ``refuse`` (the call is invalid, as the tool
+would refuse it) or ``drop`` (the key is removed and the call checked again; the row records how many were)."""
 
 BUILT_IN_STRATEGIES = ("json-cot", "json", "chat-cot", "native", "native-cot", "native-strict", "native-cot-strict",
                        "native-strict-more", "native-strict-cover", "auto", "text:fenced", "text:call", "text:tags",
@@ -25,7 +29,7 @@ class UnknownStrategyError(ToolSelectionError, ValueError):
 
 
 def _check_strategy(cls: Any) -> None:
-    from tool_selection.strategies.base import check_strategy_class
+    from tool_selection.strategies.base import check_strategy_class  # lazy: base loads DSPy (~1 s)
 
     check_strategy_class(cls)
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.registry import ToolRegistry
 from tool_selection.stuck.base import Attempt, DetectorUnavailable, StuckDetector
-
-if TYPE_CHECKING:
-    from tool_selection.agent import Step
+from tool_selection.transcript import Step
 
 __all__ = ["GIVE_UP", "LoopStuckDetector"]
 
