@@ -28,8 +28,7 @@ from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
-from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
-from tool_selection.selector_build import apply_spec
+from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, apply_spec
 from tool_selection.spec import SelectorSpec, selection_params
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 

@@ -49,20 +49,28 @@ class Registry(Generic[T]):
     ``kind``: what an entry is, in messages (``"selection strategy"``). ``group``: the entry-point group third
     parties register under. ``builtins``: modules that register the built-in entries when imported; ``declared``:
     their names, so that a name can be checked without importing them (``check_name``). ``check``:
-    raises ``TypeError`` for an object that cannot be an entry. ``error``: the class of an unknown-name error, and
+    raises ``TypeError`` for an object that cannot be an entry; ``"module:function"`` names one that is imported
+    when first needed (a registry declared below the module that knows its entries' shape). ``error``: the class of an unknown-name error, and
     ``conflict_error`` of a name registered twice. ``hint``: a sentence added to the unknown-name error.
     """
 
     def __init__(self, kind: str, *, group: str | None = None, builtins: Sequence[str] = (),
-                 check: Callable[[Any], None] | None = None, error: type[Exception] = ToolSelectionError,
+                 check: Callable[[Any], None] | str | None = None, error: type[Exception] = ToolSelectionError,
                  conflict_error: type[Exception] = ToolSelectionError, hint: str = "", declared: Sequence[str] = ()):
         self.kind, self.group, self.error, self.conflict_error, self.hint = kind, group, error, conflict_error, hint
         self._builtins, self.declared = tuple(builtins), tuple(declared)
-        self._check = check
+        self._check_spec = check
         self._entries: dict[str, T] = {}
         self._entry_point_cache: dict[str, EntryPoint] | None = None
         self._loading = False
         self._loaded = not self._builtins
+
+    @property
+    def _check(self) -> Callable[[Any], None] | None:
+        if isinstance(self._check_spec, str):
+            module, _, function = self._check_spec.partition(":")
+            self._check_spec = getattr(importlib.import_module(module), function)
+        return self._check_spec
 
     # ------------------------------------------------------------ registering
     @overload
@@ -112,9 +120,11 @@ class Registry(Generic[T]):
         return self.add(name, self._load(entry_point))
 
     def names(self) -> list[str]:
-        """Every known name: built-ins and registered ones in registration order, then entry points not loaded."""
+        """Every known name: the built-ins in their declared order, registered ones in registration order, then
+        entry points not loaded."""
         self._load_builtins()
-        return list(dict.fromkeys([*self._entries, *self._entry_points()]))
+        declared = [name for name in self.declared if name in self._entries]
+        return list(dict.fromkeys([*declared, *self._entries, *self._entry_points()]))
 
     def items(self) -> list[tuple[str, T]]:
         """``(name, entry)`` for every known name (entry points are loaded)."""

@@ -15,7 +15,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -24,9 +24,6 @@ from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, NO_RELEVA
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import check_signals
 from tool_selection.strict_files import read_json
-
-if TYPE_CHECKING:
-    from tool_selection.relevance.stage import RelevanceStage
 
 __all__ = ["DEFAULT_RELEVANCE", "RelevanceModel", "RelevanceModelError", "fit_relevance_model", "resolve_relevance",
            "shipped_relevance_model", "shipped_relevance_models"]
@@ -133,9 +130,9 @@ _RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")
 
 
 def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str | None, *,
-                      own: RelevanceStage | None = None) -> RelevanceModel | None:
+                      own: RelevanceModel | None = None) -> RelevanceModel | None:
     """The relevance model a setting names, the one place ``auto`` and ``none`` are read. ``auto``: the model of
-    ``own`` (a compiled selector's stage) if there is one, else the one shipped for ``model`` (None: the configured
+    ``own`` (a compiled selector's stage's model) if there is one, else the one shipped for ``model`` (None: the configured
     LM's) if there is one and the retrieval extra its signals read is installed (else a warning and none);
     ``none`` or None: no relevance model; else a relevance model or the path of one."""
     if relevance is None or isinstance(relevance, RelevanceModel):
@@ -144,7 +141,7 @@ def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str 
         return None
     if str(relevance) == AUTO_RELEVANCE:
         if own is not None:  # a compiled selector's own comes first
-            return own.model
+            return own
         model = _configured_model() if model is None else model
         shipped = shipped_relevance_model(model)
         missing = [name for name in _RETRIEVAL_PACKAGES if importlib.util.find_spec(name) is None]

@@ -28,14 +28,8 @@ class UnknownStrategyError(ToolSelectionError, ValueError):
     """A strategy name that no strategy is registered under."""
 
 
-def _check_strategy(cls: Any) -> None:
-    from tool_selection.strategies.base import check_strategy_class  # lazy: base loads DSPy (~1 s)
-
-    check_strategy_class(cls)
-
-
 STRATEGIES: Registry[Any] = Registry(
-    "selection strategy", group="tool_selection.strategies", check=_check_strategy, error=UnknownStrategyError,
+    "selection strategy", group="tool_selection.strategies", check="tool_selection.strategies.base:check_strategy_class", error=UnknownStrategyError,
     builtins=["tool_selection.strategies.json_strategies", "tool_selection.strategies.native",
               "tool_selection.strategies.text", "tool_selection.strategies.split"],
     declared=BUILT_IN_STRATEGIES, hint=f"Any of them can be put behind the relevance gate as {GATE_PREFIX}NAME.")

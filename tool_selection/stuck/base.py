@@ -5,18 +5,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.stuck.registry import DetectorOptions
 
-if TYPE_CHECKING:
-    from tool_selection.stuck.registry import DetectorOptions
-
-__all__ = ["Attempt", "DetectorUnavailable", "Generation", "Samples", "Sampler", "StuckDetector", "StuckSignal"]
+__all__ = ["Attempt", "DetectorUnavailable", "Generation", "Samples", "Sampler", "StuckDetector", "StuckSignal",
+           "check_detector_class"]
 
 
 class DetectorUnavailable(ToolSelectionError):
@@ -110,3 +109,11 @@ class StuckDetector(ABC):
 
     def _signal(self, score: float, **evidence: Any) -> StuckSignal:
         return StuckSignal(detector=self.name, score=min(1.0, max(0.0, float(score))), evidence=evidence)
+
+
+def check_detector_class(cls: Any) -> None:
+    """``TypeError`` unless ``cls`` can be registered as a stuck detector (``registry.DETECTORS`` calls it)."""
+    if not (isinstance(cls, type) and issubclass(cls, StuckDetector)):
+        raise TypeError(f"register_detector takes a StuckDetector subclass, got {cls!r}")
+    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
+        raise TypeError(f"{cls.__qualname__} needs a class attribute name to be registered as a stuck detector")

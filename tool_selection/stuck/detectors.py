@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.stuck.base import Attempt, DetectorUnavailable, StuckDetector, StuckSignal
-
-if TYPE_CHECKING:
-    from tool_selection.stuck.registry import DetectorOptions
+from tool_selection.stuck.registry import (
+    MAX_TEMPERATURE,
+    MIN_SAMPLES,
+    DetectorOptions,
+    make_detector,
+    register_detector,
+)
 
 __all__ = ["CombinedDetector", "ConsistencyDetector", "ValidationDetector", "decision_key"]
 
 
+@register_detector
 class ValidationDetector(StuckDetector):
     """1 when the answer did not parse, names an unknown tool or has invalid arguments; else 0."""
 
@@ -28,13 +33,14 @@ class ValidationDetector(StuckDetector):
         return self._signal(1.0 if reasons else 0.0, problems=reasons)
 
 
+@register_detector
 class ConsistencyDetector(StuckDetector):
     """``1 - (samples agreeing with the modal set of tool names) / k`` over k decisions drawn at ``temperature``.
     An unparsed sample counts as its own answer. The samples' tokens are in the evidence (they cost calls)."""
 
     name = "consistency"
-    MIN_SAMPLES: ClassVar[int] = 2  # agreement needs two samples
-    MAX_TEMPERATURE: ClassVar[float] = 2.0
+    MIN_SAMPLES: ClassVar[int] = MIN_SAMPLES
+    MAX_TEMPERATURE: ClassVar[float] = MAX_TEMPERATURE
 
     def __init__(self, *, k: int = 3, temperature: float = 0.7):
         if k < self.MIN_SAMPLES:
@@ -65,6 +71,7 @@ def decision_key(decision: MultiToolDecision) -> tuple[str, ...]:
     return ("<unparsed>",) if decision.parse_error is not None else tuple(sorted(decision.tool_names))
 
 
+@register_detector
 class CombinedDetector(StuckDetector):
     """The maximum (``mode="max"``) or weighted mean (``mode="mean"``) of its components' scores. Components
     that are unavailable for an attempt (e.g. no log-probabilities) are left out and named in the evidence."""
@@ -74,8 +81,6 @@ class CombinedDetector(StuckDetector):
 
     @classmethod
     def from_options(cls, options: DetectorOptions) -> CombinedDetector:
-        from tool_selection.stuck.registry import make_detector  # the registry imports this module
-
         return cls([make_detector(c, options) for c in options.components], mode=options.combine,
                    weights=options.weights)
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.registry import ToolRegistry
 from tool_selection.stuck.base import Attempt, StuckDetector, StuckSignal
-
-if TYPE_CHECKING:
-    from tool_selection.stuck.registry import DetectorOptions
+from tool_selection.stuck.registry import DetectorOptions, register_detector
 
 __all__ = ["GIVE_UP_PHRASES", "HEDGE_PHRASES", "NO_FIT_PHRASES", "HeuristicDetector", "content_words"]
 
@@ -71,6 +69,7 @@ def _flatten_values(value: Any) -> Iterator[str]:
         yield str(value)
 
 
+@register_detector
 class HeuristicDetector(StuckDetector):
     """Phrases of giving up and of hedging, and a quality score (length, relevance, actionability).
 

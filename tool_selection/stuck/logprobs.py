@@ -11,10 +11,12 @@ from collections.abc import Callable
 from tool_selection.decision import MultiToolDecision
 from tool_selection.parsing import native_calls_start
 from tool_selection.stuck.base import Attempt, DetectorUnavailable, Generation, StuckDetector, StuckSignal
+from tool_selection.stuck.registry import register_detector
 
 __all__ = ["ConfidenceDetector", "LeastConfidenceDetector", "align_tokens", "answer_spans", "calls_start"]
 
 
+@register_detector
 class ConfidenceDetector(StuckDetector):
     """``1 - exp(mean log-probability)`` of the tokens spelling the chosen tool names (or the ``[]`` of an
     abstention). Where they cannot be located in the text, every generated token counts (``target`` says so)."""
@@ -42,6 +44,7 @@ class ConfidenceDetector(StuckDetector):
                             tokens=[generation.tokens[i][0] for i in chosen][:64])
 
 
+@register_detector
 class LeastConfidenceDetector(ConfidenceDetector):
     """``1 - (the lowest probability of any token in the tool calls)``: from where the ``tool_calls`` value starts
     to the end of the answer, so argument values and the token that closes the list (rather than adding another

@@ -21,10 +21,6 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.named_registry import Registry
-from tool_selection.stuck.base import StuckDetector
-from tool_selection.stuck.detectors import CombinedDetector, ConsistencyDetector, ValidationDetector
-from tool_selection.stuck.heuristic import HeuristicDetector
-from tool_selection.stuck.logprobs import ConfidenceDetector, LeastConfidenceDetector
 from tool_selection.validation import validation_problems
 
 __all__ = [
@@ -42,40 +38,36 @@ __all__ = [
 ]
 
 DEFAULT_COMPONENTS = ("heuristic", "validation", "confidence")
+MIN_SAMPLES = 2  # agreement needs two samples
 MAX_SAMPLES = 20
+MAX_TEMPERATURE = 2.0
+BUILT_IN_DETECTORS = ("heuristic", "validation", "confidence", "confidence_min", "consistency", "combined")
+"""The built-in detectors, in the order the benchmark reports them (their modules register them when loaded)."""
 
 
 class DetectorConfigError(ToolSelectionError, ValueError):
     """An unknown detector name, or bad detector options; the message names the known detectors or each bad field."""
 
 
-def _check_detector(cls: Any) -> None:
-    if not (isinstance(cls, type) and issubclass(cls, StuckDetector)):
-        raise TypeError(f"register_detector takes a StuckDetector subclass, got {cls!r}")
-    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
-        raise TypeError(f"{cls.__qualname__} needs a class attribute name to be registered as a stuck detector")
-
-
-DETECTORS: Registry[type[StuckDetector]] = Registry("stuck detector", group="tool_selection.stuck_detectors",
-                                                    check=_check_detector, error=DetectorConfigError,
-                                                    conflict_error=DetectorConfigError)
+DETECTORS: Registry[type] = Registry(
+    "stuck detector", group="tool_selection.stuck_detectors", check="tool_selection.stuck.base:check_detector_class",
+    error=DetectorConfigError, conflict_error=DetectorConfigError, declared=BUILT_IN_DETECTORS,
+    builtins=["tool_selection.stuck.heuristic", "tool_selection.stuck.detectors", "tool_selection.stuck.logprobs"])
 """The stuck detectors by name: the built-in ones, those registered with ``register_detector``, and those of the
 ``tool_selection.stuck_detectors`` entry-point group."""
 
 register_detector = DETECTORS.register
 
-for _builtin in (HeuristicDetector, ValidationDetector, ConfidenceDetector, LeastConfidenceDetector,
-                 ConsistencyDetector, CombinedDetector):  # the order the benchmark reports them in
-    register_detector(_builtin)
-
 
 def detector_names(*, composite: bool = True) -> list[str]:
-    """The registered names; without the composite ones (``combined``) when ``composite=False``."""
+    """The registered names (the built-in ones in the benchmark's order); without the composite ones
+    (``combined``) when ``composite=False``."""
     return [name for name, cls in DETECTORS.items() if composite or not cls.composite]
 
 
-def detector_class(name: str) -> type[StuckDetector]:
-    """The detector class registered as ``name``; an unknown name is an error listing the known ones."""
+def detector_class(name: str) -> type:
+    """The detector class (a ``StuckDetector``) registered as ``name``; an unknown name is an error listing the
+    known ones."""
     return DETECTORS.get(name)
 
 
@@ -84,9 +76,9 @@ def check_detector_names(names: Iterable[str]) -> list[str]:
     return DETECTORS.check_names(names)
 
 
-SampleCount = Annotated[int, Field(ge=ConsistencyDetector.MIN_SAMPLES, le=MAX_SAMPLES,
+SampleCount = Annotated[int, Field(ge=MIN_SAMPLES, le=MAX_SAMPLES,
                                    description="Decisions sampled per case by the consistency detector.")]
-Temperature = Annotated[float, Field(gt=0.0, le=ConsistencyDetector.MAX_TEMPERATURE,
+Temperature = Annotated[float, Field(gt=0.0, le=MAX_TEMPERATURE,
                                      description="Sampling temperature of consistency samples (and of retries).")]
 
 
@@ -119,7 +111,7 @@ class DetectorOptions(BaseModel):
     @classmethod
     def _heuristic_arguments(cls, value: dict[str, Any]) -> dict[str, Any]:
         try:
-            HeuristicDetector(**value)
+            detector_class("heuristic")(**value)
         except (TypeError, ValueError) as error:
             raise ValueError(f"bad heuristic options {value}: {error}") from None
         return value
@@ -132,7 +124,7 @@ class DetectorOptions(BaseModel):
         return self
 
 
-def make_detector(name: str, options: DetectorOptions | None = None, **fields: Any) -> StuckDetector:
+def make_detector(name: str, options: DetectorOptions | None = None, **fields: Any) -> Any:
     """The detector registered as ``name``, built from ``options`` or from ``fields`` (``DetectorOptions`` fields,
     e.g. ``consistency_k=5`` or ``components=[...], mode="mean"``); bad ones raise ``DetectorConfigError``."""
     cls = detector_class(name)
