@@ -26,9 +26,7 @@ import math
 import random
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from functools import cache
 from typing import Any, Literal
 
@@ -37,7 +35,6 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.bfcl import BFCL_VERSION, bfcl_data_dir, split_for
-from evals.deprecated_keywords import fold_keywords
 from evals.loop_eval import LOOP_SELECTOR, LoopSetup
 from evals.metrics import bootstrap_ci
 from evals.runner import _RowWriter, load_rows
@@ -81,7 +78,6 @@ MULTI_TURN_N_CTX = 16384  # Qwen2.5-Coder is trained for 32k; two classes' docs 
 CHARS_PER_TOKEN = 3.0  # a conservative estimate for JSON-heavy text (Qwen's tokenizer averages more)
 CLOSING_RESULT_CHARS = 200  # a demonstration's answer quotes its last result up to this length
 TURN_RESERVE_TOKENS = 3072  # room kept for the turn being run: its calls, results and answers
-MULTI_TURN_RUN_KEYWORDS = ("run_dir", "max_tokens")  # run_multi_turn's former keywords of the run
 
 
 def multi_turn_n_ctx(n_ctx: int | None = None) -> int:
@@ -463,23 +459,16 @@ def sample_tasks(tasks: list[MultiTurnTask], size: int | None, seed: int) -> lis
 
 def run_multi_turn(tasks: list[MultiTurnTask], lm: dspy.BaseLM | None, *, selector: SelectorSpec | None = None,
                    run: RunConfig | None = None, escalation: LoopEscalation | None = None,
-                   progress: Callable[[str], None] | None = None, setup: LoopSetup = MULTI_TURN_SETUP,
-                   **deprecated: Any) -> tuple[pd.DataFrame, dict[str, float]]:
+                   progress: Callable[[str], None] | None = None,
+                   setup: LoopSetup = MULTI_TURN_SETUP) -> tuple[pd.DataFrame, dict[str, float]]:
     """Run every task and summarise. ``selector``: how each step is decided (default ``LOOP_SELECTOR``); ``run``:
     ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them), ``sample``/``seed`` and
     ``limit`` (which tasks: a seeded sample, then the first N), ``max_tokens`` (the model's generation limit, kept
     free in the context). ``escalation``: a secondary model that takes or guides stuck steps (``LoopEscalation``).
     ``setup``: each turn's limits and the solved tasks shown first (``LoopSetup``; default: ``TURN_LIMITS``,
     BFCL's step limit and one reminder, none shown; ``first_step="required"`` makes each turn open with a call,
-    ``finish="tool"`` every step a call until the model calls ``finish``). The former ``limits=`` (now
-    ``setup=LoopSetup(limits)``), ``strategy=``, ``run_dir=`` and ``max_tokens=`` still work, with a
-    ``DeprecationWarning``."""
-    if "limits" in deprecated:
-        warnings.warn("run_multi_turn(limits=...) is deprecated: give setup=LoopSetup(limits).", DeprecationWarning,
-                      stacklevel=2)
-        setup = replace(setup, limits=deprecated.pop("limits"))
-    selector, run = fold_keywords("run_multi_turn", deprecated, selector, run, run_keywords=MULTI_TURN_RUN_KEYWORDS,
-                                  selector_defaults={"relevance": "none"})
+    ``finish="tool"`` every step a call until the model calls ``finish``)."""
+    run = run or RunConfig()
     tasks = sample_tasks(tasks, run.sample, run.seed)[: run.limit]
     run_path = run.run_dir
     if run_path and run.fresh:

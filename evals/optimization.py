@@ -25,7 +25,6 @@ import dspy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tqdm.auto import tqdm
 
-from evals.deprecated_keywords import fold_keywords
 from evals.metrics import balanced_accuracy, score_case
 from evals.naming import slug
 from evals.runner import EvalResult
@@ -376,9 +375,6 @@ class OptimizeSettings(BaseModel):
             raise ToolSelectionError(f"Bad optimization settings: {validation_problems(error)}.") from None
 
 
-OPTIMIZE_RUN_KEYWORDS = ("out", "threads", "max_tokens", "mlflow", "tracking_uri")  # the former keywords of the run
-
-
 def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSettings | None = None, *,
              selector: SelectorSpec | None = None, run: RunConfig | None = None, **fields: Any) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``run.run_dir``
@@ -388,13 +384,8 @@ def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSet
     relevance model saved with the program and applied after its selections: ``auto``, ``none`` (the default) or
     a file; optimization itself scores the selection alone); ``run`` how it runs (threads, max_tokens, MLflow,
     ``progress``: each stage announced on stderr, with its progress bars). With dev cases, the unoptimized selector is scored on dev too, and a program whose dev false abstention is more
-    than 10 points above its is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``. The
-    former ``strategy=``, ``relevance=``, ``adapter=``, ``out=``, ``threads=``, ``max_tokens=``, ``mlflow=`` and
-    ``tracking_uri=`` still work, with a ``DeprecationWarning``."""
-    former = {key: fields.pop(key) for key in (*OPTIMIZE_RUN_KEYWORDS, "strategy", "relevance", "adapter")
-              if key in fields}
-    selector, run = fold_keywords("optimize", former, selector, run, run_keywords=OPTIMIZE_RUN_KEYWORDS,
-                                  selector_defaults={"relevance": "none"})
+    than 10 points above its is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``."""
+    run = run or RunConfig()
     settings = OptimizeSettings.build(settings, **fields)
     spec = selector or SelectorSpec(relevance="none")
     if run.mlflow:

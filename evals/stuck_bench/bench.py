@@ -13,7 +13,6 @@ from typing import Any
 import dspy
 import pandas as pd
 
-from evals.deprecated_keywords import fold_keywords
 from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
 from evals.naming import slug
@@ -47,7 +46,6 @@ GUIDE_NOTE = ("Sweeps are the delegate strategy, computed offline from the per-c
               "The guide strategy changes the primary's answer and needs live runs "
               "(--live-threshold T --strategy guide).")
 DEFAULT_BENCH_DIR = Path("runs") / "stuck_bench"
-BENCH_RUN_KEYWORDS = ("out", "mlflow", "tracking_uri", "threads", "progress")  # the former keywords of the run
 Model = str | dspy.BaseLM
 
 
@@ -60,10 +58,8 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
     ``thresholds="0:1:0.1"``, ``live_threshold=0.5``) say what is measured; ``selector`` how the selectors ask the
     models (its strategy: ``BenchSettings.selection_strategy``); ``run`` how the run is carried out (threads,
     progress, MLflow, the output folder; the cases and generation limits are the settings'). ``cost_fn`` prices a
-    call (default: the model catalog). The former ``out=``, ``threads=``, ``mlflow=``, ``tracking_uri=`` and
-    ``progress=`` still work, with a ``DeprecationWarning``."""
-    former = {key: fields.pop(key) for key in BENCH_RUN_KEYWORDS if key in fields}
-    _, run = fold_keywords("run_stuck_bench", former, None, run, run_keywords=BENCH_RUN_KEYWORDS)
+    call (default: the model catalog)."""
+    run = run or RunConfig()
     if run.limit is not None or run.sample is not None:
         raise ToolSelectionError("The stuck benchmark's cases are its settings' limit (BenchSettings.limit), not "
                                  "the run config's limit or sample.")
