@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
@@ -27,25 +27,15 @@ from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
-from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.selector import MultiToolSelector
 from tool_selection.selector_build import apply_spec
 from tool_selection.spec import SelectorSpec, selection_params
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
-__all__ = ["build_adapter", "case_params", "default_run_dir", "evaluate", "run_params", "selector_params"]
+__all__ = ["case_params", "default_run_dir", "evaluate", "run_params", "selector_params"]
 
 RUNS_DIR = Path("runs")
 MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
-
-
-def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
-    """``json``: JSON answers with the per-call constrained schema (``ToolSelectionAdapter``); ``chat``: DSPy's
-    field-marker format with no constraint."""
-    if kind == "json":
-        return ToolSelectionAdapter()
-    if kind == "chat":
-        return dspy.ChatAdapter()
-    raise ValueError(f"Unknown adapter {kind!r}: use 'json' or 'chat'")
 
 
 def program_fingerprint(selector: MultiToolSelector) -> str:

@@ -194,10 +194,10 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
         policy = EscalationPolicy(detector=settings.detector(detector), threshold=threshold, strategy=strategy,
                                   temperature=settings.temperature)
         protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], escalation=policy, cost_fn=cost_fn,
-                                              selector=MultiToolSelector(strategy=settings.selection_strategy))
+                                              selector=MultiToolSelector(strategy=settings.selection_strategy),
+                                              adapter=ToolSelectionAdapter())
         run_dir = result.out_dir / "live" / f"{slug(primary)}__{slug(secondary)}-{detector}-{strategy}-{threshold:g}"
-        live = Evaluator(suite=cases, threads=run.threads, progress=run.progress)(
-            protocol, adapter=ToolSelectionAdapter(), run_dir=run_dir)
+        live = Evaluator(suite=cases, threads=run.threads, progress=run.progress)(protocol, run_dir=run_dir)
         live.results.to_parquet(run_dir / TABLE_FILE, index=False)
         secondary_cost = result.baselines.query("model == @secondary and split == @split")["cost"].iloc[0]
         cases_table = result.cases.query("pair == @label and split == @split")
