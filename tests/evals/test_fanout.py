@@ -1,4 +1,5 @@
-"""evaluate(run=RunConfig(ray=...)): cases fanned out over a local Ray instance, rows streamed into the one results file."""
+"""evaluate(run=RunConfig(ray=...)): cases fanned out over a local Ray instance, rows streamed into the one results
+file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""evaluate(run=RunConfig(serve=N)): the harness starts a model server for the run, sends it cases in parallel, stops it, and
-stops the run (finished cases kept) if the server dies. The server is the stand-in llama-server."""
+"""evaluate(run=RunConfig(serve=N)): the harness starts a model server for the run, sends it cases in parallel,
+stops it, and stops the run (finished cases kept) if the server dies. The server is the stand-in llama-server."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def _inventory_suite(tmp_path):
 
 def _evaluate_answering(answer, fake_llama_server, tmp_path, monkeypatch, **selector):
     monkeypatch.setenv("FAKE_SERVER_ANSWER", json.dumps(answer))
-    return evaluate(str(_inventory_suite(tmp_path)), fake_llama_server, selector=SelectorSpec.build(strategy="native", **selector),
+    return evaluate(str(_inventory_suite(tmp_path)), fake_llama_server,
+                    selector=SelectorSpec.build(strategy="native", **selector),
                     run=RunConfig(serve=1, mlflow=False, progress=False, cache=False, run_dir=tmp_path / "run"))
 
 
