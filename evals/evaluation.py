@@ -12,12 +12,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
 from evals.context_fit import check_context_fit
-from evals.deprecated_keywords import fold_keywords
 from evals.metrics import cost_figures
 from evals.naming import slug as _slug
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
@@ -28,24 +27,14 @@ from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
-from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, apply_spec
+from tool_selection.selector import MultiToolSelector, apply_spec
 from tool_selection.spec import SelectorSpec, selection_params
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
-__all__ = ["build_adapter", "case_params", "default_run_dir", "evaluate", "run_params", "selector_params"]
+__all__ = ["case_params", "default_run_dir", "evaluate", "run_params", "selector_params"]
 
 RUNS_DIR = Path("runs")
 MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
-
-
-def build_adapter(kind: Literal["json", "chat"] = "json") -> dspy.Adapter:
-    """``json``: JSON answers with the per-call constrained schema (``ToolSelectionAdapter``); ``chat``: DSPy's
-    field-marker format with no constraint."""
-    if kind == "json":
-        return ToolSelectionAdapter()
-    if kind == "chat":
-        return dspy.ChatAdapter()
-    raise ValueError(f"Unknown adapter {kind!r}: use 'json' or 'chat'")
 
 
 def program_fingerprint(selector: MultiToolSelector) -> str:
@@ -74,17 +63,15 @@ def default_run_dir(params: dict[str, Any]) -> Path:
 
 
 def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: SelectorSpec | MultiToolSelector | None = None,
-             run: RunConfig | None = None, split: str | None = "test", tools: ToolRegistry | None = None,
-             **deprecated: Any) -> EvalResult:
+             run: RunConfig | None = None, split: str | None = "test", tools: ToolRegistry | None = None) -> EvalResult:
     """Evaluate a selector on a suite split with a model; results are saved, resumable and logged to MLflow.
 
     ``selector``: what the selector does (a ``SelectorSpec``: strategy, gate, retrieval, argument handling,
     relevance, program; default ``SelectorSpec()``), or a built selector (the default spec's relevance then
     applies to it). ``run``: how the run is carried out (a ``RunConfig``: threads, a llama-server with ``serve``
     slots, Ray, the cache, MLflow, the run folder, ``limit``/``sample``/``seed``). ``split``: ``None`` for every
-    case. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's tools). The keywords of
-    the former signature (``strategy=``, ``threads=``, ...) still work, with a ``DeprecationWarning``."""
-    selector, run = fold_keywords("evaluate", deprecated, selector, run)
+    case. ``tools`` replaces every case's own catalog (``toolsel eval --mcp``: a server's tools)."""
+    run = run or RunConfig()
     built, spec = _selector_and_spec(selector)
     with contextlib.ExitStack() as stack:
         suite_obj, cases = _cases(suite, split, run, spec, tools)
@@ -126,8 +113,6 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
 
 def _selector_and_spec(selector: Any) -> tuple[MultiToolSelector | None, SelectorSpec]:
     """A built selector (if one was given) and the spec applied to it, or the spec to build one from."""
-    if isinstance(selector, tuple):  # program= a selector object, in the former keywords
-        return selector
     if isinstance(selector, MultiToolSelector):  # run as it is: its own relevance stage, or none
         return selector, selector.to_spec()
     if selector is None or isinstance(selector, SelectorSpec):

@@ -59,7 +59,7 @@ def _evaluate_case(job, case: Case, tools, threads_per_worker: int | None) -> di
         _PREPARED[job] = job.prepare()[:2]
     selector, lm = _PREPARED[job]
     evaluator = Evaluator(suite=Suite("shard", [case]), progress=False, tools=tools)
-    return evaluator._run_case(selector, case, lm, None)
+    return evaluator._run_case(selector, case, lm)
 
 
 class RayCases:

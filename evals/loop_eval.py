@@ -35,7 +35,6 @@ import dspy
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evals.deprecated_keywords import fold_keywords
 from evals.metrics import bootstrap_ci, value_matches
 from evals.runner import _RowWriter, load_rows
 from evals.suite import LOOP_SUITES
@@ -272,15 +271,12 @@ class LoopSetup:
 
 def run_loop_suite(tasks: list[LoopTask], lm: dspy.BaseLM, *, selector: SelectorSpec | None = None,
                    run: RunConfig | None = None, escalation: EscalationPolicy | None = None,
-                   progress: Callable[[str], None] | None = None, setup: LoopSetup | None = None,
-                   **deprecated: Any) -> LoopResult:
+                   progress: Callable[[str], None] | None = None, setup: LoopSetup | None = None) -> LoopResult:
     """Run every task's loop and score it. ``selector``: how each step is decided (default ``LOOP_SELECTOR``);
     ``run``: ``run_dir`` (resumable: finished tasks there are kept; ``fresh`` discards them) and ``limit`` (the
     first N tasks). ``escalation``: a secondary model that takes or guides stuck steps (``EscalationPolicy``).
-    ``setup``: the turn's limits and the solved tasks shown first (``LoopSetup``). The former ``strategy=`` and
-    ``run_dir=`` still work, with a ``DeprecationWarning``."""
-    selector, run = fold_keywords("run_loop_suite", deprecated, selector, run, selector_defaults={"relevance": "none"})
-    selector = selector or LOOP_SELECTOR
+    ``setup``: the turn's limits and the solved tasks shown first (``LoopSetup``)."""
+    selector, run = selector or LOOP_SELECTOR, run or RunConfig()
     if run.sample is not None:
         raise ToolSelectionError("A loop suite runs its tasks in order: give limit, not sample.")
     run_path = run.run_dir

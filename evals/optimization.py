@@ -7,7 +7,8 @@ need none count equally in a split's mean, so no optimizer gains by refusing eve
 textual feedback naming what was wrong. A program whose dev false abstention rises by more than
 ``MAX_FALSE_ABSTENTION_RISE`` over the unoptimized selector's is not saved unless allowed. With
 ``target="descriptions"`` the tools' descriptions are what is optimized, by GEPA, and the program is left as it
-is (``evals.description_optimization``).
+is (``evals.description_optimization``). The examples and metrics live in ``evals.optimization_metrics``, the
+optimizers by name in ``evals.optimizers``; their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,16 +25,32 @@ import dspy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tqdm.auto import tqdm
 
-from evals.deprecated_keywords import fold_keywords
-from evals.metrics import balanced_accuracy, score_case
+from evals.metrics import balanced_accuracy
 from evals.naming import slug
+from evals.optimization_metrics import (
+    accuracy_metric,
+    describe_errors,
+    feedback_metric,
+    gold_calls,
+    make_examples,
+    selection_metric,
+)
+from evals.optimizers import (
+    OPTIMIZERS,
+    Budget,
+    Optimizer,
+    OptimizerSetup,
+    UnknownOptimizerError,
+    build_optimizer,
+    get_optimizer,
+    optimizer_names,
+    register_optimizer,
+)
 from evals.runner import EvalResult
-from evals.suite import Case, Suite, load_suite, registry_for
+from evals.suite import Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
-from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.defaults import NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
-from tool_selection.named_registry import Registry
 from tool_selection.relevance import RelevanceStage, resolve_relevance
 from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, compact_demo
@@ -45,6 +61,7 @@ from tool_selection.validation import validation_problems
 __all__ = [
     "MAX_FALSE_ABSTENTION_RISE",
     "OPTIMIZERS",
+    "Budget",
     "FalseAbstentionRiseError",
     "OptimizeResult",
     "OptimizeSettings",
@@ -52,8 +69,11 @@ __all__ = [
     "OptimizerSetup",
     "UnknownOptimizerError",
     "accuracy_metric",
+    "build_optimizer",
+    "describe_errors",
     "feedback_metric",
     "get_optimizer",
+    "gold_calls",
     "make_examples",
     "optimize",
     "optimizer_names",
@@ -61,7 +81,6 @@ __all__ = [
     "selection_metric",
 ]
 
-Budget = Literal["light", "medium", "heavy"]
 Target = Literal["program", "descriptions"]  # what is optimized: the selector's prompt, or the tools' descriptions
 MAX_FALSE_ABSTENTION_RISE = 0.10
 
@@ -69,229 +88,11 @@ MAX_FALSE_ABSTENTION_RISE = 0.10
 class FalseAbstentionRiseError(ToolSelectionError):
     """The optimized program refuses far more requests that need a call than the selector it started from."""
 
-# Few-shot sizes and search widths per budget, chosen for CPU-bound local models.
-BUDGETS: dict[str, dict[str, int]] = {
-    "light": {"demos": 2, "labeled": 2, "candidates": 3},
-    "medium": {"demos": 4, "labeled": 4, "candidates": 6},
-    "heavy": {"demos": 6, "labeled": 8, "candidates": 12},
-}
-
-
-def _first_acceptable(values: list[Any]) -> Any:
-    return next((v for v in values if v != ""), None)
-
-
-def gold_calls(case: Case) -> list[ToolCall]:
-    """The expected calls with one acceptable value per argument (used as labeled demonstrations)."""
-    return [
-        ToolCall(tool_name=c.tool_name, arguments={k: _first_acceptable(v) for k, v in c.acceptable().items()
-                                                    if _first_acceptable(v) is not None})
-        for c in case.expected_calls
-    ]
-
-
-def make_examples(cases: Suite | list[Case]) -> list[dspy.Example]:
-    """One example per case, weighted for a balanced mean: ``n / (2 * n_class)`` for the cases that need a call
-    and those that need none (1 each when the split holds only one kind)."""
-    cases = list(cases)
-    needs_call = [bool(gold_calls(case)) for case in cases]
-    counts = {kind: needs_call.count(kind) for kind in (True, False)}
-    both = all(counts.values())
-    return [
-        dspy.Example(request=case.prompt, tools=registry_for(case), tool_calls=gold_calls(case), case=case,
-                     weight=len(cases) / (2 * counts[kind]) if both else 1.0)
-        .with_inputs("request", "tools")
-        for case, kind in zip(cases, needs_call, strict=True)
-    ]
-
-
-def accuracy_metric(example: dspy.Example, prediction: dspy.Prediction, trace: Any = None) -> float | bool:
-    """The harness's accuracy, for ``dspy.Evaluate``: 1 when the tools and arguments are right (or the model
-    abstained where no tool fits), else 0, so that the mean over ``make_examples(cases)`` is what ``evaluate``
-    reports for a program answering the same cases."""
-    score = score_case(example.case, prediction.decision)["full_match"]
-    return score >= 1.0 if trace is not None else float(score)
-
-
-def selection_metric(example: dspy.Example, prediction: dspy.Prediction, trace: Any = None) -> float | bool:
-    """The optimizers' metric: the harness's accuracy (``accuracy_metric``) weighted so that a split's mean is its
-    balanced accuracy (the cases that need a call and those that need none count half each, whatever the mix);
-    while bootstrapping (``trace``), whether this answer was right."""
-    score = score_case(example.case, prediction.decision)["full_match"]
-    return score >= 1.0 if trace is not None else score * example.get("weight", 1.0)
-
-
-def describe_errors(case: Case, decision: MultiToolDecision) -> str:
-    """What was wrong with a decision, in words an optimizer's reflection model can act on."""
-    if decision.parse_error:
-        return f"The answer could not be parsed ({decision.parse_error[:200]}). Answer in the required format."
-    expected = [c.tool_name for c in case.expected_calls]
-    predicted = decision.tool_names
-    notes = []
-    if not expected and predicted:
-        notes.append(f"No available tool fits this request; it should have abstained, but called {predicted}.")
-    if expected and not predicted:
-        notes.append(f"It abstained, but the request needs {expected}.")
-    for problem in decision.problems:
-        if problem.kind == "unknown_tool":
-            notes.append(f"It called {problem.tool_name!r}, which is not an available tool.")
-        else:
-            notes.append(f"Bad arguments for {problem.tool_name}: {problem.detail}.")
-    missing = [n for n in expected if n not in predicted]
-    extra = [n for n in predicted if n not in expected]
-    if expected and predicted:
-        if missing and extra:
-            notes.append(f"Wrong tool: called {extra} where {missing} was needed.")
-        elif missing:
-            notes.append(f"Missing tool call(s): {missing}.")
-        elif extra:
-            notes.append(f"Unneeded tool call(s): {extra}.")
-    if not notes:
-        for call in case.expected_calls:
-            made = [c for c in decision.tool_calls if c.tool_name == call.tool_name]
-            for name, values in call.acceptable().items():
-                got = [c.arguments.get(name, "(omitted)") for c in made]
-                notes.append(f"Argument {call.tool_name}.{name}: got {got}, expected one of {values}.")
-    return " ".join(notes) or "Correct."
-
-
-def feedback_metric(gold: dspy.Example, pred: dspy.Prediction, trace=None, pred_name=None, pred_trace=None):
-    """GEPA's metric: the same score, with feedback naming what was wrong."""
-    score = score_case(gold.case, pred.decision)["full_match"]
-    return dspy.Prediction(score=score * gold.get("weight", 1.0), feedback="Correct." if score >= 1 else describe_errors(gold.case, pred.decision))
-
 
 def _compact_demos(program: MultiToolSelector) -> None:
     """Keep demonstrations as the model saw them during optimization (``selector.DEMO_OMITS``)."""
     for predictor in program.predictors():
         predictor.demos = [compact_demo(d) for d in predictor.demos]
-
-
-# ------------------------------------------------------------------------------------------------ optimizers
-
-
-@dataclass(frozen=True)
-class OptimizerSetup:
-    """What an optimizer is built for: the budget, the student and teacher LMs, threads and where it may log."""
-
-    budget: Budget
-    student_lm: dspy.BaseLM
-    teacher_lm: dspy.BaseLM | None = None
-    threads: int = 1
-    log_dir: Path | None = None
-    max_metric_calls: int | None = None  # GEPA's budget in metric calls, in place of the budget's own
-
-    @property
-    def sizes(self) -> dict[str, int]:
-        return BUDGETS[self.budget]
-
-    @property
-    def teacher_settings(self) -> dict[str, Any]:
-        return {"lm": self.teacher_lm} if self.teacher_lm is not None else {}
-
-
-OptimizerBuilder = Callable[[OptimizerSetup], tuple[Any, dict[str, Any]]]
-
-
-@dataclass(frozen=True)
-class Optimizer:
-    """A DSPy optimizer by name: ``build`` makes it for a setup and returns it with the arguments it was given
-    (recorded in the manifest); ``uses_dev``: it selects among candidates on dev (``compile(..., valset=dev)``);
-    ``stages``: what it does, in order, as ``toolsel optimize`` announces it (DSPy shows each stage's progress)."""
-
-    name: str
-    build: OptimizerBuilder
-    uses_dev: bool = True
-    stages: str = ""
-
-
-class UnknownOptimizerError(ToolSelectionError, ValueError):
-    """An optimizer name that no optimizer is registered under."""
-
-
-def _check_optimizer(entry: Any) -> None:
-    if not isinstance(entry, Optimizer):
-        raise TypeError(f"an optimizer entry is an Optimizer(name, build, uses_dev), got {entry!r}")
-
-
-OPTIMIZERS: Registry[Optimizer] = Registry("optimizer", group="tool_selection.optimizers", check=_check_optimizer,
-                                           error=UnknownOptimizerError)
-"""The optimizers by name: the built-in ones below, those registered with ``register_optimizer``, and the
-``Optimizer`` objects of the ``tool_selection.optimizers`` entry-point group."""
-
-
-def register_optimizer(name: str, *, uses_dev: bool = True,
-                       stages: str = "") -> Callable[[OptimizerBuilder], OptimizerBuilder]:
-    """Decorator: make a builder ``(OptimizerSetup) -> (optimizer, arguments)`` available as optimizer ``name``
-    (``toolsel optimize --optimizer NAME``, ``optimize(optimizer=NAME)``); returns the builder."""
-
-    def register(build: OptimizerBuilder) -> OptimizerBuilder:
-        OPTIMIZERS.add(name, Optimizer(name, build, uses_dev, stages))
-        return build
-
-    return register
-
-
-def optimizer_names() -> list[str]:
-    """Every registered optimizer name."""
-    return OPTIMIZERS.names()
-
-
-def get_optimizer(name: str) -> Optimizer:
-    """The optimizer registered as ``name``; an unknown name is an error listing the known ones."""
-    return OPTIMIZERS.get(name)
-
-
-@register_optimizer("bootstrap", uses_dev=False, stages="bootstrapping demonstrations from the train cases")
-def _bootstrap(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
-    args = {"max_bootstrapped_demos": setup.sizes["demos"], "max_labeled_demos": setup.sizes["labeled"]}
-    return dspy.BootstrapFewShot(metric=selection_metric, teacher_settings=setup.teacher_settings, **args), args
-
-
-@register_optimizer("random-search", stages="trials: each bootstraps a candidate set of demonstrations and "
-                                         "scores it on dev")
-def _random_search(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
-    args = {"max_bootstrapped_demos": setup.sizes["demos"], "max_labeled_demos": setup.sizes["labeled"],
-            "num_candidate_programs": setup.sizes["candidates"], "num_threads": setup.threads}
-    return dspy.BootstrapFewShotWithRandomSearch(metric=selection_metric, teacher_settings=setup.teacher_settings,
-                                                 **args), args
-
-
-@register_optimizer("mipro", stages="bootstrapping demonstrations, proposing instructions, then trials: "
-                                 "candidates scored on dev minibatches, the best on all of dev")
-def _mipro(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
-    sizes, budget, threads = setup.sizes, setup.budget, setup.threads
-    args = {"auto": budget, "max_bootstrapped_demos": sizes["demos"], "max_labeled_demos": sizes["labeled"],
-            "num_threads": threads}
-    optimizer = dspy.MIPROv2(metric=selection_metric, prompt_model=setup.teacher_lm or setup.student_lm,
-                             task_model=setup.student_lm, teacher_settings=setup.teacher_settings, auto=budget,
-                             num_threads=threads, verbose=False, max_bootstrapped_demos=sizes["demos"],
-                             max_labeled_demos=sizes["labeled"],
-                             log_dir=str(setup.log_dir) if setup.log_dir else None)
-    return optimizer, args
-
-
-@register_optimizer("gepa", stages="trials: each runs a candidate on a train minibatch, proposes a new "
-                                "instruction from its failures, and scores it on dev if it does better")
-def _gepa(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
-    log_dir = str(setup.log_dir) if setup.log_dir else None
-    budget = ({"max_metric_calls": setup.max_metric_calls} if setup.max_metric_calls is not None
-              else {"auto": setup.budget})
-    args = {**budget, "num_threads": setup.threads, "log_dir": log_dir}
-    optimizer = dspy.GEPA(metric=feedback_metric, **budget, reflection_lm=setup.teacher_lm or setup.student_lm,
-                          num_threads=setup.threads, log_dir=log_dir, track_stats=True)
-    return optimizer, args
-
-
-def build_optimizer(name: str, budget: Budget, *, student_lm: dspy.BaseLM, teacher_lm: dspy.BaseLM | None,
-                    threads: int, log_dir: Path | None, max_metric_calls: int | None = None
-                    ) -> tuple[Any, dict[str, Any]]:
-    """The DSPy optimizer and the arguments it was given. The teacher (default: the student) bootstraps
-    demonstrations, proposes MIPRO's instructions and is GEPA's reflection model; ``max_metric_calls`` caps GEPA's
-    search instead of its budget."""
-    setup = OptimizerSetup(budget=budget, student_lm=student_lm, teacher_lm=teacher_lm, threads=threads,
-                           log_dir=log_dir, max_metric_calls=max_metric_calls)
-    return get_optimizer(name).build(setup)
 
 
 @dataclass
@@ -377,9 +178,6 @@ class OptimizeSettings(BaseModel):
             raise ToolSelectionError(f"Bad optimization settings: {validation_problems(error)}.") from None
 
 
-OPTIMIZE_RUN_KEYWORDS = ("out", "threads", "max_tokens", "mlflow", "tracking_uri")  # the former keywords of the run
-
-
 def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSettings | None = None, *,
              selector: SelectorSpec | None = None, run: RunConfig | None = None, **fields: Any) -> OptimizeResult:
     """Optimize a selector for ``model`` on ``suite``'s train split (dev for selection), save it to ``run.run_dir``
@@ -389,13 +187,8 @@ def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSet
     relevance model saved with the program and applied after its selections: ``auto``, ``none`` (the default) or
     a file; optimization itself scores the selection alone); ``run`` how it runs (threads, max_tokens, MLflow,
     ``progress``: each stage announced on stderr, with its progress bars). With dev cases, the unoptimized selector is scored on dev too, and a program whose dev false abstention is more
-    than 10 points above its is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``. The
-    former ``strategy=``, ``relevance=``, ``adapter=``, ``out=``, ``threads=``, ``max_tokens=``, ``mlflow=`` and
-    ``tracking_uri=`` still work, with a ``DeprecationWarning``."""
-    former = {key: fields.pop(key) for key in (*OPTIMIZE_RUN_KEYWORDS, "strategy", "relevance", "adapter")
-              if key in fields}
-    selector, run = fold_keywords("optimize", former, selector, run, run_keywords=OPTIMIZE_RUN_KEYWORDS,
-                                  selector_defaults={"relevance": NO_RELEVANCE})
+    than 10 points above its is refused (``FalseAbstentionRiseError``) unless ``allow_false_abstention_rise``."""
+    run = run or RunConfig()
     settings = OptimizeSettings.build(settings, **fields)
     spec = selector or SelectorSpec(relevance=NO_RELEVANCE)
     if run.mlflow:

@@ -117,7 +117,6 @@ class Evaluator:
         program: Callable[..., Any],
         *,
         lm: dspy.BaseLM | None = None,
-        adapter: dspy.Adapter | None = None,
         run_dir: str | Path | None = None,
         threads: int | None = None,
     ) -> EvalResult:
@@ -134,7 +133,7 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=threads or self.threads) as pool, tqdm(
             total=len(self.suite), initial=len(done), disable=not self.progress, desc=self.suite.name, unit="case",
         ) as bar:
-            submit = self.submit or (lambda case: pool.submit(self._run_case, program, case, lm, adapter))
+            submit = self.submit or (lambda case: pool.submit(self._run_case, program, case, lm))
             futures = {submit(case): case for case in pending}
             for future in as_completed(futures):
                 try:
@@ -160,22 +159,22 @@ class Evaluator:
         return EvalResult(results=results, summary=summarize(results), by_tag=summarize_by_tag(results),
                           run_dir=run_path)
 
-    def _run_case(self, program: Callable[..., Any], case: Case, lm, adapter) -> dict[str, Any]:
+    def _run_case(self, program: Callable[..., Any], case: Case, lm) -> dict[str, Any]:
         registry = self.tools if self.tools is not None else registry_for(case)  # a bad definition stops the run
         if not self.trace:
-            return self._decide(program, case, registry, lm, adapter)
+            return self._decide(program, case, registry, lm)
         from evals.traces import traced_case
 
-        return traced_case(case, registry, lambda: self._decide(program, case, registry, lm, adapter))
+        return traced_case(case, registry, lambda: self._decide(program, case, registry, lm))
 
-    def _decide(self, program: Callable[..., Any], case: Case, registry: ToolRegistry, lm, adapter) -> dict[str, Any]:
+    def _decide(self, program: Callable[..., Any], case: Case, registry: ToolRegistry, lm) -> dict[str, Any]:
         """The case's row: the program's decision, scored, with its latency and tokens."""
         error = None
         usage: dict[str, Any] = {}
         extras: dict[str, Any] = {}
         start = time.perf_counter()
         try:
-            with dspy.context(lm=lm or dspy.settings.lm, adapter=adapter or dspy.settings.adapter, track_usage=True):
+            with dspy.context(lm=lm or dspy.settings.lm, track_usage=True):
                 prediction = program(request=case.prompt, tools=registry)
             decision: MultiToolDecision = prediction.decision
             usage = prediction.get_lm_usage() or {}

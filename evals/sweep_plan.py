@@ -110,6 +110,9 @@ class SweepPlan(BaseModel):
         axes_of = selector_axes(type(given) if isinstance(given, SelectorSpec) else cls.model_fields["selector"].annotation)
         known = ("suite", "model", *axes_of)
         axes, baseline = data.get("axes") or {}, data.get("baseline") or {}
+        if not (isinstance(axes, dict) and isinstance(baseline, dict)
+                and all(isinstance(values, list) for values in axes.values())):
+            return data  # the fields' own types say what is wrong
         problems = [f"unknown axis {name!r} (axes: {', '.join(known)})" for name in axes if name not in known]
         problems += [f"axis {name!r} has no values" for name, values in axes.items() if not values]
         problems += [f"axis {name!r} repeats a value" for name, values in axes.items()

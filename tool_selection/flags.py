@@ -14,7 +14,7 @@ A field may say more in ``json_schema_extra``:
 - ``cli_type``: a named parser of ``PARSERS`` for its text (default: from the annotation);
 - ``metavar``, ``default_text``: how its help shows the value and the default; ``const``: the value of the flag
   given without one;
-- ``cli``: False for a field no command-line flag sets;
+- ``cli``: False for a field no command-line flag sets; ``exclusive``: a group name, whose flags exclude each other;
 - ``record``: how a run records it, ``changed`` (default: when it departs from the default), ``always`` or
   ``never``; on a section, ``gated`` (the gate's fields, recorded with a ``gate+`` strategy).
 """
@@ -219,10 +219,13 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, model: 
     """A flag per field of ``model`` (``skip``: flat names left out). Every flag defaults to None, so that
     ``given_fields`` can tell a flag given from one left out; ``lists``: each flag takes a comma list of values
     (a sweep's axes), kept as text."""
-    skipped = set(skip)
+    skipped, exclusive = set(skip), {}
     for field in flat_fields(model).values():
         if field.name not in skipped and field.extra("cli", True):
-            _add_argument(parser, field, lists=lists)
+            group = field.extra("exclusive")
+            if group is not None and not lists and group not in exclusive:
+                exclusive[group] = parser.add_mutually_exclusive_group()
+            _add_argument(exclusive.get(group, parser), field, lists=lists)
 
 
 def add_field_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, model: type[BaseModel],

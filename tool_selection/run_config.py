@@ -62,9 +62,9 @@ class RunConfig(BaseModel):
                                  "runs/<suite>-<split>-<model>-...-<hash>, named for what the run is).")
     fresh: bool = Field(default=False, description="Discard results already in the run folder instead of resuming.")
     limit: int | None = Field(default=None, ge=1, description="Only the first N cases of the split.",
-                              json_schema_extra={"metavar": "N"})
+                              json_schema_extra={"metavar": "N", "exclusive": "cases"})
     sample: int | None = Field(default=None, ge=1, description="A fixed seeded sample of N cases of the split (see "
-                               "--seed).", json_schema_extra={"metavar": "N"})
+                               "--seed).", json_schema_extra={"metavar": "N", "exclusive": "cases"})
     seed: int = Field(default=0, description="Seed of --sample, and of the model's sampler with --temperature above "
                                              "0.")
     progress: bool = Field(default=True, description="Show progress.")

@@ -13,7 +13,6 @@ from typing import Any
 import dspy
 import pandas as pd
 
-from evals.deprecated_keywords import fold_keywords
 from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
 from evals.naming import slug
@@ -47,7 +46,6 @@ GUIDE_NOTE = ("Sweeps are the delegate strategy, computed offline from the per-c
               "The guide strategy changes the primary's answer and needs live runs "
               "(--live-threshold T --strategy guide).")
 DEFAULT_BENCH_DIR = Path("runs") / "stuck_bench"
-BENCH_RUN_KEYWORDS = ("out", "mlflow", "tracking_uri", "threads", "progress")  # the former keywords of the run
 Model = str | dspy.BaseLM
 
 
@@ -61,10 +59,8 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
     models (its strategy, default ``auto``); ``run`` how the run is carried out (``limit``: the first N cases of
     each split; ``max_tokens``; ``cache``, on unless the run says otherwise, so that a rerun reads the detectors'
     samples back alike; threads, progress, MLflow, the output folder). ``cost_fn`` prices a call (default: the
-    model catalog). The former ``out=``, ``threads=``, ``mlflow=``, ``tracking_uri=`` and
-    ``progress=`` still work, with a ``DeprecationWarning``."""
-    former = {key: fields.pop(key) for key in BENCH_RUN_KEYWORDS if key in fields}
-    _, run = fold_keywords("run_stuck_bench", former, None, run, run_keywords=BENCH_RUN_KEYWORDS)
+    model catalog)."""
+    run = run or RunConfig()
     if run.sample is not None:
         raise ToolSelectionError("The stuck benchmark takes the first cases of each split (the run config's limit), "
                                  "not a sample.")
@@ -202,11 +198,11 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
         policy = EscalationPolicy(detector=settings.detector(detector), threshold=threshold, strategy=live_strategy,
                                   temperature=settings.temperature)
         protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], escalation=policy, cost_fn=cost_fn,
-                                              selector=MultiToolSelector(strategy=strategy))
+                                              selector=MultiToolSelector(strategy=strategy),
+                                              adapter=ToolSelectionAdapter())
         run_dir = (result.out_dir / "live"
                    / f"{slug(primary)}__{slug(secondary)}-{detector}-{live_strategy}-{threshold:g}")
-        live = Evaluator(suite=cases, threads=run.threads, progress=run.progress)(
-            protocol, adapter=ToolSelectionAdapter(), run_dir=run_dir)
+        live = Evaluator(suite=cases, threads=run.threads, progress=run.progress)(protocol, run_dir=run_dir)
         live.results.to_parquet(run_dir / TABLE_FILE, index=False)
         secondary_cost = result.baselines.query("model == @secondary and split == @split")["cost"].iloc[0]
         cases_table = result.cases.query("pair == @label and split == @split")

@@ -226,8 +226,7 @@ def test_the_replay_benchmark_names_the_entries_whose_ground_truth_does_not_pass
 def test_a_resumed_run_keeps_finished_tasks_failed_ones_included(base, tmp_path):
     tasks = [base["multi_turn_base_1"], base["multi_turn_base_2"]]
     idle, first = _lm(["No."] * 8, tmp_path)
-    with pytest.warns(DeprecationWarning, match=r"run_multi_turn\(strategy=, run_dir=\) is deprecated"):
-        run_multi_turn(tasks[:1], idle, strategy="native", run_dir=tmp_path / "run")  # the former keywords
+    run_multi_turn(tasks[:1], idle, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     lm, second = _lm(_ground_truth_script(tasks[1]), tmp_path)
     table, _ = run_multi_turn(tasks, lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     assert list(table["success"]) == [0.0, 1.0] and len(first.calls) == 8  # 4 turns, each sent back once
@@ -256,9 +255,8 @@ def test_a_required_first_step_opens_each_turn_with_a_call(base, tmp_path):
                        "\n</tool_call>"]
         stages.append("Done.")
     lm, llama = staged_lm(tmp_path, stages)
-    with pytest.warns(DeprecationWarning, match="setup=LoopSetup"):  # the former keyword
-        table, _ = run_multi_turn([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
-                                  limits=replace(TURN_LIMITS, first_step="required"))
+    table, _ = run_multi_turn([task], lm, selector=SelectorSpec(strategy="native-strict", relevance="none"),
+                              setup=LoopSetup(replace(TURN_LIMITS, first_step="required")))
     row = table.iloc[0]
     assert row["success"] == 1.0 and row["first_step"] == "required" and row["reminders"] == 0
     opened = [call for call in llama.calls if call["prompt"].endswith("<tool_call>\n") and call["grammar"]]

@@ -1,10 +1,7 @@
-"""``evaluate`` takes the selector as a ``SelectorSpec`` and the run as a ``RunConfig``; its former keywords fold
-into the same two values, with a warning, and give the same rows and params; the command line builds both in one
-place, from flags or files."""
+"""``evaluate`` takes the selector as a ``SelectorSpec`` and the run as a ``RunConfig`` (its former keywords are
+refused); the command line builds both in one place, from flags or files."""
 
-import warnings
 
-import pandas as pd
 import pytest
 
 from evals.cli_experiment import run_config, selector_spec
@@ -22,35 +19,11 @@ def _rows(result):
     return result.results.drop(columns=["latency_s"])
 
 
-def test_the_spec_and_run_config_give_the_rows_and_params_of_the_former_keywords(suite_path, tmp_path):
-    new = evaluate(str(suite_path), CountingLM(ANSWERS), selector=SPEC,
-                   run=RunConfig(mlflow=False, progress=False, limit=5, run_dir=tmp_path / "new"))
-    with pytest.warns(DeprecationWarning, match=r"evaluate\(strategy=, relevance=, mlflow=, progress=, limit=, "
-                                                r"run_dir=\) is deprecated"):
-        old = evaluate(str(suite_path), CountingLM(ANSWERS), strategy="json-cot", relevance="none", mlflow=False,
-                       progress=False, limit=5, run_dir=tmp_path / "old")
-    pd.testing.assert_frame_equal(_rows(new), _rows(old))
-    assert len(new.results) == 5
-    skip = ("git_commit",)
-    assert {k: v for k, v in new.params.items() if k not in skip} == {k: v for k, v in old.params.items()
-                                                                      if k not in skip}
-    assert new.params["strategy"] == "json-cot" and new.params["program"] == "zero-shot"
-
-
-def test_the_two_forms_of_one_setting_and_unknown_keywords_are_refused(suite_path):
-    with pytest.raises(TypeError, match="give selector=/run= or the old keywords for the same settings, not both"):
-        evaluate(str(suite_path), CountingLM(ANSWERS), selector=SPEC, strategy="json")
-    with pytest.raises(TypeError, match=r"evaluate\(\) got unexpected keyword argument\(s\): colour"):
-        evaluate(str(suite_path), CountingLM(ANSWERS), colour="red")
+def test_the_former_keywords_and_a_selector_given_as_text_are_refused(suite_path):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'strategy'"):
+        evaluate(str(suite_path), CountingLM(ANSWERS), strategy="json-cot")
     with pytest.raises(TypeError, match="selector must be a SelectorSpec or a MultiToolSelector"):
         evaluate(str(suite_path), CountingLM(ANSWERS), selector="json-cot")
-
-
-def test_no_warning_for_the_new_form(suite_path, tmp_path):
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*is deprecated: pass selector=", category=DeprecationWarning)
-        evaluate(str(suite_path), CountingLM(ANSWERS), selector=SPEC,
-                 run=RunConfig(mlflow=False, progress=False, limit=1, run_dir=tmp_path / "run"))
 
 
 def _args(*argv):

@@ -13,6 +13,8 @@ from tool_selection.lm import LocalEngine
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec
 
+NATIVE = SelectorSpec(strategy="native", relevance="none")
+
 
 def _lm(answers, tmp_path):
     """A local model answering whole chat completions, so these runs name ``native`` (``auto`` would decode its
@@ -33,30 +35,27 @@ def test_following_the_oracle_succeeds_and_stopping_early_does_not(tmp_path):
     task = next(t for t in load_loop_suite("multistep") if "treasure_hunt" in t.tool_sets and len(t.oracle) >= 2
                 and not any("recovery" == tag for tag in t.tags))
     lm, _ = _lm(_script(task), tmp_path)
-    result = run_loop_suite([task], lm, selector=SelectorSpec(strategy="native", relevance="none"),
-                            run=RunConfig(run_dir=tmp_path / "good"))
+    result = run_loop_suite([task], lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "good"))
     row = result.results.iloc[0]
     assert row["success"] == 1.0 and row["calls"] == len(task.oracle) and row["stop_reason"] == "answered"
     assert result.summary["task_success"] == 1.0
 
     lazy, _ = _lm(["I would need to look around first."], tmp_path)
-    with pytest.warns(DeprecationWarning, match=r"run_loop_suite\(strategy=, run_dir=\) is deprecated"):
-        failed = run_loop_suite([task], lazy, strategy="native", run_dir=tmp_path / "lazy").results.iloc[0]
+    failed = run_loop_suite([task], lazy, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "lazy")).results.iloc[0]
     assert failed["success"] == 0.0 and failed["calls"] == 0
 
 
 def test_a_run_resumes_without_redoing_finished_tasks(tmp_path):
     tasks = [t for t in load_loop_suite("multistep") if t.tool_sets == ["calculator"]][:2]
     first_lm, first = _lm(_script(tasks[0]), tmp_path)
-    run_loop_suite(tasks[:1], first_lm, strategy="native", run_dir=tmp_path / "run")
+    run_loop_suite(tasks[:1], first_lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     second_lm, second = _lm(_script(tasks[1]), tmp_path)
-    result = run_loop_suite(tasks, second_lm, strategy="native", run_dir=tmp_path / "run")
+    result = run_loop_suite(tasks, second_lm, selector=NATIVE, run=RunConfig(run_dir=tmp_path / "run"))
     assert len(result.results) == 2 and len(second.calls) == len(tasks[1].oracle) + 1
     assert (tmp_path / "run" / "results.parquet").exists()
 
 
 def test_a_nan_threshold_is_refused_before_any_task_runs(tmp_path):
-    import pytest
 
     from tool_selection.errors import ToolSelectionError
 

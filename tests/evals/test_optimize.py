@@ -31,6 +31,8 @@ from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
 from tool_selection.spec import SelectorSpec
 
+JSON_COT = SelectorSpec(strategy="json-cot", relevance="none")
+
 
 def test_bootstrap_compiles_saves_and_loads_back(suite_path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -51,8 +53,9 @@ def test_bootstrap_compiles_saves_and_loads_back(suite_path, tmp_path, monkeypat
 
     loaded = MultiToolSelector.load(tmp_path / "prog")
     assert len(loaded.select.predict.demos) == len(demos) and loaded.to_spec().strategy == "json-cot"
-    again = evaluate(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), program=tmp_path / "prog",
-                     mlflow=False, progress=False, run_dir=tmp_path / "eval")
+    again = evaluate(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()),
+                     selector=SelectorSpec(program=tmp_path / "prog"),
+                     run=RunConfig(mlflow=False, progress=False, run_dir=tmp_path / "eval"))
     assert again.params["program"] == str(tmp_path / "prog")
 
     import mlflow
@@ -73,7 +76,7 @@ def test_optimizer_never_sees_test_cases(suite_path, tmp_path, monkeypatch):
             return super().forward(prompt=prompt, messages=messages, **kwargs)
 
     optimize(str(suite_path), Spy(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="bootstrap",
-             out=tmp_path / "p", evaluate_test=False, mlflow=False, strategy="json-cot")
+             evaluate_test=False, selector=JSON_COT, run=RunConfig(run_dir=tmp_path / "p", mlflow=False))
     test_requests = [c.prompt for c in load_suite(suite_path).split("test")]
     assert seen and not any(r in text for text in seen for r in test_requests)
 
@@ -81,8 +84,8 @@ def test_optimizer_never_sees_test_cases(suite_path, tmp_path, monkeypatch):
 def test_random_search_records_each_candidates_dev_score(suite_path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
-    result = optimize(str(suite_path), lm, optimizer="random-search", out=tmp_path / "rs", evaluate_test=False,
-                      mlflow=False, strategy="json-cot")
+    result = optimize(str(suite_path), lm, optimizer="random-search", evaluate_test=False, selector=JSON_COT,
+                      run=RunConfig(run_dir=tmp_path / "rs", mlflow=False))
     assert len(result.candidate_scores) >= 2  # zero-shot, labeled-only, bootstrapped, ... each scored on dev
     assert all(0 <= score <= 100 for score in result.candidate_scores)
     assert (tmp_path / "rs" / "manifest.json").exists()
@@ -120,7 +123,7 @@ def test_a_registered_optimizer_is_known_everywhere(labeled_optimizer, suite_pat
     monkeypatch.chdir(tmp_path)
     assert build_parser().parse_args(["optimize", "--optimizer", "labeled"]).optimizer == "labeled"
     result = optimize(str(suite_path), CountingLM(ANSWERS, adapter=ToolSelectionAdapter()), optimizer="labeled",
-                      out=tmp_path / "lab", evaluate_test=False, mlflow=False, strategy="json-cot")
+                      evaluate_test=False, selector=JSON_COT, run=RunConfig(run_dir=tmp_path / "lab", mlflow=False))
     assert result.manifest.optimizer == "labeled" and result.manifest.optimizer_args == {"k": 2, "budget": "light"}
     assert len(result.program.select.predict.demos) == 2
     with pytest.raises(ToolSelectionError, match="'labeled' is taken by .*labeled_optimizer.<locals>.labeled"):
@@ -199,8 +202,8 @@ def split_suite(tmp_path):
 def test_instruction_optimizers_compile_save_and_score(optimizer, split_suite, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     lm = ProposingLM(ANSWERS, adapter=ToolSelectionAdapter())
-    result = optimize(str(split_suite), lm, optimizer=optimizer, out=tmp_path / optimizer, mlflow=False,
-                      strategy="json-cot")
+    result = optimize(str(split_suite), lm, optimizer=optimizer, selector=JSON_COT,
+                      run=RunConfig(run_dir=tmp_path / optimizer, mlflow=False))
     manifest = json.loads((tmp_path / optimizer / "manifest.json").read_text())
     assert manifest["optimizer"] == optimizer and 0 <= manifest["scores"]["test_accuracy"] <= 1
     assert 0 <= result.dev_score <= 1 and result.model_calls > 0
@@ -212,8 +215,8 @@ def test_instruction_optimizers_compile_save_and_score(optimizer, split_suite, t
 def test_gepa_stops_at_a_cap_in_metric_calls(split_suite, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     lm = ProposingLM(ANSWERS, adapter=ToolSelectionAdapter())
-    optimize(str(split_suite), lm, optimizer="gepa", max_metric_calls=6, out=tmp_path / "capped", mlflow=False,
-             strategy="json-cot", evaluate_test=False)
+    optimize(str(split_suite), lm, optimizer="gepa", max_metric_calls=6, evaluate_test=False, selector=JSON_COT,
+             run=RunConfig(run_dir=tmp_path / "capped", mlflow=False))
     arguments = json.loads((tmp_path / "capped" / "manifest.json").read_text())["optimizer_args"]
     assert arguments["max_metric_calls"] == 6 and "auto" not in arguments
 
@@ -249,13 +252,13 @@ def test_a_program_that_gains_by_refusing_is_not_saved_unless_allowed(labeled_op
     lm = AbstainsWithDemosLM(ANSWERS, adapter=ToolSelectionAdapter())
     with pytest.raises(FalseAbstentionRiseError, match=r"100.0% of the dev cases .* against 0.0%.*"
                                                        r"--allow-false-abstention-rise"):
-        optimize(str(split_suite), lm, optimizer="labeled", out=tmp_path / "refused", mlflow=False,
-                 strategy="json-cot", evaluate_test=False)
+        optimize(str(split_suite), lm, optimizer="labeled", evaluate_test=False, selector=JSON_COT,
+                 run=RunConfig(run_dir=tmp_path / "refused", mlflow=False))
     assert not (tmp_path / "refused" / "program.json").exists()
     assert (tmp_path / "refused" / "dev_eval").is_dir()
 
-    result = optimize(str(split_suite), lm, optimizer="labeled", out=tmp_path / "allowed", mlflow=False,
-                      strategy="json-cot", allow_false_abstention_rise=True)
+    result = optimize(str(split_suite), lm, optimizer="labeled", allow_false_abstention_rise=True, selector=JSON_COT,
+                      run=RunConfig(run_dir=tmp_path / "allowed", mlflow=False))
     scores = result.manifest.scores
     assert scores["dev_false_abstention_rate"] == 1.0 and scores["dev_unoptimized_false_abstention_rate"] == 0.0
     assert scores["test_false_abstention_rate"] == 1.0 and (tmp_path / "allowed" / "program.json").is_file()

@@ -18,6 +18,8 @@ from evals.relevance import (
     signal_aurocs,
 )
 from tool_selection import ToolSelectionError
+from tool_selection.run_config import RunConfig
+from tool_selection.spec import SelectorSpec
 
 
 def row(case_id, split, needs_call, called_right, signal, *, abstained=False):
@@ -225,7 +227,8 @@ def test_the_harness_applies_the_shipped_model_by_default_and_none_turns_it_off(
     monkeypatch.setattr(relevance_model, "SHIPPED_DIR", tmp_path)
     runs = {}
     for relevance in ("auto", "none"):
-        runs[relevance] = evaluate(str(suite_path), CountingLM(ANSWERS), strategy="json-cot", relevance=relevance,
-                                   mlflow=False, progress=False, run_dir=tmp_path / relevance)
+        runs[relevance] = evaluate(str(suite_path), CountingLM(ANSWERS),
+                                   selector=SelectorSpec(strategy="json-cot", relevance=relevance),
+                                   run=RunConfig(mlflow=False, progress=False, run_dir=tmp_path / relevance))
     assert runs["auto"].params["relevance"].startswith(f"relevance (model {shipped.fingerprint}")
     assert "relevance_p" in runs["auto"].results and "relevance" not in runs["none"].params

@@ -9,6 +9,8 @@ from evals.rescore import rescore_run
 from evals.runner import RESULTS_FILE
 from tool_selection.cli import main
 from tool_selection.errors import ToolSelectionError
+from tool_selection.run_config import RunConfig
+from tool_selection.spec import SelectorSpec
 
 
 def _run(tmp_path, rows, strategy="native"):
@@ -98,8 +100,8 @@ def test_a_run_on_a_suite_file_is_rescored_from_anywhere(suite_path, tmp_path, m
 
     monkeypatch.chdir(suite_path.parent)
     lm = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())
-    run = evaluate(suite_path.name, lm, split=None, mlflow=False, progress=False, strategy="json-cot",
-                   run_dir=tmp_path / "run").run_dir
+    run = evaluate(suite_path.name, lm, split=None, selector=SelectorSpec(strategy="json-cot"),
+                   run=RunConfig(mlflow=False, progress=False, run_dir=tmp_path / "run")).run_dir
     assert json.loads((run / "summary.json").read_text())["params"]["suite_ref"] == str(suite_path.resolve())
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

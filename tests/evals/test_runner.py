@@ -12,7 +12,9 @@ from evals.runner import RESULTS_FILE, EvalAborted, Evaluator, load_results
 from evals.stats import compare_runs
 from evals.suite import load_suite
 from tool_selection.cli import main
+from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
+from tool_selection.spec import RetrievalSpec, SelectorSpec
 
 JSON_COT = functools.partial(MultiToolSelector, strategy="json-cot")  # the answers below are json-cot answers
 
@@ -95,11 +97,13 @@ def test_evaluate_logs_to_mlflow_and_runs_compare(suite_path, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     json_answers = CountingLM(ANSWERS, adapter=ToolSelectionAdapter())  # answers formatted as JSON
-    a = evaluate(str(suite_path), json_answers, split=None, tracking_uri=uri, progress=False, strategy="json-cot")
+    json_cot = SelectorSpec(strategy="json-cot")
+    a = evaluate(str(suite_path), json_answers, split=None, selector=json_cot,
+                 run=RunConfig(tracking_uri=uri, progress=False))
     assert a.accuracy == pytest.approx(4 / 8)
     worse = {**ANSWERS, "Oslo": ANSWERS["Rome"]}
-    b = evaluate(str(suite_path), CountingLM(worse, adapter=ToolSelectionAdapter()), split=None, tracking_uri=uri,
-                 progress=False, run_dir=tmp_path / "runs" / "b", strategy="json-cot")
+    b = evaluate(str(suite_path), CountingLM(worse, adapter=ToolSelectionAdapter()), split=None, selector=json_cot,
+                 run=RunConfig(tracking_uri=uri, progress=False, run_dir=tmp_path / "runs" / "b"))
     assert (a.run_dir / "results.parquet").exists() and a.mlflow_run_id
 
     import mlflow
@@ -146,12 +150,13 @@ def test_a_row_whose_case_holds_a_lone_surrogate_is_written(tmp_path):
 def test_evaluate_refuses_a_nan_gate_threshold_and_a_retrieval_that_keeps_every_tool(suite_path):
     from tool_selection.errors import ToolSelectionError
 
+    quiet = RunConfig(mlflow=False, progress=False)
     with pytest.raises(ToolSelectionError, match=r"gate_threshold \(--gate-threshold\) is NaN"):
-        evaluate(str(suite_path), CountingLM(ANSWERS), strategy="gate+json-cot", gate_threshold=float("nan"),
-                 mlflow=False, progress=False)
+        evaluate(str(suite_path), CountingLM(ANSWERS), run=quiet,
+                 selector=SelectorSpec.build(strategy="gate+json-cot", gate={"threshold": float("nan")}))
     with pytest.raises(ToolSelectionError, match=r"retrieve=2 \(--retrieve\) keeps every tool of every case \(the "
                                                  r"largest catalog has 2\)"):
-        evaluate(str(suite_path), CountingLM(ANSWERS), retrieve=2, mlflow=False, progress=False)
+        evaluate(str(suite_path), CountingLM(ANSWERS), selector=SelectorSpec(retrieval=RetrievalSpec(k=2)), run=quiet)
 
 
 def test_dspy_evaluate_with_the_accuracy_metric_reports_what_evaluate_does(suite_path):

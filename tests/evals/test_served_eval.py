@@ -1,5 +1,5 @@
-"""evaluate(serve=N): the harness starts a model server for the run, sends it cases in parallel, stops it, and
-stops the run (finished cases kept) if the server dies. The server is the stand-in llama-server."""
+"""evaluate(run=RunConfig(serve=N)): the harness starts a model server for the run, sends it cases in parallel,
+stops it, and stops the run (finished cases kept) if the server dies. The server is the stand-in llama-server."""
 
 from __future__ import annotations
 
@@ -10,11 +10,16 @@ import pytest
 from evals.evaluation import evaluate
 from evals.runner import RESULTS_FILE, load_rows
 from tool_selection.lm import ServerError
+from tool_selection.run_config import RunConfig
+from tool_selection.spec import SelectorSpec
+
+NATIVE = SelectorSpec(strategy="native")
 
 
 def test_an_evaluation_through_a_served_model(fake_llama_server, suite_path, tmp_path):
-    result = evaluate(str(suite_path), fake_llama_server, split="test", serve=2, threads=2, strategy="native",
-                      mlflow=False, progress=False, cache=False, run_dir=tmp_path / "run")
+    result = evaluate(str(suite_path), fake_llama_server, split="test", selector=NATIVE,
+                      run=RunConfig(serve=2, threads=2, mlflow=False, progress=False, cache=False,
+                                    run_dir=tmp_path / "run"))
     assert result.params["served_parallel"] == 2 and result.params["model"] == fake_llama_server
     rows = result.results.set_index("id")
     # the stand-in makes one call, to the tool named by a word of the request: right but for the two-call case
@@ -28,8 +33,8 @@ def test_a_server_that_dies_stops_the_run_and_keeps_the_finished_cases(fake_llam
     monkeypatch.setenv("FAKE_SERVER_MODE", "die-after=2")
     run = tmp_path / "run"
     with pytest.raises(ServerError, match="llama-server died"):
-        evaluate(str(suite_path), fake_llama_server, split="test", serve=1, strategy="native", mlflow=False,
-                 progress=False, cache=False, run_dir=run)
+        evaluate(str(suite_path), fake_llama_server, split="test", selector=NATIVE,
+                 run=RunConfig(serve=1, mlflow=False, progress=False, cache=False, run_dir=run))
     rows = [json.loads(line) for line in (run / RESULTS_FILE).read_text().splitlines()]
     assert len(rows) == 2 and all(row["error_message"] is None for row in rows)  # no failure was scored
 
@@ -48,10 +53,11 @@ def _inventory_suite(tmp_path):
     return path
 
 
-def _evaluate_answering(answer, fake_llama_server, tmp_path, monkeypatch, **options):
+def _evaluate_answering(answer, fake_llama_server, tmp_path, monkeypatch, **selector):
     monkeypatch.setenv("FAKE_SERVER_ANSWER", json.dumps(answer))
-    return evaluate(str(_inventory_suite(tmp_path)), fake_llama_server, serve=1, strategy="native", mlflow=False,
-                    progress=False, cache=False, run_dir=tmp_path / "run", **options)
+    return evaluate(str(_inventory_suite(tmp_path)), fake_llama_server,
+                    selector=SelectorSpec.build(strategy="native", **selector),
+                    run=RunConfig(serve=1, mlflow=False, progress=False, cache=False, run_dir=tmp_path / "run"))
 
 
 @pytest.mark.parametrize("arguments", ["{this is not JSON", '["warehouse", "north"]', '"north"'])

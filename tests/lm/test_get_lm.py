@@ -28,12 +28,12 @@ def test_local_only_options_are_refused_for_hosted_models():
         get_lm("openai/gpt-4o-mini", local=LocalEngineOptions(n_ctx=8192))
 
 
-def test_the_former_local_keywords_fold_into_local_engine_options_with_a_warning():
-    with pytest.warns(DeprecationWarning, match=r"get_lm\(n_ctx=\) is deprecated: pass local=LocalEngineOptions"):
-        with pytest.raises(ModelSpecError, match=r"\['n_ctx'\] apply to local models"):
-            get_lm("openai/gpt-4o-mini", n_ctx=8192)
-    with pytest.raises(TypeError, match="not both"):
-        get_lm("openai/gpt-4o-mini", local=LocalEngineOptions(), n_threads=2)
+def test_the_former_local_keywords_are_refused():
+    with pytest.raises(TypeError, match=r"get_lm\(\) got an unexpected keyword argument 'n_ctx': give "
+                                        r"local=LocalEngineOptions\(n_ctx=...\)"):
+        get_lm("openai/gpt-4o-mini", n_ctx=8192)
+    with pytest.raises(TypeError, match="'n_threads'"):
+        get_lm("local:qwen2.5-coder-0.5b", local=LocalEngineOptions(), n_threads=2)
 
 
 def test_a_catalog_model_is_assembled_and_wrapped_without_loading(tiny_model, installed_parts, model_dir):

@@ -9,6 +9,7 @@ from tool_selection import MultiToolSelector, ToolSelectionError
 from tool_selection.lm import LocalEngine
 from tool_selection.lm.engine import GenerationTrace
 from tool_selection.lm.strict_calls import strict_tool_completion
+from tool_selection.run_config import RunConfig
 from tool_selection.strategies.native import call_schema
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The forecast for a city.",
@@ -264,7 +265,7 @@ def test_an_evaluation_records_the_strategy_that_ran(tmp_path):
     call = json.dumps({"name": expected.tool_name,
                        "arguments": {name: values[0] for name, values in expected.acceptable().items()}})
     lm, llama = staged_lm(tmp_path, ["<tool_call>", "\n" + call, "\n</tool_call>"])
-    result = evaluate(Suite(name="finance", cases=[case]), lm, split=None, run_dir=tmp_path / "run", mlflow=False,
-                      progress=False)
+    result = evaluate(Suite(name="finance", cases=[case]), lm, split=None,
+                      run=RunConfig(run_dir=tmp_path / "run", mlflow=False, progress=False))
     assert result.params["strategy"] == "native-strict-cover" and llama.calls[1]["grammar"] is not None
     assert result.results.iloc[0]["full_match"] == 1.0

@@ -7,7 +7,9 @@ from nbclient import NotebookClient
 
 from evals.evaluation import evaluate
 from tests.evals.test_runner import ANSWERS, CountingLM
+from tool_selection.run_config import RunConfig
 from tool_selection.selector import ToolSelectionAdapter
+from tool_selection.spec import SelectorSpec
 
 NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "eval_results.ipynb"
 
@@ -19,7 +21,8 @@ def test_eval_results_notebook_executes(suite_path, tmp_path, monkeypatch):
     for name, answers in (("model-a", ANSWERS), ("model-b", {**ANSWERS, "Oslo": ANSWERS["Rome"]})):
         lm = CountingLM(answers, adapter=ToolSelectionAdapter())
         lm.model = name
-        evaluate(str(suite_path), lm, split=None, progress=False, run_dir=tmp_path / name, strategy="json-cot")
+        evaluate(str(suite_path), lm, split=None, selector=SelectorSpec(strategy="json-cot"),
+                 run=RunConfig(progress=False, run_dir=tmp_path / name))
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()

@@ -8,7 +8,9 @@ import pytest
 from evals.evaluation import evaluate
 from evals.optimization import optimize
 from tests.evals.test_runner import ANSWERS, CountingLM, calls
+from tool_selection.run_config import RunConfig
 from tool_selection.selector import ToolSelectionAdapter
+from tool_selection.spec import SelectorSpec
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
@@ -53,12 +55,14 @@ def test_optimization_notebook_compares_before_and_after(suite_path, tmp_path, m
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the notebook must use the injected URI
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     adapter = ToolSelectionAdapter()
+    run = RunConfig(progress=False, tracking_uri=uri)
     evaluate(str(suite_path), named(LearnerLM(ANSWERS, adapter=adapter), "student-small"), split="test",
-             progress=False, run_dir=tmp_path / "zero-shot", tracking_uri=uri, strategy="json-cot")
+             selector=SelectorSpec(strategy="json-cot"), run=run.replace(run_dir=tmp_path / "zero-shot"))
     evaluate(str(suite_path), named(CountingLM(GOOD, adapter=adapter), "reference-large"), split="test",
-             progress=False, run_dir=tmp_path / "reference", tracking_uri=uri, strategy="json-cot")
+             selector=SelectorSpec(strategy="json-cot"), run=run.replace(run_dir=tmp_path / "reference"))
     result = optimize(str(suite_path), named(LearnerLM(ANSWERS, adapter=adapter), "student-small"),
-                      optimizer="bootstrap", out=tmp_path / "program", tracking_uri=uri, strategy="json-cot")
+                      optimizer="bootstrap", selector=SelectorSpec(strategy="json-cot", relevance="none"),
+                      run=RunConfig(run_dir=tmp_path / "program", tracking_uri=uri))
     assert result.manifest.scores["test_accuracy"] == 1.0  # the demonstrations took
 
     outputs = execute(tmp_path, TRACKING_URI=uri)

@@ -12,7 +12,9 @@ from evals.suite import Suite, load_suite
 from tool_selection import ToolSelectionError, load_tool_set
 from tool_selection.cli import build_parser
 from tool_selection.interop import from_openai
+from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
+from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import drop_undeclared
 
 WEATHER = {"name": "get_weather", "description": "Current weather for a city.",
@@ -70,9 +72,9 @@ def test_a_bad_choice_is_a_clear_error():
         build_parser().parse_args(["eval", "--undeclared-arguments", "ignore"])
 
 
-def _finance_run(run_dir, extra=None, **options):
+def _finance_run(run_dir, extra=None, **selector):
     """One finance case answered right plus ``extra`` arguments (default: an echoed schema key), evaluated with
-    ``options``."""
+    the ``selector`` fields given."""
     extra = {"type": "object"} if extra is None else extra
     case = next(c for c in load_suite("finance").split("test") if len(c.expected_calls) == 1
                 and c.expected_calls[0].arguments)
@@ -81,8 +83,9 @@ def _finance_run(run_dir, extra=None, **options):
     lm = DummyLM([{"reasoning": "r", "tool_calls": json.dumps([{"tool_name": call.tool_name,
                                                                 "arguments": {**right, **extra}}])}],
                  adapter=dspy.JSONAdapter())
-    result = evaluate(Suite(name="finance", cases=[case]), lm, split=None, strategy="json-cot", run_dir=run_dir,
-                      mlflow=False, progress=False, **options)
+    result = evaluate(Suite(name="finance", cases=[case]), lm, split=None,
+                      selector=SelectorSpec(strategy="json-cot", **selector),
+                      run=RunConfig(run_dir=run_dir, mlflow=False, progress=False))
     return result, call, right
 
 

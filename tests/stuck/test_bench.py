@@ -13,10 +13,16 @@ from evals.stuck_bench.routing import routing_curve, routing_metrics
 from evals.stuck_bench.tables import DetectorSplit, summarize
 from tests.stuck.conftest import ScriptedLM, relative_cost, strong_answers, weak_answers, weak_logprobs
 from tool_selection.cli import main
+from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec
 from tool_selection.stuck import DETECTORS, DetectorUnavailable, StuckDetector, register_detector
 
 PAIR = "test/weak -> test/strong"
+
+
+def quiet_run(out):
+    """A run into ``out`` with no MLflow run and no progress bars."""
+    return RunConfig(run_dir=out, mlflow=False, progress=False)
 
 
 def test_tables_per_threshold_detector_and_split(bench_run):
@@ -149,7 +155,7 @@ def test_a_live_delegate_run_matches_the_offline_sweep(suite_path, tmp_path):
     strong = ScriptedLM(strong_answers(), name="test/strong")
     result = stuck_bench.run_stuck_bench(
         str(suite_path), [(weak, strong)], detectors=["validation", "confidence"], thresholds="0:1:0.5",
-        out=tmp_path / "o", mlflow=False, cost_fn=relative_cost, progress=False,
+        run=quiet_run(tmp_path / "o"), cost_fn=relative_cost,
         live_threshold=0.7, strategy="delegate", live_detector="confidence",
         selector=SelectorSpec(strategy="json-cot"))
     (live,) = result.live.to_dict("records")
@@ -172,8 +178,8 @@ def test_the_live_run_asks_the_models_in_the_benchs_selection_strategy(suite_pat
     weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
     strong = ScriptedLM(strong_answers(), name="test/strong")
     stuck_bench.run_stuck_bench(
-        str(suite_path), [(weak, strong)], detectors=["validation"], thresholds="0:1:0.5", out=tmp_path / "o",
-        mlflow=False, cost_fn=relative_cost, progress=False, live_threshold=0.7, strategy="delegate",
+        str(suite_path), [(weak, strong)], detectors=["validation"], thresholds="0:1:0.5",
+        run=quiet_run(tmp_path / "o"), cost_fn=relative_cost, live_threshold=0.7, strategy="delegate",
         live_detector="validation", selector=SelectorSpec(strategy="chat-cot"))
     assert built == ["chat-cot"]
 
@@ -235,8 +241,8 @@ def bench_with(detectors, out):
     weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
     strong = ScriptedLM(strong_answers(), name="test/strong")
     return out, lambda suite: stuck_bench.run_stuck_bench(
-        str(suite), [(weak, strong)], detectors=detectors, thresholds="0:1:0.5", out=out, mlflow=False,
-        cost_fn=relative_cost, progress=False, selector=SelectorSpec(strategy="json-cot"))
+        str(suite), [(weak, strong)], detectors=detectors, thresholds="0:1:0.5", run=quiet_run(out),
+        cost_fn=relative_cost, selector=SelectorSpec(strategy="json-cot"))
 
 
 def test_a_crashing_detector_stops_the_run_instead_of_escalating(suite_path, tmp_path, failing_detectors):

@@ -108,7 +108,7 @@ def test_consistency_samples_count_as_primary_usage(strong_lm):
 
 def test_protocol_runs_under_the_harness_and_records_paths(suite_path, weak_lm, strong_lm):
     suite = load_suite(suite_path).split("test")
-    result = Evaluator(suite=suite, progress=False)(protocol(weak_lm, strong_lm), adapter=ToolSelectionAdapter())
+    result = Evaluator(suite=suite, progress=False)(protocol(weak_lm, strong_lm))  # in the protocol's default adapter
     rows = result.results.set_index("id")
     assert set(rows["collab_path"]) == {"primary", "secondary"}
     assert rows.loc["w-hanoi", "collab_path"] == "secondary" and rows.loc["w-hanoi", "full_match"] == 1.0

@@ -13,7 +13,7 @@ string ``dspy.LM`` accepts works the same way (``openai/gpt-4o-mini``, ``ollama_
 from __future__ import annotations
 
 import os
-import warnings
+from dataclasses import fields
 
 from tool_selection._lazy import lazy_getattr
 from tool_selection.defaults import DEFAULT_MAX_TOKENS
@@ -82,9 +82,6 @@ __all__ = [
 ]
 
 
-LOCAL_KEYWORDS = ("model_dir", "n_ctx", "n_threads")  # get_lm's former keywords for LocalEngineOptions
-
-
 def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int = DEFAULT_MAX_TOKENS, cache: bool = True,
            constrained: bool = True, logprobs: bool = False, local: LocalEngineOptions | None = None,
            **kwargs) -> dspy.LM:
@@ -96,14 +93,14 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
     structured output is supported, so ``JSONAdapter`` sends the signature's JSON schema and llama.cpp enforces it
     with a grammar (hosted models use their provider's own structured outputs); the same default as the CLI, so a
     selector behaves alike in both. ``local`` (``LocalEngineOptions``: ``model_dir``, ``n_ctx``, ``n_threads``)
-    applies to local models. Other keyword arguments go to ``dspy.LM`` (``api_base``, ``num_retries``); the former
-    ``model_dir=``, ``n_ctx=`` and ``n_threads=`` still work, with a ``DeprecationWarning``.
+    applies to local models. Other keyword arguments go to ``dspy.LM`` (``api_base``, ``num_retries``).
     """
     import dspy
 
     from tool_selection.lm.engine import AsyncLocalEngine, LocalEngine
 
-    local = _local_options(local, kwargs)
+    _refuse_local_keywords(kwargs)
+    local = local or LocalEngineOptions()
     parsed = ModelSpec.of(spec)
     if logprobs:
         kwargs["logprobs"] = True
@@ -122,16 +119,13 @@ def get_lm(spec: str | ModelSpec, *, temperature: float = 0.0, max_tokens: int =
                    max_tokens=max_tokens, cache=cache, **kwargs)
 
 
-def _local_options(local: LocalEngineOptions | None, kwargs: dict) -> LocalEngineOptions:
-    """``local``, or get_lm's former keywords taken out of ``kwargs`` as one (a ``DeprecationWarning`` says so)."""
-    former = {name: kwargs.pop(name) for name in LOCAL_KEYWORDS if name in kwargs}
-    if not former:
-        return local or LocalEngineOptions()
-    if local is not None:
-        raise TypeError("get_lm(): give local=LocalEngineOptions(...) or model_dir=/n_ctx=/n_threads=, not both")
-    warnings.warn(f"get_lm({', '.join(f'{name}=' for name in former)}) is deprecated: pass "
-                  "local=LocalEngineOptions(...) (tool_selection.lm).", DeprecationWarning, stacklevel=3)
-    return LocalEngineOptions(**former)
+def _refuse_local_keywords(kwargs: dict) -> None:
+    """A ``LocalEngineOptions`` field given as a keyword of its own would reach ``dspy.LM`` and be sent to the model:
+    refused, with where it belongs."""
+    for option in fields(LocalEngineOptions):
+        if option.name in kwargs:
+            raise TypeError(f"get_lm() got an unexpected keyword argument {option.name!r}: give "
+                            f"local=LocalEngineOptions({option.name}=...)")
 
 
 def prepare_lm(lm: dspy.BaseLM) -> None:
