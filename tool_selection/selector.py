@@ -204,10 +204,17 @@ class MultiToolSelector(dspy.Module):
                                                        f"{verdict.score:.2f} < {self.gate_threshold:g}).")
                 return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=[],
                                        raw_response=None, row_extras=extras)
+        limit = self.spec.max_calls
+        if limit is not None and getattr(self.strategy, "more_calls", 0) >= limit:  # strict decoding stops there
+            self.strategy.more_calls = limit - 1
         with self._observed() as captured, dspy.context(adapter=self.strategy.adapter()):
             prediction = self.strategy.decide(self.select, request, registry, conversation=conversation,
                                               tool_choice=tool_choice)
         extras.update(getattr(prediction, "row_extras", None) or {})  # what the strategy recorded (split actions)
+        if limit is not None and len(prediction.decision.tool_calls) > limit:
+            extras["calls_dropped"] = float(len(prediction.decision.tool_calls) - limit)
+            decision = prediction.decision.model_copy(update={"tool_calls": prediction.decision.tool_calls[:limit]})
+            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
         if self.undeclared_arguments == "drop":
             decision, dropped = drop_undeclared(prediction.decision, registry)
             prediction.decision, prediction.tool_calls = decision, decision.tool_calls

@@ -112,6 +112,10 @@ class SelectorSpec(_Frozen):
                                       "per case as undeclared_dropped).")
     constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
                                                       "can.")
+    max_calls: int | None = Field(
+        default=None, ge=1, le=32, description="Most calls one decision keeps: later ones are dropped (counted per "
+        "case as calls_dropped), and a local model's strict decoding opens none past it (default: no limit but the "
+        "strategy's own).", json_schema_extra={"metavar": "N"})
     relevance: str = Field(
         default=DEFAULT_RELEVANCE, description="A relevance model: a decision it judges irrelevant (no listed tool "
         "does what is asked) keeps no call. 'auto': a compiled selector's own, else the one shipped for the model, if "
