@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from evals.cli_experiment import count
+from evals.cli_experiment import EXPERIMENT_TYPE, add_run_flags, run_config, selector_spec, spec_type
 from tool_selection.cli import add_deferred_command
-from tool_selection.defaults import MAX_GENERATED_TOKENS, MAX_THREADS
 from tool_selection.errors import ToolSelectionError
+from tool_selection.flags import add_field_flag, count
 from tool_selection.lm.specs import ModelSpec, ModelSpecError
 from tool_selection.run_config import add_tracking_flag
-from tool_selection.strategies import DEFAULT_STRATEGY
 
 __all__ = ["register"]
 
@@ -52,6 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 
+BENCH_SKIPS = ("serve", "ray", "temperature", "n_ctx", "fresh", "experiment", "sample", "seed")
+"""Run settings the stuck benchmark does not take (its own --temperature is the consistency samples')."""
+
+
 def _register_stuck(sub: argparse._SubParsersAction) -> None:
     stuck = sub.add_parser(
         "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
@@ -59,18 +62,17 @@ def _register_stuck(sub: argparse._SubParsersAction) -> None:
                     "detector, and sweep thresholds offline (delegate strategy: the stuck cases take the secondary's "
                     "answer). Reports accuracy, escalation rate and cost per threshold, AUROC, APGR, the escalation "
                     "needed to recover 50%/80% of the accuracy gap, and the threshold recommended on dev, scored "
-                    "on test. The guide strategy needs live runs: add --live-threshold T --strategy guide.",
+                    "on test. The guide strategy needs live runs: add --live-threshold T --live-strategy guide.",
         epilog="example: toolsel bench stuck --suite events --pair local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b "
                "--detectors validation,confidence,heuristic --thresholds 0:1:0.05",
     )
-    stuck.add_argument("--suite", required=True, help="Suite name, bfcl:CATEGORY[+...], or path to a .jsonl file.")
+    add_field_flag(stuck, EXPERIMENT_TYPE, "suite")
     stuck.add_argument("--pair", action="append", required=True, metavar="PRIMARY,SECONDARY",
                        help="A model pair: the small primary, then the larger secondary (repeat for more pairs).")
     stuck.add_argument("--detectors", help="Comma-separated detectors (default: every registered one: heuristic, "
                                            "validation, confidence, ...; an unknown name lists them).")
     stuck.add_argument("--thresholds", default="0:1:0.05",
                        help="START:STOP:STEP (inclusive) or a comma-separated list, within [0, 1] (default: 0:1:0.05).")
-    stuck.add_argument("--limit", type=count(), help="Only the first N cases of each split.")
     stuck.add_argument("--dev-split", default="dev", help="Split the threshold is chosen on (default: dev).")
     stuck.add_argument("--test-split", default="test",
                        help="Split the chosen threshold is reported on (default: test).")
@@ -78,20 +80,15 @@ def _register_stuck(sub: argparse._SubParsersAction) -> None:
                        help="Samples per decision for consistency (default: 3).")
     stuck.add_argument("--temperature", type=float, default=0.7,
                        help="Sampling temperature of consistency samples and retries (default: 0.7).")
-    stuck.add_argument("--threads", type=count(1, MAX_THREADS), default=1, help="Cases evaluated in parallel (default: 1).")
-    stuck.add_argument("--max-tokens", type=count(1, MAX_GENERATED_TOKENS), default=512, help="Generation limit per decision (default: 512).")
-    stuck.add_argument("--no-cache", action="store_true",
-                       help="Do not use DSPy's cache (cache hits carry no token usage, hence no cost).")
     stuck.add_argument("--live-threshold", type=float,
                        help="Also run the collaboration protocol live on the test split at this threshold.")
-    stuck.add_argument("--strategy", choices=LIVE_STRATEGIES, default="guide",
+    stuck.add_argument("--live-strategy", choices=LIVE_STRATEGIES, default="guide",
                        help="Strategy of the live run (default: guide; delegate live checks the offline sweep).")
-    stuck.add_argument("--selection-strategy", default=DEFAULT_STRATEGY,
-                       help=f"How the selectors ask the models (see 'toolsel strategies'; default: {DEFAULT_STRATEGY}).")
     stuck.add_argument("--live-detector", help="Detector of the live run (default: each pair's recommended one).")
-    stuck.add_argument("--out", help="Output directory (default: runs/stuck_bench/<suite>-<hash>).")
-    stuck.add_argument("--no-mlflow", action="store_true", help="Do not log the benchmark to MLflow.")
-    add_tracking_flag(stuck)
+    selector = stuck.add_argument_group("the selector (a SelectorSpec: the benchmark asks both models in its "
+                                        "strategy)")
+    add_field_flag(selector, spec_type(), "strategy")
+    add_run_flags(stuck, skip=BENCH_SKIPS)
     stuck.set_defaults(handler=_stuck)
 
 
@@ -114,20 +111,14 @@ def parse_pair(text: str) -> tuple[str, str]:
 
 def _stuck(args: argparse.Namespace) -> int:
     from evals.stuck_bench import format_report, run_stuck_bench
-    from tool_selection.run_config import RunConfig
-    from tool_selection.spec import SelectorSpec
 
     result = run_stuck_bench(
-        args.suite, [parse_pair(p) for p in args.pair],
-        selector=SelectorSpec.build(strategy=args.selection_strategy),
-        run=RunConfig.build(run_dir=args.out, mlflow=not args.no_mlflow, tracking_uri=args.tracking_uri,
-                            threads=args.threads, limit=args.limit, max_tokens=args.max_tokens,
-                            cache=not args.no_cache),
+        args.suite or EXPERIMENT_TYPE.model_fields["suite"].default, [parse_pair(p) for p in args.pair],
+        selector=selector_spec(args), run=run_config(args),
         **({"detectors": args.detectors.split(",")} if args.detectors else {}),
         thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split,
         consistency_k=args.consistency_k, temperature=args.temperature, live_threshold=args.live_threshold,
-        strategy=args.strategy,
-        live_detector=args.live_detector,
+        strategy=args.live_strategy, live_detector=args.live_detector,
     )
     print(format_report(result))
     print(f"\nresults: {result.out_dir} (sweep, summary, recommendations, curves, cases; plots as PNG)")

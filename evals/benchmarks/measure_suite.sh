@@ -32,9 +32,9 @@ if [[ -n $limit ]]; then
 fi
 
 if [[ ${STUCK:-1} != 0 ]]; then
-    "$bin"/toolsel bench stuck --suite "$suite" --pair "$small,$large" --selection-strategy "$strategy" \
+    "$bin"/toolsel bench stuck --suite "$suite" --pair "$small,$large" --strategy "$strategy" \
         --detectors "$detectors" --no-cache "${bench_limit[@]}" \
-        --out "runs/stuck_bench/$slug" 2>"$logs/bench.err" | tee "$logs/bench.log"
+        --run-dir "runs/stuck_bench/$slug" 2>"$logs/bench.err" | tee "$logs/bench.log"
 fi
 
 [[ $optimizers == none ]] && exit 0

@@ -44,7 +44,7 @@ __all__ = ["GUIDE_NOTE", "run_stuck_bench"]
 
 GUIDE_NOTE = ("Sweeps are the delegate strategy, computed offline from the per-case tables of each model alone. "
               "The guide strategy changes the primary's answer and needs live runs "
-              "(--live-threshold T --strategy guide).")
+              "(--live-threshold T --live-strategy guide).")
 DEFAULT_BENCH_DIR = Path("runs") / "stuck_bench"
 Model = str | dspy.BaseLM
 

@@ -106,8 +106,8 @@ def fake_catalog(monkeypatch):
 
 def test_cli_runs_the_benchmark(suite_path, tmp_path, fake_catalog, capsys):
     code = main(["bench", "stuck", "--suite", str(suite_path), "--pair", "test/weak,test/strong",
-                 "--detectors", "validation,confidence", "--thresholds", "0:1:0.1", "--out", str(tmp_path / "o"),
-                 "--no-mlflow", "--selection-strategy", "json-cot"])
+                 "--detectors", "validation,confidence", "--thresholds", "0:1:0.1", "--run-dir", str(tmp_path / "o"),
+                 "--no-mlflow", "--strategy", "json-cot"])
     out = capsys.readouterr().out
     assert code == 0
     assert "confidence" in out and "Recommended per pair" in out and "live runs" in out
@@ -126,7 +126,7 @@ def test_cli_runs_the_benchmark(suite_path, tmp_path, fake_catalog, capsys):
 ])
 def test_cli_reports_bad_input_without_traceback(argv, message, suite_path, tmp_path, fake_catalog, capsys):
     base = ["bench", "stuck", "--suite", str(suite_path), "--pair", "test/weak,test/strong", "--no-mlflow",
-            "--out", str(tmp_path / "o")]
+            "--run-dir", str(tmp_path / "o")]
     if argv[0] == "--pair":
         base = base[:4] + base[6:]
     assert main(base + argv) == 2
