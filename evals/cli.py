@@ -13,16 +13,16 @@ from evals.cli_experiment import (
     add_selector_flags,
     experiment,
     given,
-    run_config,
-    selector_spec,
+    optimization_section,
 )
 from evals.eval_report import fmt, print_report
 from evals.loop_cli import optimize_loop, register_loop
+from evals.optimize_settings import OptimizeSettings
 from evals.suites_cli import register_listings
 from tool_selection.cli import add_deferred_command
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
-from tool_selection.flags import add_field_flag, count
+from tool_selection.flags import add_field_flag, add_flags
 from tool_selection.run_config import add_tracking_flag
 
 if TYPE_CHECKING:
@@ -105,25 +105,8 @@ def _register_optimize(subparsers: argparse._SubParsersAction) -> None:
                           "multi-turn category saves its train tasks solved, for 'eval loop --trajectories'.")
     opt.add_argument("--model", default=DEFAULT_MODEL, help="The student model spec.")
     add_selector_flags(opt, skip=OPTIMIZE_SKIPS)  # the selector it starts from
-    search = opt.add_argument_group("the optimizer and its budget")
-    search.add_argument("--target", choices=["program", "descriptions"], default="program",
-                        help="What is optimized: the selector's prompt (default), or the descriptions its tools show "
-                             "(GEPA; the tool set is untouched).")
-    search.add_argument("--optimizer",
-                        help="DSPy optimizer (default: bootstrap, gepa with --target descriptions; an unknown name lists "
-                             "the registered ones).")
-    search.add_argument("--teacher", help="A model spec that generates demonstrations / reflects (default: the student).")
-    search.add_argument("--budget", choices=["light", "medium", "heavy"], default="light", help="Search budget.")
-    search.add_argument("--max-metric-calls", type=count(), metavar="N",
-                        help="GEPA only: stop its search after N metric calls instead of the budget's number.")
-    search.add_argument("--allow-false-abstention-rise", action="store_true",
-                        help="Save the program even if its dev false abstention is more than 10 points above the "
-                             "unoptimized selector's (refused by default: such a program gains by refusing).")
-    cases = opt.add_argument_group("the cases: train to learn from, dev to choose on, test to score the result")
-    cases.add_argument("--train-limit", type=count(), help="Use only the first N train cases.")
-    cases.add_argument("--dev-limit", type=count(), help="Use only the first N dev cases.")
-    cases.add_argument("--test-limit", type=count(), help="Score only the first N test cases.")
-    cases.add_argument("--no-test", action="store_true", help="Skip the final test evaluation.")
+    add_flags(opt.add_argument_group("the optimization (an OptimizeSettings): train to learn from, dev to choose "
+                                     "on, test to score the result"), OptimizeSettings)
     opt.add_argument("--out", help="Directory for the compiled selector (default: "
                                    "programs/<suite>-<optimizer>[-descriptions]-<model>).")
     add_run_flags(opt, skip=("run_dir", "limit", "sample", "seed", "fresh", "serve", "ray"))
@@ -182,20 +165,16 @@ def _optimize(args: argparse.Namespace) -> int:
     if suite_form(args.suite) == "tasks":
         return optimize_loop(args)
     check_before_loading(args.suite, model=args.model)
-    from evals.optimization import OptimizeSettings, optimize
+    from evals.optimization import optimize
 
-    chosen = {"optimizer": args.optimizer} if args.optimizer else {}
-    settings = OptimizeSettings.build(  # checked before any model loads
-        target=args.target, **chosen, teacher=args.teacher, budget=args.budget,
-        max_metric_calls=args.max_metric_calls, train_limit=args.train_limit,
-        dev_limit=args.dev_limit, test_limit=args.test_limit, evaluate_test=not args.no_test,
-        allow_false_abstention_rise=args.allow_false_abstention_rise)
-    result = optimize(args.suite, args.model, settings,
-                      selector=selector_spec(args, defaults={"relevance": "none"}),
-                      run=run_config(args, run_dir=args.out))
+    chosen = experiment(args, selector_defaults={"relevance": "none"},  # checked before any model loads
+                        optimizer=optimization_section(args))
+    settings = chosen.optimizer
+    result = optimize(chosen.suite, chosen.model, settings, selector=chosen.selector,
+                      run=chosen.run.replace(run_dir=args.out) if args.out else chosen.run)
     print(f"\ncompiled selector: {result.out_dir}")
-    budget = f"{args.max_metric_calls} metric calls" if args.max_metric_calls else args.budget
-    print(f"optimizer {settings.optimizer} ({budget}{', descriptions' if args.target == 'descriptions' else ''}): "
+    budget = f"{settings.max_metric_calls} metric calls" if settings.max_metric_calls else settings.budget
+    print(f"optimizer {settings.optimizer} ({budget}{', descriptions' if settings.target == 'descriptions' else ''}): "
           f"{result.wall_time_s:.0f} s, {result.model_calls} model calls")
     for name, value in result.manifest.scores.items():
         print(f"  {name:<16} {fmt(value)}")

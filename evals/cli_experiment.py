@@ -13,12 +13,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from evals.experiment import Experiment, add_loop_flags, loop_section
+from evals.optimize_settings import OptimizeSettings
 from tool_selection.flags import add_field_flag, add_flags, count, given, given_fields, nest, threshold
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec
 
 __all__ = ["EXPERIMENT_TYPE", "RUN_GROUP", "SELECTOR_GROUP", "add_experiment_flags", "add_loop_flags",
-           "add_run_flags", "add_selector_flags", "count", "experiment", "given", "loop_section", "run_config",
+           "add_run_flags", "add_selector_flags", "count", "experiment", "given", "loop_section", "optimization_section",
+           "run_config",
            "selector_spec", "spec_type", "threshold"]
 
 SELECTOR_GROUP = "the selector (a SelectorSpec)"
@@ -65,6 +67,11 @@ def add_run_flags(parser: argparse.ArgumentParser, *, skip: Iterable[str] = ()) 
     group.add_argument("--run-config", type=given, metavar="FILE.yaml", help="A run config to start from (the flags "
                                                                              "below change it).")
     add_flags(group, RunConfig, skip=skip)
+
+
+def optimization_section(args: argparse.Namespace) -> OptimizeSettings:
+    """The optimization the optimize flags describe."""
+    return OptimizeSettings.build(**given_fields(args, OptimizeSettings))
 
 
 def selector_spec(args: argparse.Namespace, *, defaults: dict[str, Any] | None = None, **fixed: Any) -> SelectorSpec:

@@ -39,7 +39,7 @@ from typing import Any
 import dspy
 
 from evals.optimization_metrics import feedback_metric
-from evals.optimizers import Budget
+from evals.optimize_settings import Budget
 from tool_selection.decision import MultiToolDecision
 from tool_selection.descriptions import DescriptionOverrides, descriptions_of, descriptions_sha256
 from tool_selection.errors import ToolSelectionError

@@ -1,6 +1,6 @@
 """One experiment, one value: ``Experiment`` holds what every kind of run is made of -- the suite, the split, the
 model, the selector (``SelectorSpec``), how it runs (``RunConfig``) -- and a section for a kind that needs more
-(``loop``: the tool-calling loop's turns and escalation).
+(``loop``: the tool-calling loop's turns and escalation; ``optimizer``: an optimization, ``OptimizeSettings``).
 
     experiment = Experiment(suite="finance", selector=SelectorSpec(strategy="native"), run=RunConfig(limit=20))
     experiment.describe()       # {"suite": "finance", "split": "test", "model": ..., "strategy": "native", ...}
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evals.optimize_settings import OptimizeSettings
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.flags import add_flags, given_fields
 from tool_selection.run_config import RunConfig
@@ -76,6 +77,7 @@ class Experiment(BaseModel):
     selector: SelectorSpec = Field(default_factory=SelectorSpec)
     run: RunConfig = Field(default_factory=RunConfig)
     loop: LoopSection | None = None
+    optimizer: OptimizeSettings | None = None
 
     @classmethod
     def build(cls, **fields: Any) -> Experiment:
@@ -87,7 +89,7 @@ class Experiment(BaseModel):
         (``SelectorSpec.describe``), every run setting and loop setting that departs from its default."""
         described: dict[str, Any] = {"suite": self.suite, "split": self.split, "model": self.model,
                                      **self.selector.describe()}
-        for section in (self.run, self.loop):
+        for section in (self.run, self.loop, self.optimizer):
             if section is not None:
                 described.update(section.model_dump(mode="json", exclude_defaults=True))
         return described

@@ -55,7 +55,7 @@ def optimize_loop(args: argparse.Namespace) -> int:
     from evals.suite import suite_source
     from tool_selection.trajectories import save_trajectories
 
-    if args.teacher or args.optimizer not in (None, "bootstrap") or args.target != "program":
+    if args.teacher or args.optimizer not in (None, "bootstrap") or args.target not in (None, "program"):
         raise ToolSelectionError("A loop suite is optimized by showing its train tasks solved (no teacher, optimizer "
                                  "or target to choose): leave --teacher, --optimizer and --target out.")
     if suite_source(args.suite, "tasks").name == "bfcl-multi-turn":

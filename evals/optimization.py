@@ -19,10 +19,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tqdm.auto import tqdm
 
 from evals.metrics import balanced_accuracy
@@ -35,9 +34,9 @@ from evals.optimization_metrics import (
     make_examples,
     selection_metric,
 )
+from evals.optimize_settings import Budget, OptimizeSettings
 from evals.optimizers import (
     OPTIMIZERS,
-    Budget,
     Optimizer,
     OptimizerSetup,
     UnknownOptimizerError,
@@ -56,7 +55,6 @@ from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, compact_demo
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import STRUCTURED_STRATEGY
-from tool_selection.validation import validation_problems
 
 __all__ = [
     "MAX_FALSE_ABSTENTION_RISE",
@@ -81,7 +79,6 @@ __all__ = [
     "selection_metric",
 ]
 
-Target = Literal["program", "descriptions"]  # what is optimized: the selector's prompt, or the tools' descriptions
 MAX_FALSE_ABSTENTION_RISE = 0.10
 
 
@@ -121,61 +118,6 @@ class _CallCounter:
 
         self.calls = 0
         self.callback = Callback()
-
-
-class OptimizeSettings(BaseModel):
-    """What an optimization is (besides the suite, the model, the selector and how it runs): what it optimizes
-    (``target``: the selector's program, or the descriptions its tools show, ``evals.description_optimization``),
-    the optimizer (default: bootstrap; gepa, the only one, for descriptions), its teacher (default: the student)
-    and budget, how many train, dev and test cases, whether the test split is scored, and whether a program that
-    abstains far more than the selector it started from may be saved."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
-    target: Target = "program"
-    optimizer: str = "bootstrap"
-    teacher: str | dspy.BaseLM | None = None
-    budget: Budget = "light"
-    max_metric_calls: int | None = Field(default=None, ge=1)
-    train_limit: int | None = Field(default=None, ge=1)
-    dev_limit: int | None = Field(default=None, ge=1)
-    test_limit: int | None = Field(default=None, ge=1)
-    evaluate_test: bool = True
-    allow_false_abstention_rise: bool = False
-
-    @field_validator("optimizer")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        get_optimizer(value)  # an unknown name lists the registered ones
-        return value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _descriptions_default_to_gepa(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("target") == "descriptions" and "optimizer" not in data:
-            return {**data, "optimizer": "gepa"}
-        return data
-
-    @model_validator(mode="after")
-    def _descriptions_need_gepa(self) -> OptimizeSettings:
-        if self.target == "descriptions" and self.optimizer != "gepa":
-            raise ValueError(f"--target descriptions evolves the tool descriptions with GEPA, not {self.optimizer!r}: "
-                             "use --optimizer gepa, or leave --optimizer out")
-        if self.max_metric_calls is not None and self.optimizer != "gepa":
-            raise ValueError(f"--max-metric-calls caps GEPA's search; {self.optimizer!r} is sized by --budget: "
-                             "leave --max-metric-calls out, or use --optimizer gepa")
-        return self
-
-    @classmethod
-    def build(cls, settings: OptimizeSettings | None = None, **fields: Any) -> OptimizeSettings:
-        """``settings`` (default: the defaults) with ``fields`` changed; every bad field named in one error."""
-        if "optimizer" in fields:
-            get_optimizer(fields["optimizer"])  # its own error class, before pydantic wraps it
-        try:
-            given = {k: v for k, v in dict(settings).items() if k in settings.model_fields_set} if settings else {}
-            return cls.model_validate({**given, **fields})
-        except ValidationError as error:
-            raise ToolSelectionError(f"Bad optimization settings: {validation_problems(error)}.") from None
 
 
 def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSettings | None = None, *,
@@ -257,7 +199,8 @@ class _OptimizeJob:
     def student(self) -> MultiToolSelector:
         """The selector optimized, its strategy pinned to the student's model (``auto`` with a local student and a
         hosted teacher: each model's own, per call)."""
-        student = MultiToolSelector(strategy=self.spec.strategy_or_default, constrain=self.spec.constrain)
+        student = MultiToolSelector.from_spec(  # the spec's relevance model is applied after, to the compiled program
+            self.spec.model_copy(update={"strategy": self.spec.strategy_or_default, "relevance": NO_RELEVANCE}))
         teacher_lm = self.teacher_lm
         if teacher_lm is None or student.strategy.resolved_name(teacher_lm) == student.strategy.resolved_name(self.lm):
             student.pin_strategy(self.lm)  # checks lm too

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
@@ -15,10 +15,9 @@ from evals.optimization_metrics import feedback_metric, selection_metric
 from tool_selection.errors import ToolSelectionError
 from tool_selection.named_registry import Registry
 
-__all__ = ["BUDGETS", "OPTIMIZERS", "Budget", "Optimizer", "OptimizerSetup", "UnknownOptimizerError", "build_optimizer",
+__all__ = ["BUDGETS", "OPTIMIZERS", "Optimizer", "OptimizerSetup", "UnknownOptimizerError", "build_optimizer",
            "get_optimizer", "optimizer_names", "register_optimizer"]
 
-Budget = Literal["light", "medium", "heavy"]
 
 # Few-shot sizes and search widths per budget, chosen for CPU-bound local models.
 BUDGETS: dict[str, dict[str, int]] = {
@@ -32,7 +31,7 @@ BUDGETS: dict[str, dict[str, int]] = {
 class OptimizerSetup:
     """What an optimizer is built for: the budget, the student and teacher LMs, threads and where it may log."""
 
-    budget: Budget
+    budget: str
     student_lm: dspy.BaseLM
     teacher_lm: dspy.BaseLM | None = None
     threads: int = 1
@@ -141,7 +140,7 @@ def _gepa(setup: OptimizerSetup) -> tuple[Any, dict[str, Any]]:
     return optimizer, args
 
 
-def build_optimizer(name: str, budget: Budget, *, student_lm: dspy.BaseLM, teacher_lm: dspy.BaseLM | None,
+def build_optimizer(name: str, budget: str, *, student_lm: dspy.BaseLM, teacher_lm: dspy.BaseLM | None,
                     threads: int, log_dir: Path | None, max_metric_calls: int | None = None
                     ) -> tuple[Any, dict[str, Any]]:
     """The DSPy optimizer and the arguments it was given. The teacher (default: the student) bootstraps

@@ -187,7 +187,9 @@ def test_the_command_line_names_the_target(capsys):
 
     args = build_parser().parse_args(["optimize", "--target", "descriptions"])
     assert args.target == "descriptions" and args.optimizer is None
-    assert build_parser().parse_args(["optimize"]).target == "program"
+    from evals.cli_experiment import optimization_section
+
+    assert optimization_section(build_parser().parse_args(["optimize"])).target == "program"
     assert main(["optimize", "--target", "descriptions", "--optimizer", "bootstrap"]) == 2  # before any model loads
     assert "--target descriptions evolves the tool descriptions with GEPA, not 'bootstrap'" in capsys.readouterr().err
 
@@ -209,8 +211,8 @@ def test_the_benchmark_script_runs_commands_the_command_line_accepts(tmp_path):
         args = build_parser().parse_args(command[1:])
         assert args.handler is not None
     optimize = build_parser().parse_args(commands[0][1:])
-    assert (optimize.suite, optimize.target, optimize.model, optimize.teacher, optimize.no_test) == (
-        "treasure_hunt", "descriptions", "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b", True)
+    assert (optimize.suite, optimize.target, optimize.model, optimize.teacher, optimize.test) == (
+        "treasure_hunt", "descriptions", "local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-1.5b", False)
     optimized, original = (build_parser().parse_args(c[1:]) for c in commands[1:3])
     assert optimized.program == optimize.out and original.program is None and original.strategy == optimize.strategy
     assert optimized.limit == original.limit == 2 and optimized.relevance == original.relevance == "none"
