@@ -4,7 +4,7 @@ For each case of a single-turn category, the check is asked with the case's firs
 allowed value per argument): does the request hold a number or a capitalised name that the call does not use?
 On categories that expect several calls, "yes" is the chance to make the next one; on single-call categories it
 is the share of requests where an extra call is attempted (and must be refused by the rule that a forced call
-adds something new).
+adds something new). Asked again with every expected call made, "yes" is a call opened that nothing asks for.
 
     python -m evals.benchmarks.coverage_probe
 """
@@ -15,7 +15,7 @@ from evals.bfcl import BFCL_CATEGORIES, bfcl_records, load_bfcl
 from tool_selection.decision import ToolCall
 from tool_selection.lm.strict_calls import uncovered
 
-__all__ = ["first_expected_call", "main"]
+__all__ = ["expected_calls", "first_expected_call", "main"]
 
 
 def first_expected_call(ground_truth: list[dict]) -> ToolCall:
@@ -24,17 +24,25 @@ def first_expected_call(ground_truth: list[dict]) -> ToolCall:
     return ToolCall(tool_name=name, arguments={key: values[0] for key, values in arguments.items() if values})
 
 
+def expected_calls(ground_truth: list[dict]) -> list[ToolCall]:
+    """Every expected call, each argument at its first allowed value."""
+    return [first_expected_call([call]) for call in ground_truth]
+
+
 def main() -> int:
-    print("| category | cases | expects several calls | another call opened |")
-    print("|---|---|---|---|")
+    print("| category | cases | expects several calls | another call opened after the first | "
+          "a call still opened after all of them |")
+    print("|---|---|---|---|---|")
     for category in BFCL_CATEGORIES:
         _, truth = bfcl_records(category)
         if not truth:
             continue
         requests = {case.id: case.messages[-1].content for case in load_bfcl([category]).cases}
         opened = sum(bool(uncovered(requests[key], [first_expected_call(calls)])) for key, calls in truth.items())
+        after_all = sum(bool(uncovered(requests[key], expected_calls(calls))) for key, calls in truth.items())
         several = sum(len(calls) > 1 for calls in truth.values())
-        print(f"| {category} | {len(truth)} | {several} | {100 * opened / len(truth):.0f}% |")
+        print(f"| {category} | {len(truth)} | {several} | {100 * opened / len(truth):.0f}% | "
+              f"{100 * after_all / len(truth):.0f}% |")
     return 0
 
 

@@ -200,11 +200,14 @@ def test_a_flipped_flag_or_reordered_list_adds_nothing_a_new_value_does():
     ("What is the derivative of 3x^2 at 40 in m/s^2?", []),
     ("Can I get the gcd of 40 and 50?", []),
     ("Get the EUR to USD rate, then the GBP one.", ["GBP"]),
+    ("Sell 3,000 at a 7% fee, 1e-9 apart", []),  # as values: 3000, 0.07 (or 7), 1e-09
+    ("Sell 4,000 at a 8% fee", ["4,000", "8%"]),
 ])
 def test_uncovered_lists_the_numbers_and_names_no_call_holds(request_text, left):
     from tool_selection.lm.strict_calls import uncovered
 
-    calls = [ToolCall(tool_name="f", arguments={"a": "Taylor Swift", "n": 20, "gcd": [40, 50.0]}), EUR]
+    calls = [ToolCall(tool_name="f", arguments={"a": "Taylor Swift", "n": 20, "gcd": [40, 50.0]}), EUR,
+             ToolCall(tool_name="g", arguments={"amount": 3000, "fee": 0.07, "gap": 1e-09})]
     assert uncovered(request_text, calls) == left
 
 

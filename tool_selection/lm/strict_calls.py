@@ -18,6 +18,7 @@ as ``strategies.native.call_schema`` writes it) asks the local engine for it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ MORE_CALLS = "tool_selection_more_calls"
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
 uses (``more_calls``' ``until_covered``)."""
-REQUEST_NUMBER = re.compile(r"(?<![\w.^])-?\d+(?:\.\d+)?(?![\w^])")  # 40, 5.6, -3; not 3x, m/s^2 or 5m
+REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%; not 3x, m/s^2 or 5m
+    r"(?<![\w.^,-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?%?(?![\w^]|,\d)")
 REQUEST_NAME = re.compile(r"(?<=[a-z,;:] )(?!I\b)[A-Z][\w.'-]*(?: [A-Z0-9][\w.'-]*)*")  # capitalised, not a sentence's start
 CLOSED_CALL = "\n</tool_call>"
 
@@ -186,10 +188,31 @@ def _grounded(call: ToolCall, request: str) -> bool:
 
 def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
     """The numbers and capitalised names (not a sentence's first word) written in ``request`` that no string or
-    number among ``calls``' arguments holds (as a word sequence, case and punctuation aside)."""
-    held = " " + " ".join(words(value) for call in calls for value in _argument_values(call.arguments)) + " "
+    number among ``calls``' arguments holds: as a word sequence (case and punctuation aside), or, for a number, as a
+    value (3,000 as 3000, 1e-9 as 1e-09, 7% as 7 or 0.07). Quoted values are not read: on BFCL's own answers they
+    leave more requests looking unfinished after every expected call than they help find."""
+    values = [value for call in calls for value in _argument_values(call.arguments)]
+    held = " " + " ".join(words(value) for value in values) + " "
+    held_numbers = {number for value in values if (number := _number(value)) is not None}
     found = [match.group() for pattern in (REQUEST_NUMBER, REQUEST_NAME) for match in pattern.finditer(request)]
-    return [value for value in found if words(value) and f" {words(value)} " not in held]
+    return [value for value in dict.fromkeys(found) if words(value) and f" {words(value)} " not in held
+            and not _number_held(value, held_numbers)]
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", "").rstrip("%"))
+    except ValueError:
+        return None
+
+
+def _number_held(text: str, held: set[float]) -> bool:
+    """Whether the number ``text`` writes (a percentage as itself or its hundredth) is one of ``held``."""
+    number = _number(text) if REQUEST_NUMBER.fullmatch(text) else None
+    if number is None:
+        return False
+    wanted = {number, number / 100} if text.endswith("%") else {number}
+    return any(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a in wanted for b in held)
 
 
 def _adds_to(calls: list[ToolCall], call: ToolCall) -> bool:
