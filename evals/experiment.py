@@ -15,8 +15,7 @@ key of ``describe()`` and of the saved YAML, with no other edit.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,7 +23,7 @@ from evals.optimize_settings import OptimizeSettings
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.flags import add_flags, given_fields
 from tool_selection.run_config import RunConfig
-from tool_selection.spec import SelectorSpec, _read_yaml, _validated
+from tool_selection.spec import SelectorSpec, YamlValue, _validated
 
 if TYPE_CHECKING:
     from evals.evaluation import EvalResult
@@ -65,10 +64,11 @@ class LoopSection(BaseModel):
                                      "the system prompt.")
 
 
-class Experiment(BaseModel):
+class Experiment(YamlValue):
     """Everything a run is (see the module docstring); frozen, so it can be shared, compared and recorded."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    yaml_section: ClassVar[str] = "experiment"
 
     suite: str = Field(default=DEFAULT_SUITE, description="Suite name, bfcl:CATEGORY[+CATEGORY], hf:FOLDER or "
                                                           "hf:NAME, or a .jsonl path.")
@@ -93,21 +93,6 @@ class Experiment(BaseModel):
             if section is not None:
                 described.update(section.model_dump(mode="json", exclude_defaults=True))
         return described
-
-    def to_yaml(self) -> str:
-        import yaml
-
-        return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
-
-    def dump_yaml(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_yaml(), encoding="utf-8")
-        return path
-
-    @classmethod
-    def load_yaml(cls, path: str | Path) -> Experiment:
-        """An experiment from a YAML file (its fields, or a mapping under ``experiment:``)."""
-        return _validated(cls, _read_yaml(path, section="experiment"), where=str(path))
 
     def evaluate(self, **options: Any) -> EvalResult:
         """``evals.evaluation.evaluate`` of this experiment (``options``: its other keywords, such as ``tools``)."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tool_selection.defaults import (
     DEFAULT_MAX_TOKENS,
@@ -23,16 +23,17 @@ from tool_selection.defaults import (
     MAX_THREADS,
 )
 from tool_selection.flags import add_field_flag
-from tool_selection.spec import _read_yaml, _validated
+from tool_selection.spec import YamlValue, _validated
 
 __all__ = ["RunConfig", "add_tracking_flag"]
 
 
-class RunConfig(BaseModel):
+class RunConfig(YamlValue):
     """Threads, served slots, Ray, the model-answer cache, a local model's context, MLflow, the run folder, and
     which cases."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    yaml_section: ClassVar[str] = "run"
 
     threads: int = Field(default=1, ge=1, le=MAX_THREADS, description="Cases (or optimizer evaluations) in "
                          "parallel (default: 1, or N with --serve N).",
@@ -91,16 +92,6 @@ class RunConfig(BaseModel):
     def replace(self, **fields: Any) -> RunConfig:
         """This config with ``fields`` changed (validated again)."""
         return _validated(type(self), {**self.model_dump(), **fields})
-
-    def to_yaml(self) -> str:
-        import yaml
-
-        return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
-
-    @classmethod
-    def load_yaml(cls, path: str | Path) -> RunConfig:
-        """A run config from a YAML file (the fields, or a mapping under ``run:``)."""
-        return _validated(cls, _read_yaml(path, section="run"), where=str(path))
 
 
 def add_tracking_flag(parser: argparse.ArgumentParser) -> None:

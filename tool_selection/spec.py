@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -26,7 +26,7 @@ from tool_selection.flags import FlatField, flat_fields, nest
 from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
 
-__all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "check_strategy", "selection_params"]
+__all__ = ["GateSpec", "RetrievalSpec", "SelectorSpec", "SpecError", "YamlValue", "check_strategy", "selection_params"]
 
 
 class SpecError(ToolSelectionError, ValueError):
@@ -35,6 +35,27 @@ class SpecError(ToolSelectionError, ValueError):
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class YamlValue(BaseModel):
+    """A settings value written to and read from YAML: its fields, or a mapping under ``yaml_section:``."""
+
+    yaml_section: ClassVar[str] = "settings"
+
+    def to_yaml(self) -> str:
+        import yaml  # lazy: PyYAML only where a file is written
+
+        return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+
+    def dump_yaml(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_yaml(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def load_yaml(cls, path: str | Path) -> Self:
+        """The value a YAML file holds (its fields, or a mapping under ``yaml_section:``); every bad field named."""
+        return _validated(cls, _read_yaml(path, section=cls.yaml_section), where=str(path))
 
 
 class GateSpec(_Frozen):
@@ -86,9 +107,11 @@ class RetrievalSpec(_Frozen):
         return self
 
 
-class SelectorSpec(_Frozen):
+class SelectorSpec(_Frozen, YamlValue):
     """Everything that decides what a selector does (see the module docstring); frozen, so it can be shared,
     hashed into run names and compared."""
+
+    yaml_section: ClassVar[str] = "selector"
 
     tools: str | None = Field(default=None, description="A tool set name (load_tool_set); None: the tools come "
                                                         "with each request (a suite's cases carry their own).",
@@ -175,22 +198,6 @@ class SelectorSpec(_Frozen):
     def describe(self) -> dict[str, Any]:
         """The spec as run names, MLflow params and reports record it (``selection_params``)."""
         return selection_params(self, relevance=None if self.relevance == NO_RELEVANCE else self.relevance)
-
-    # -------------------------------------------------------------- YAML
-    def to_yaml(self) -> str:
-        import yaml
-
-        return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
-
-    def dump_yaml(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_yaml(), encoding="utf-8")
-        return path
-
-    @classmethod
-    def load_yaml(cls, path: str | Path) -> SelectorSpec:
-        """A spec from a YAML file (the fields, or a mapping under ``selector:``)."""
-        return _validated(cls, _read_yaml(path, section="selector"), where=str(path))
 
 
 def selection_params(spec: SelectorSpec, *, relevance: str | None, gate_model: str | None = None,
