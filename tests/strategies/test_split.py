@@ -231,3 +231,15 @@ def test_cover_keeps_another_call_only_if_it_uses_a_value_left_unused(tmp_path):
     prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(news_gbp)],
                                          strategy="native-strict-cover", request="The EUR to USD rate, GBP news")
     assert prediction.decision.tool_calls == [EUR, news_gbp]
+
+
+def test_a_value_the_first_call_filled_in_may_stand_in_the_next(tmp_path):
+    """The request names EUR and GBP but not USD: the model's own first call chose USD, and a forced call on GBP that
+    keeps it is grounded (a default filled in the same way); a value neither the request nor a call holds is not."""
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(GBP)],
+                                         strategy="native-strict-cover", request="The EUR and GBP rates")
+    assert prediction.decision.tool_calls == [EUR, GBP]
+    yen = ToolCall(tool_name="get_exchange_rate", arguments={"base": "GBP", "quote": "JPY"})
+    prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(yen)],
+                                         strategy="native-strict-cover", request="The EUR and GBP rates")
+    assert prediction.decision.tool_calls == [EUR]

@@ -158,7 +158,7 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
         written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
                                                  opener=opener)
         new = parse_native(written).calls
-        if (finish == "length" or not new or not _grounded(new[0], request) or not _adds_to(calls, new[0])
+        if (finish == "length" or not new or not _grounded(new[0], request, calls) or not _adds_to(calls, new[0])
                 or (left and len(uncovered(request, calls + new[:1])) == len(left))):  # uses none of what was left
             for _ in range(spent):
                 _forget_last_scored_token(llama)
@@ -179,10 +179,12 @@ def _call_form(text: str) -> tuple[str, str]:
     return ("```json\n", "\n```") if fence > tag else (FORCED_OPENER, CLOSED_CALL)
 
 
-def _grounded(call: ToolCall, request: str) -> bool:
+def _grounded(call: ToolCall, request: str, calls: list[ToolCall]) -> bool:
     """Whether every string and number among ``call``'s arguments is written in ``request`` (as a word sequence,
-    case and punctuation aside; 6.0 as 6)."""
-    spelled = f" {words(request)} "
+    case and punctuation aside; 6.0 as 6) or used by one of ``calls``, the calls already made (a default the
+    model filled in for the first call, such as level "user", may stand in the next one too)."""
+    spelled = f" {words(request)} " + " ".join(words(value) for made in calls
+                                               for value in _argument_values(made.arguments)) + " "
     return all(f" {words(value)} " in spelled for value in _argument_values(call.arguments))
 
 
