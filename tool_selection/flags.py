@@ -137,8 +137,20 @@ class FlatField:
         return "--" + self.name.replace("_", "-")
 
     def extra(self, key: str, default: Any = None) -> Any:
-        extra = self.info.json_schema_extra
-        return extra.get(key, default) if isinstance(extra, dict) else default
+        return _extra(self.info, key, default)
+
+    @property
+    def record(self) -> str:
+        """How a run records the field: its section's rule (``gated``), else its own (default ``changed``)."""
+        section_rule = _extra(self.section, "record") if self.section is not None else None
+        return section_rule or self.extra("record", "changed")
+
+    def value_in(self, model: BaseModel) -> Any:
+        """The field's value in ``model`` (None where its section is None)."""
+        value: Any = model
+        for part in self.path:
+            value = getattr(value, part) if value is not None else None
+        return value
 
     @property
     def kind(self) -> Any:
@@ -257,8 +269,9 @@ def _add_argument(parser: Any, field: FlatField, *, lists: bool) -> None:
 
 
 # ------------------------------------------------------------------ helpers
-def _extra(info: FieldInfo, key: str) -> Any:
-    return info.json_schema_extra.get(key) if isinstance(info.json_schema_extra, dict) else None
+def _extra(info: FieldInfo, key: str, default: Any = None) -> Any:
+    extra = info.json_schema_extra
+    return extra.get(key, default) if isinstance(extra, dict) else default
 
 
 def _without_none(annotation: Any) -> Any:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, DEFAULT_STRATEGY, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
-from tool_selection.flags import FlatField, flat_fields, nest
+from tool_selection.flags import flat_fields, nest
 from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
 
@@ -173,8 +173,8 @@ class SelectorSpec(_Frozen, YamlValue):
         strategy = params.get("strategy") or "json-cot"
         recorded = {name: params[name] for name, field in flat_fields(cls).items()
                     if name in params and name not in ("program", "strategy", "relevance")
-                    and _record_rule(field) != "never"
-                    and (_record_rule(field) != "gated" or str(strategy).startswith(GATE_PREFIX))}
+                    and field.record != "never"
+                    and (field.record != "gated" or str(strategy).startswith(GATE_PREFIX))}
         program = params.get("program")
         return _validated(cls, {**nest(cls, recorded), "strategy": strategy,
                                 "program": None if program in (None, "", "zero-shot") else program,
@@ -209,7 +209,7 @@ def selection_params(spec: SelectorSpec, *, relevance: str | None, gate_model: s
     params: dict[str, Any] = {"program": program or spec.program or "zero-shot",
                               "strategy": spec.strategy_or_default}
     for name, field in flat_fields(type(spec)).items():
-        rule, value = _record_rule(field), _flat_value(spec, field.path)
+        rule, value = field.record, field.value_in(spec)
         if name in params or name == "relevance" or rule == "never":
             continue
         if rule == "gated":
@@ -234,23 +234,6 @@ def check_strategy(name: str) -> str:
         raise UnknownStrategyError("a strategy is named by a non-empty string ('toolsel strategies' lists them)")
     STRATEGIES.check_name(name.strip().removeprefix(GATE_PREFIX))  # before DSPy loads, where the names are declared
     return name.strip()
-
-
-def _record_rule(field: FlatField) -> str:
-    """How a run records ``field`` (see ``tool_selection.flags``): a section's rule, else the field's own."""
-    section_rule = _extra_of(field.section, "record") if field.section is not None else None
-    return section_rule or field.extra("record", "changed")
-
-
-def _extra_of(info: Any, key: str) -> Any:
-    return info.json_schema_extra.get(key) if isinstance(info.json_schema_extra, dict) else None
-
-
-def _flat_value(spec: BaseModel, path: tuple[str, ...]) -> Any:
-    value: Any = spec
-    for part in path:
-        value = getattr(value, part) if value is not None else None
-    return value
 
 
 def _validated(cls: type[BaseModel], fields: dict[str, Any], where: str = "") -> Any:
