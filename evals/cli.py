@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.cli_experiment import (
-    EXPERIMENT_TYPE,
+    add_experiment_flags,
     add_run_flags,
     add_selector_flags,
     experiment,
-    given,
     optimization_section,
 )
 from evals.eval_report import fmt, print_report
@@ -22,7 +21,7 @@ from evals.suites_cli import register_listings
 from tool_selection.cli import add_deferred_command
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
-from tool_selection.flags import add_field_flag, add_flags
+from tool_selection.flags import add_flags, given
 from tool_selection.run_config import add_tracking_flag
 
 if TYPE_CHECKING:
@@ -38,14 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Evaluate a tool selector on an evaluation suite. Per-case results go to the run directory "
                     "(resumable) and to MLflow. 'toolsel eval compare A B' compares two runs.",
     )
-    add_field_flag(run, EXPERIMENT_TYPE, "suite")
-    add_field_flag(run, EXPERIMENT_TYPE, "model")
-    add_field_flag(run, EXPERIMENT_TYPE, "split")
+    add_experiment_flags(run)
     run.add_argument("--mcp", type=given, metavar="CMD_OR_URL",
                      help="Evaluate over an MCP server's tools (a command line or a URL): every case's catalog is "
                           "the server's tool list, and its expected calls name those tools.")
-    add_selector_flags(run)
-    add_run_flags(run)
     run.set_defaults(handler=_eval)
 
     sub = run.add_subparsers(dest="eval_command", metavar="compare|loop|rescore")

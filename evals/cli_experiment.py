@@ -12,16 +12,14 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from evals.experiment import Experiment, add_loop_flags, loop_section
+from evals.experiment import Experiment
 from evals.optimize_settings import OptimizeSettings
-from tool_selection.flags import add_field_flag, add_flags, count, given, given_fields, nest, threshold
+from tool_selection.flags import add_field_flag, add_flags, given, given_fields, nest
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import SelectorSpec
 
-__all__ = ["EXPERIMENT_TYPE", "RUN_GROUP", "SELECTOR_GROUP", "add_experiment_flags", "add_loop_flags",
-           "add_run_flags", "add_selector_flags", "count", "experiment", "given", "loop_section", "optimization_section",
-           "run_config",
-           "selector_spec", "spec_type", "threshold"]
+__all__ = ["EXPERIMENT_TYPE", "RUN_GROUP", "SELECTOR_GROUP", "add_experiment_flags", "add_run_flags",
+           "add_selector_flags", "experiment", "optimization_section", "run_config", "selector_spec", "spec_type"]
 
 SELECTOR_GROUP = "the selector (a SelectorSpec)"
 RUN_GROUP = "the run (a RunConfig)"

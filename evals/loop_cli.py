@@ -7,14 +7,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.cli_experiment import (
-    EXPERIMENT_TYPE,
-    add_loop_flags,
-    add_run_flags,
-    add_selector_flags,
-    experiment,
-    loop_section,
-)
+from evals.cli_experiment import EXPERIMENT_TYPE, add_run_flags, add_selector_flags, experiment
+from evals.experiment import add_loop_flags, loop_section
 from tool_selection.defaults import DEFAULT_MODEL
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import add_field_flag
@@ -24,6 +18,7 @@ if TYPE_CHECKING:
     from evals.experiment import Experiment, LoopSection
     from evals.loop_eval import LoopSetup
     from tool_selection.agent import LoopLimits
+    from tool_selection.escalation import EscalationPolicy
 
 __all__ = ["optimize_loop", "register_loop"]
 
@@ -89,7 +84,7 @@ def _loop(args: argparse.Namespace) -> int:
 def _loop_suite(chosen: Experiment) -> int:
     from evals.loop_eval import load_loop_suite, run_loop_suite
     from evals.naming import slug
-    from tool_selection.agent import EscalationPolicy, LoopLimits
+    from tool_selection.agent import LoopLimits
     from tool_selection.lm import get_lm, prepare_lm
     from tool_selection.run_config import RunConfig
 
@@ -105,11 +100,10 @@ def _loop_suite(chosen: Experiment) -> int:
            (chosen.model, *([loop.secondary] if loop.secondary else []))]
     for lm in lms:
         prepare_lm(lm)
-    models = "+".join([chosen.model] + ([f"{loop.escalation}-{loop.secondary}"] if loop.secondary else []))
+    models = _models_label(chosen)
     run_dir = run.run_dir or Path("runs") / "loop" / slug(
         f"{chosen.suite}-{chosen.split}-{strategy}{_limits_label(loop)}-{models}")
-    escalation = EscalationPolicy(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
-                                  **({"threshold": loop.threshold} if loop.threshold is not None else {}))
+    escalation = _escalation(loop, lms)
     result = run_loop_suite(tasks, lms[0], selector=chosen.selector,
                             run=RunConfig(run_dir=run_dir), escalation=escalation,
                             progress=lambda line: print(line, flush=True),
@@ -125,6 +119,21 @@ def _loop_suite(chosen: Experiment) -> int:
         print(f"  {label:<19} {s[key]:.2f}")
     print(f"\nper-task results: {result.run_dir}")
     return 0
+
+
+def _models_label(chosen: Experiment) -> str:
+    """The models of a loop run, for its folder and its summary: the primary, and how and to whom it escalates."""
+    loop = chosen.loop
+    return "+".join([chosen.model] + ([f"{loop.escalation}-{loop.secondary}"] if loop.secondary else []))
+
+
+def _escalation(loop: LoopSection, lms: list) -> EscalationPolicy:
+    """The escalation policy of the loop flags: to the secondary's LM (``lms[1]``), if any; the policy's own
+    threshold unless one is given."""
+    from tool_selection.escalation import EscalationPolicy  # lazy: 'toolsel --help' builds this module's parser
+
+    return EscalationPolicy(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
+                            **({"threshold": loop.threshold} if loop.threshold is not None else {}))
 
 
 def _loop_setup(loop: LoopSection, limits: LoopLimits) -> LoopSetup:
@@ -158,7 +167,6 @@ def _limits_words(loop: LoopSection) -> str:
 def _bfcl_multi_turn(chosen: Experiment) -> int:
     from evals.bfcl_multi_turn import TURN_LIMITS, load_multi_turn, multi_turn_n_ctx, run_multi_turn
     from evals.naming import slug
-    from tool_selection.agent import EscalationPolicy
     from tool_selection.lm import LocalEngineOptions, get_lm, prepare_lm
     from tool_selection.lm.specs import ModelSpec
     from tool_selection.run_config import RunConfig
@@ -176,12 +184,11 @@ def _bfcl_multi_turn(chosen: Experiment) -> int:
                   else None) for spec in specs]
     for lm in lms:
         prepare_lm(lm)
-    models = "+".join([chosen.model] + ([f"{loop.escalation}-{loop.secondary}"] if loop.secondary else []))
+    models = _models_label(chosen)
     sample = f"-sample{run.sample}-seed{run.seed}" if run.sample else ""
     run_dir = run.run_dir or Path("runs") / "loop" / slug(
         f"{chosen.suite}-{chosen.split}{sample}-{strategy}{_limits_label(loop)}-{models}")
-    escalation = EscalationPolicy(secondary_lm=lms[1] if loop.secondary else None, strategy=loop.escalation,
-                                  **({"threshold": loop.threshold} if loop.threshold is not None else {}))
+    escalation = _escalation(loop, lms)
     run = RunConfig.build(run_dir=run_dir, max_tokens=run.max_tokens, sample=run.sample, seed=run.seed,
                           limit=run.limit)
     table, s = run_multi_turn(tasks, lms[0], selector=chosen.selector,
