@@ -183,9 +183,13 @@ def _grounded(call: ToolCall, request: str, calls: list[ToolCall]) -> bool:
     """Whether every string and number among ``call``'s arguments is written in ``request`` (as a word sequence,
     case and punctuation aside; 6.0 as 6) or used by one of ``calls``, the calls already made (a default the
     model filled in for the first call, such as level "user", may stand in the next one too)."""
-    spelled = f" {words(request)} " + " ".join(words(value) for made in calls
-                                               for value in _argument_values(made.arguments)) + " "
+    spelled = f" {words(request)}" + _held(calls)
     return all(f" {words(value)} " in spelled for value in _argument_values(call.arguments))
+
+
+def _held(calls: list[ToolCall]) -> str:
+    """Every string and number among ``calls``' arguments as words, each between spaces (`` a b c ``)."""
+    return " " + " ".join(words(value) for call in calls for value in _argument_values(call.arguments)) + " "
 
 
 def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
@@ -193,9 +197,9 @@ def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
     number among ``calls``' arguments holds: as a word sequence (case and punctuation aside), or, for a number, as a
     value (3,000 as 3000, 1e-9 as 1e-09, 7% as 7 or 0.07). Quoted values are not read: on BFCL's own answers they
     leave more requests looking unfinished after every expected call than they help find."""
-    values = [value for call in calls for value in _argument_values(call.arguments)]
-    held = " " + " ".join(words(value) for value in values) + " "
-    held_numbers = {number for value in values if (number := _number(value)) is not None}
+    held = _held(calls)
+    held_numbers = {number for call in calls for value in _argument_values(call.arguments)
+                    if (number := _number(value)) is not None}
     found = [match.group() for pattern in (REQUEST_NUMBER, REQUEST_NAME) for match in pattern.finditer(request)]
     return [value for value in dict.fromkeys(found) if words(value) and f" {words(value)} " not in held
             and not _number_held(value, held_numbers)]
