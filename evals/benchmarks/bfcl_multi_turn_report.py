@@ -26,7 +26,6 @@ __all__ = ["main", "multi_turn_table", "paired_table"]
 
 PAIRED_COLUMNS = {"task success": "success", "turn 1 passed": "turn_1_passed", "turn success (per task)": "turn_success",
                   "calls / task": "calls", "tool errors / task": "tool_errors", "s / task": "seconds"}
-LOWER_IS_BETTER = frozenset({"tool errors / task", "s / task"})
 
 
 def multi_turn_table(runs: dict[str, pd.DataFrame]) -> str:
@@ -51,8 +50,7 @@ def multi_turn_table(runs: dict[str, pd.DataFrame]) -> str:
 
 def paired_table(runs: dict[str, pd.DataFrame]) -> str:
     """Each run after the first against the first, on the tasks both ran."""
-    return paired_runs({label: _with_turn_1(frame) for label, frame in runs.items()}, PAIRED_COLUMNS,
-                       lower_is_better=LOWER_IS_BETTER)
+    return paired_runs({label: _with_turn_1(frame) for label, frame in runs.items()}, PAIRED_COLUMNS)
 
 
 def _with_turn_1(frame: pd.DataFrame) -> pd.DataFrame:
