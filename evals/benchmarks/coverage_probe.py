@@ -5,6 +5,9 @@ allowed value per argument): does the request hold a number or a capitalised nam
 On categories that expect several calls, "yes" is the chance to make the next one; on single-call categories it
 is the share of requests where an extra call is attempted (and must be refused by the rule that a forced call
 adds something new). Asked again with every expected call made, "yes" is a call opened that nothing asks for.
+Last, for requests that expect several calls: would every expected call after the first pass the check that a
+forced call writes only values the request (or an earlier call) holds, with some allowed value per argument? A
+"no" is a right call that the strategy would refuse as made up.
 
     python -m evals.benchmarks.coverage_probe
 """
@@ -13,9 +16,9 @@ from __future__ import annotations
 
 from evals.bfcl import BFCL_CATEGORIES, bfcl_records, load_bfcl
 from tool_selection.decision import ToolCall
-from tool_selection.lm.strict_calls import uncovered
+from tool_selection.lm.strict_calls import _grounded, uncovered
 
-__all__ = ["expected_calls", "first_expected_call", "main"]
+__all__ = ["expected_calls", "first_expected_call", "later_calls_grounded", "main"]
 
 
 def first_expected_call(ground_truth: list[dict]) -> ToolCall:
@@ -29,10 +32,29 @@ def expected_calls(ground_truth: list[dict]) -> list[ToolCall]:
     return [first_expected_call([call]) for call in ground_truth]
 
 
+def later_calls_grounded(request: str, ground_truth: list[dict]) -> bool:
+    """Whether each expected call after the first passes the grounding check given the calls before it, each
+    argument at the first of its allowed values that passes (an argument that may be left out is left out)."""
+    made: list[ToolCall] = []
+    for index, expected in enumerate(ground_truth):
+        (name, arguments), = expected.items()
+        chosen = {}
+        for key, values in arguments.items():
+            values = [value for value in values if value != ""]
+            passing = [value for value in values
+                       if _grounded(ToolCall(tool_name=name, arguments={key: value}), request, made)]
+            if values and not passing and index > 0:
+                return False
+            if values:
+                chosen[key] = (passing or values)[0]
+        made.append(ToolCall(tool_name=name, arguments=chosen))
+    return True
+
+
 def main() -> int:
     print("| category | cases | expects several calls | another call opened after the first | "
-          "a call still opened after all of them |")
-    print("|---|---|---|---|---|")
+          "a call still opened after all of them | later expected calls pass the grounding check |")
+    print("|---|---|---|---|---|---|")
     for category in BFCL_CATEGORIES:
         _, truth = bfcl_records(category)
         if not truth:
@@ -41,8 +63,9 @@ def main() -> int:
         opened = sum(bool(uncovered(requests[key], [first_expected_call(calls)])) for key, calls in truth.items())
         after_all = sum(bool(uncovered(requests[key], expected_calls(calls))) for key, calls in truth.items())
         several = sum(len(calls) > 1 for calls in truth.values())
+        grounded = sum(later_calls_grounded(requests[key], calls) for key, calls in truth.items() if len(calls) > 1)
         print(f"| {category} | {len(truth)} | {several} | {100 * opened / len(truth):.0f}% | "
-              f"{100 * after_all / len(truth):.0f}% |")
+              f"{100 * after_all / len(truth):.0f}% | {f'{100 * grounded / several:.0f}%' if several else '-'} |")
     return 0
 
 

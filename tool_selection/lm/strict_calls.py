@@ -18,7 +18,6 @@ as ``strategies.native.call_schema`` writes it) asks the local engine for it.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from tool_selection.decision import ToolCall
+from tool_selection.lm.request_values import meanings, same_meaning, written_values
 from tool_selection.parsing import parse_native, words
 
 __all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion", "uncovered"]
@@ -42,9 +42,6 @@ MORE_CALLS = "tool_selection_more_calls"
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
 uses (``more_calls``' ``until_covered``)."""
-REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%; not 3x, m/s^2 or 5m
-    r"(?<![\w.^,-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?%?(?![\w^]|,\d)")
-REQUEST_NAME = re.compile(r"(?<=[a-z,;:] )(?!I\b)[A-Z][\w.'-]*(?: [A-Z0-9][\w.'-]*)*")  # capitalised, not a sentence's start
 CLOSED_CALL = "\n</tool_call>"
 
 
@@ -181,10 +178,13 @@ def _call_form(text: str) -> tuple[str, str]:
 
 def _grounded(call: ToolCall, request: str, calls: list[ToolCall]) -> bool:
     """Whether every string and number among ``call``'s arguments is written in ``request`` (as a word sequence,
-    case and punctuation aside; 6.0 as 6) or used by one of ``calls``, the calls already made (a default the
-    model filled in for the first call, such as level "user", may stand in the next one too)."""
+    case and punctuation aside, or as a value: 0.07 for 7%, 2022-04-05 for April 5, 2022) or used by one of
+    ``calls``, the calls already made (a default the model filled in for the first call, such as level "user", may
+    stand in the next one too)."""
     spelled = f" {words(request)}" + _held(calls)
-    return all(f" {words(value)} " in spelled for value in _argument_values(call.arguments))
+    known = [meaning for _, means in written_values(request) for meaning in means] + _held_meanings(calls)
+    return all(f" {words(value)} " in spelled or same_meaning(meanings(value), known)
+               for value in _argument_values(call.arguments))
 
 
 def _held(calls: list[ToolCall]) -> str:
@@ -192,33 +192,19 @@ def _held(calls: list[ToolCall]) -> str:
     return " " + " ".join(words(value) for call in calls for value in _argument_values(call.arguments)) + " "
 
 
+def _held_meanings(calls: list[ToolCall]) -> list:
+    return [meaning for call in calls for value in _argument_values(call.arguments) for meaning in meanings(value)]
+
+
 def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
-    """The numbers and capitalised names (not a sentence's first word) written in ``request`` that no string or
-    number among ``calls``' arguments holds: as a word sequence (case and punctuation aside), or, for a number, as a
-    value (3,000 as 3000, 1e-9 as 1e-09, 7% as 7 or 0.07). Quoted values are not read: on BFCL's own answers they
-    leave more requests looking unfinished after every expected call than they help find."""
-    held = _held(calls)
-    held_numbers = {number for call in calls for value in _argument_values(call.arguments)
-                    if (number := _number(value)) is not None}
-    found = [match.group() for pattern in (REQUEST_NUMBER, REQUEST_NAME) for match in pattern.finditer(request)]
-    return [value for value in dict.fromkeys(found) if words(value) and f" {words(value)} " not in held
-            and not _number_held(value, held_numbers)]
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text.replace(",", "").rstrip("%"))
-    except ValueError:
-        return None
-
-
-def _number_held(text: str, held: set[float]) -> bool:
-    """Whether the number ``text`` writes (a percentage as itself or its hundredth) is one of ``held``."""
-    number = _number(text) if REQUEST_NUMBER.fullmatch(text) else None
-    if number is None:
-        return False
-    wanted = {number, number / 100} if text.endswith("%") else {number}
-    return any(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a in wanted for b in held)
+    """The dates, numbers and capitalised names (not a sentence's first word) written in ``request`` that no string
+    or number among ``calls``' arguments holds: as a word sequence (case and punctuation aside), or as a value
+    (3,000 as 3000, 7% as 7 or 0.07, 1.2 billion as 1.2e9, April 5, 2022 as 2022-04-05). Quoted values are not
+    read: on BFCL's own answers they leave more requests looking unfinished after every expected call than they
+    help find."""
+    held, held_meanings = _held(calls), _held_meanings(calls)
+    return [text for text, means in dict.fromkeys(written_values(request))
+            if words(text) and f" {words(text)} " not in held and not same_meaning(means, held_meanings)]
 
 
 def _adds_to(calls: list[ToolCall], call: ToolCall) -> bool:

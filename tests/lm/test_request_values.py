@@ -1,0 +1,61 @@
+import datetime as dt
+
+import pytest
+
+from tool_selection.decision import ToolCall
+from tool_selection.lm.request_values import meanings, number_of, same_meaning, written_values
+from tool_selection.lm.strict_calls import _grounded, uncovered
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("3,000", (3000.0,)),
+    ("7%", (7.0, 0.07)),
+    ("1.267 billion", (1.267e9,)),
+    ("20k", (20000.0,)),
+    ("5m", (5.0, 5e6)),
+    ("2kg", (2.0,)),
+    ("-3", (-3.0,)),
+    ("Paris", ()),
+])
+def test_a_number_means_what_its_scale_or_unit_says(text, expected):
+    assert number_of(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["April 5, 2022", "5 April 2022", "Apr. 5 2022", "2022-04-05", "04/05/2022",
+                                  "Apr 5th, 2022"])
+def test_the_common_spellings_of_a_date_mean_the_same_day(text):
+    assert meanings(text) == (dt.date(2022, 4, 5),)
+
+
+def test_a_date_that_names_no_day_is_not_a_date():
+    assert not any(isinstance(meaning, dt.date) for meaning in meanings("2022-02-30"))
+
+
+def test_a_request_s_date_is_one_value_not_a_name_and_a_number():
+    found = [text for text, _ in written_values("Book Queens Hotel from March 10, 2022 to March 20, 2022 for 2")]
+    assert found == ["March 10, 2022", "March 20, 2022", "2", "Queens Hotel"]
+
+
+def test_numbers_and_dates_compare_by_value():
+    assert same_meaning((0.07,), (7e-2,)) and not same_meaning((0.07,), (0.7,))
+    assert same_meaning((dt.date(2022, 4, 5),), (1.0, dt.date(2022, 4, 5)))
+    assert not same_meaning((2022.0,), (dt.date(2022, 4, 5),))
+
+
+def test_a_value_written_in_another_spelling_is_grounded_and_covered():
+    request = ("Check 'Queens Hotel' from March 10, 2022 to March 20, 2022 and 'Royal Hotel' from April 5, 2022 "
+               "to April 15, 2022 for 1.341 billion at 50%")
+    first = ToolCall(tool_name="check", arguments={"hotel": "Queens Hotel", "check_in": "2022-03-10",
+                                                   "check_out": "2022-03-20"})
+    second = ToolCall(tool_name="check", arguments={"hotel": "Royal Hotel", "check_in": "2022-04-05",
+                                                    "check_out": "04/15/2022", "amount": 1341000000, "rate": 0.5})
+    assert _grounded(second, request, [first])
+    assert not _grounded(second.model_copy(update={"arguments": {"check_in": "2022-04-06"}}), request, [first])
+    assert uncovered(request, [first]) == ["April 5, 2022", "April 15, 2022", "1.341 billion", "50%"]  # quoted names are not read
+    assert uncovered(request, [first, second]) == []
+
+
+def test_a_number_with_its_unit_attached_is_read_as_a_value():
+    request = "The circumference of circles of radius 5m, 10m and 15m"
+    first = ToolCall(tool_name="circumference", arguments={"radius": 5, "units": "m"})
+    assert uncovered(request, [first]) == ["10m", "15m"]

@@ -1,0 +1,108 @@
+"""The values a request writes, read by what they mean: numbers (3,000; 7%; 1.267 billion; 5m) and dates (April 5,
+2022; 2022-04-05; 04/05/2022), so that a call holding one in another spelling still counts as holding it.
+
+``native-strict-cover`` asks two questions of a request and its calls: does the request write a value no call holds
+yet (``strict_calls.uncovered``), and does a call the model was asked to add write only values the request holds
+(``strict_calls._grounded``)? A small model writes "April 5, 2022" as ``2022-04-05`` and "1.341 billion" as
+``1341000000``; read as spelled, the first is a value still unused and the second a value made up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Iterable
+
+__all__ = ["DATE", "REQUEST_NAME", "REQUEST_NUMBER", "date_of", "meanings", "number_of", "same_meaning",
+           "written_values"]
+
+REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%, 1.2 billion, 5m, 20k; not 3x, m/s^2 or 5pm
+    r"(?<![\w.^,-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"(?:%|\s(?:thousand|million|billion|trillion)\b|(?:k|m|km|cm|mm|s|ms|h|hr|kg|g|mg|lb|lbs|ft|mi|ml|l)\b)?"
+    r"(?![\w^]|,\d)", re.IGNORECASE)
+REQUEST_NAME = re.compile(r"(?<=[a-z,;:] )(?!I\b)[A-Z][\w.'-]*(?: [A-Z0-9][\w.'-]*)*")  # capitalised, not a sentence's start
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_SUFFIX_SCALES = {"k": (1e3,), "m": (1.0, 1e6)}  # 20k is 20,000; 5m is 5 metres or 5 million
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_NAME = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
+_DAY = r"[0-3]?\d(?:st|nd|rd|th)?"
+DATE = re.compile(  # the forms BFCL's answers and small models write; a date without its year is not read
+    rf"\b(?:(?P<month>{_MONTH_NAME})\s*(?P<day>{_DAY}),?\s*(?P<year>\d{{4}})"
+    rf"|(?P<day2>{_DAY})\s+(?P<month2>{_MONTH_NAME}),?\s*(?P<year2>\d{{4}})"
+    r"|(?P<iso_year>\d{4})[-/.](?P<iso_month>[01]?\d)[-/.](?P<iso_day>[0-3]?\d)"
+    r"|(?P<us_month>[01]?\d)/(?P<us_day>[0-3]?\d)/(?P<us_year>\d{4}))\b", re.IGNORECASE)
+
+Meaning = float | dt.date
+
+
+def number_of(text: str) -> tuple[float, ...]:
+    """What a number written as ``text`` may mean (``REQUEST_NUMBER``'s forms): 7% is 7 or 0.07, 1.2 billion is
+    1.2e9, 5m is 5 or 5e6, 2 kg is 2; empty if ``text`` is not such a number."""
+    match = re.fullmatch(r"(-?[\d,]+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s?([a-zA-Z%]*)", text.strip())
+    if match is None:
+        return ()
+    try:
+        number = float(match.group(1).replace(",", ""))
+    except ValueError:
+        return ()
+    suffix = match.group(2).lower()
+    if suffix == "%":
+        return number, number / 100
+    if suffix in _SCALES:
+        return (number * _SCALES[suffix],)
+    return tuple(number * scale for scale in _SUFFIX_SCALES.get(suffix, (1.0,)))
+
+
+def date_of(match: re.Match) -> dt.date | None:
+    """The date a ``DATE`` match writes, or None if it names no real day (2022-02-30)."""
+    groups = {key: value for key, value in match.groupdict().items() if value}
+    month_name = groups.get("month") or groups.get("month2")
+    if month_name:
+        month = _MONTHS.index(month_name[:3].lower()) + 1
+        year = groups.get("year") or groups["year2"]
+        day = re.match(r"\d+", groups.get("day") or groups["day2"]).group()
+    elif "iso_year" in groups:
+        year, month, day = groups["iso_year"], groups["iso_month"], groups["iso_day"]
+    else:
+        year, month, day = groups["us_year"], groups["us_month"], groups["us_day"]
+    try:
+        return dt.date(int(year), int(month), int(day))
+    except ValueError:
+        return None
+
+
+def meanings(value: str) -> tuple[Meaning, ...]:
+    """What one value (an argument's, or one the request writes) means as a whole: a date, a number, or nothing."""
+    text = value.strip()
+    date = DATE.fullmatch(text)
+    if date is not None and (day := date_of(date)) is not None:
+        return (day,)
+    return number_of(text)
+
+
+def written_values(request: str) -> list[tuple[str, tuple[Meaning, ...]]]:
+    """The dates, numbers and capitalised names ``request`` writes, in order of kind then place, each with what it
+    means (a name means only its words). A number or name inside a date is the date's, not its own."""
+    dates = [(match.span(), match.group(), day) for match in DATE.finditer(request)
+             if (day := date_of(match)) is not None]
+    taken = [span for span, _, _ in dates]
+    found: list[tuple[str, tuple[Meaning, ...]]] = [(text, (day,)) for _, text, day in dates]
+    for pattern in (REQUEST_NUMBER, REQUEST_NAME):
+        for match in pattern.finditer(request):
+            if not any(start < match.end() and match.start() < end for start, end in taken):
+                found.append((match.group(), number_of(match.group()) if pattern is REQUEST_NUMBER else ()))
+    return found
+
+
+def same_meaning(wanted: Iterable[Meaning], held: Iterable[Meaning]) -> bool:
+    """Whether any of ``wanted`` is one of ``held``: equal dates, or numbers equal to nine significant digits."""
+    held = list(held)
+    for want in wanted:
+        for have in held:
+            if isinstance(want, float) and isinstance(have, float):
+                if math.isclose(want, have, rel_tol=1e-9, abs_tol=1e-12):
+                    return True
+            elif isinstance(want, dt.date) and isinstance(have, dt.date) and want == have:
+                return True
+    return False
