@@ -1,12 +1,21 @@
 """demos: each request shown the K most similar solved train requests with their expected calls (a spec field: a
 flag, a sweep axis and a param with no other edit)."""
 
-import pytest
+import argparse
+import json
 
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+from evals.cli_experiment import experiment
+from tool_selection.cli import build_parser
 from tool_selection.decision import ToolCall
 from tool_selection.demo_pool import Demo, DemoPool, leaving_out
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import from_openai
+from tool_selection.selector import MultiToolSelector
+from tool_selection.spec import SelectorSpec, selection_params
 
 
 def _tool(name, description, argument):
@@ -47,3 +56,77 @@ def test_an_empty_pool_is_refused():
         DemoPool([])
 
 
+def _arguments(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_a_several_call_demo_is_shown_as_several_calls_on_a_copy_of_the_predictor(scripted):
+    lm, llama = scripted(['<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'])
+    selector = MultiToolSelector.from_spec(SelectorSpec(strategy="native", relevance="none", demos=1),
+                                           demo_pool=POOL)
+    with dspy.context(lm=lm):
+        prediction = selector(request="Weather in Oslo and in Lima?", tools=TOOLS)
+    messages = llama.calls[0]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert messages[1]["content"] == TWO_CITIES.request
+    shown = [(c["function"]["name"], _arguments(c["function"]["arguments"])) for c in messages[2]["tool_calls"]]
+    assert shown == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})]
+    assert prediction.row_extras["demo_cases"] == ["train-cities"]
+    assert selector.select.demos == []  # nothing left on the shared predictor for the next request
+
+
+class Recording(DummyLM):
+    def forward(self, prompt=None, messages=None, **kwargs):
+        self.seen = messages
+        return super().forward(prompt=prompt, messages=messages, **kwargs)
+
+
+@pytest.mark.parametrize(("strategy", "answer"), [("json-cot", {"reasoning": "r", "tool_calls": "[]"}),
+                                                  ("text:tags", {"text": ""})])
+def test_the_json_and_text_strategies_show_them_as_their_compiled_demos(strategy, answer):
+    lm = Recording([answer], adapter=dspy.JSONAdapter())
+    selector = MultiToolSelector.from_spec(SelectorSpec(strategy=strategy, relevance="none", demos=1),
+                                           demo_pool=POOL)
+    with dspy.context(lm=lm):
+        selector(request="Weather in Oslo and in Lima?", tools=TOOLS)
+    demo_request, demo_answer = lm.seen[-3:-1]
+    assert demo_request["content"].endswith(TWO_CITIES.request)
+    assert "Paris" in demo_answer["content"] and "Rome" in demo_answer["content"]
+
+
+def test_a_demo_without_calls_is_an_answer_without_calls(scripted):
+    lm, llama = scripted(["None of the available functions can do this."])
+    selector = MultiToolSelector.from_spec(SelectorSpec(strategy="native", relevance="none", demos=1),
+                                           demo_pool=POOL)
+    with dspy.context(lm=lm):
+        selector(request="Tell me a joke about dogs", tools=TOOLS)
+    user, answer = llama.calls[0]["messages"][1:3]
+    assert user["content"] == JOKE.request and answer == {"role": "assistant",
+                                                          "content": "None of the available functions can do this."}
+
+
+def test_demos_without_a_pool_or_beside_compiled_demos_are_refused():
+    spec = SelectorSpec(strategy="native", relevance="none", demos=2)
+    with pytest.raises(ToolSelectionError, match=r"demos=2 \(--demos\) .* this selector has none"):
+        MultiToolSelector.from_spec(spec)
+    compiled = MultiToolSelector(strategy="native")
+    compiled.select.demos = [CURRENCY.example()]
+    from tool_selection.selector import apply_spec
+
+    with pytest.raises(ToolSelectionError, match="compiled program has 1 of its own"):
+        apply_spec(compiled, spec, model=None, gate_lm=None, demo_pool=POOL)
+
+
+def test_it_is_a_flag_a_sweep_axis_and_a_recorded_param():
+    parser = build_parser()
+    chosen = experiment(parser.parse_args(["eval", "--demos", "3"]))
+    assert chosen.selector.demos == 3 and chosen.describe()["demos"] == 3
+    assert "--demos K" in parser._subparsers._group_actions[0].choices["eval"].format_help()
+    assert selection_params(chosen.selector, relevance=None)["demos"] == 3
+    assert "demos" not in selection_params(SelectorSpec(), relevance=None)
+    from evals.sweep_cli import add_arguments, sweep_plan
+
+    sweep = argparse.ArgumentParser()
+    add_arguments(sweep)
+    cells = sweep_plan(sweep.parse_args(["--demos", "1,4", "--limit", "1"])).cells()
+    assert [cell.spec.demos for cell in cells] == [1, 4]
