@@ -9,11 +9,15 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 from evals.cli_experiment import experiment
+from evals.evaluation import evaluate, train_demos
+from evals.suite import Case, Suite
+from tests.lm.conftest import FakeLlama
 from tool_selection.cli import build_parser
 from tool_selection.decision import ToolCall
 from tool_selection.demo_pool import Demo, DemoPool, leaving_out
 from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import from_openai
+from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec, selection_params
 
@@ -36,6 +40,18 @@ TWO_CITIES = Demo("Weather in Paris and in Rome?", (_call("get_weather", city="P
                                                     _call("get_weather", city="Rome")), "train-cities")
 JOKE = Demo("Tell me a joke about cats", (), "train-joke")
 POOL = DemoPool([CURRENCY, TWO_CITIES, JOKE])
+
+
+def _case(case_id, request, split, *calls):
+    return Case(id=case_id, request=request, tools=[RATE, WEATHER], split=split,
+                expected_calls=[{"tool_name": c.tool_name, "arguments": c.arguments} for c in calls])
+
+
+SUITE = Suite("mini", [_case(d.case_id, d.request, "train", *d.tool_calls) for d in POOL.demos] + [
+    _case("dev-rate", "What is the GBP to USD exchange rate?", "dev", _call("get_rate", pair="GBPUSD")),
+    _case("test-rate", "Give me the JPY to USD exchange rate", "test", _call("get_rate", pair="JPYUSD")),
+    _case("test-cities", "Weather in Oslo and in Lima?", "test", _call("get_weather", city="Oslo"),
+          _call("get_weather", city="Lima"))])
 
 
 def test_the_nearest_demos_are_the_most_similar_and_ties_keep_the_pool_order():
@@ -130,3 +146,28 @@ def test_it_is_a_flag_a_sweep_axis_and_a_recorded_param():
     add_arguments(sweep)
     cells = sweep_plan(sweep.parse_args(["--demos", "1,4", "--limit", "1"])).cells()
     assert [cell.spec.demos for cell in cells] == [1, 4]
+
+
+def test_the_pool_holds_the_train_cases_only_and_a_suite_without_them_is_refused():
+    pool = train_demos(SUITE)
+    assert [demo.case_id for demo in pool.demos] == ["train-rate", "train-cities", "train-joke"]
+    assert pool.demos[1].tool_calls == TWO_CITIES.tool_calls and pool == POOL
+    with pytest.raises(ToolSelectionError, match="suite 'mini:test' has no train cases .* leave --demos out"):
+        train_demos(SUITE.split("test"))
+
+
+class ToolsTemplate(FakeLlama):
+    metadata = {"tokenizer.chat_template": "{{ tools }}"}  # what pinning the strategy reads
+
+
+def test_an_evaluation_draws_the_demos_from_train_and_never_a_case_its_own(scripted, tmp_path):
+    lm, llama = scripted(llama=ToolsTemplate(["None of the available functions can do this."] * 6))
+    result = evaluate(SUITE, lm, selector=SelectorSpec(strategy="native", relevance="none", demos=2),
+                      run=RunConfig(mlflow=False, progress=False, run_dir=tmp_path / "run"), split=None)
+    shown = dict(zip(result.results["id"], result.results["demo_cases"], strict=True))
+    train = {"train-rate", "train-cities", "train-joke"}
+    assert all(set(ids) <= train and case_id not in ids and len(ids) == 2 for case_id, ids in shown.items())
+    assert list(shown["test-rate"])[0] == "train-rate" and list(shown["test-cities"])[0] == "train-cities"
+    assert result.params["demos"] == 2
+    demo_turns = {m["content"] for call in llama.calls for m in call["messages"][1:-1] if m["role"] == "user"}
+    assert demo_turns == {demo.request for demo in POOL.demos}  # never a dev or test request
