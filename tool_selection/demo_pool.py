@@ -1,4 +1,4 @@
-"""Demonstrations chosen per request by similarity (DSPy's KNN few-shot, with BM25 in place of an embedder): a pool
+"""Demonstrations chosen per request by similarity (DSPy's KNN few-shot, with TF-IDF in place of an embedder): a pool
 of solved requests, and for each new request the K whose words are most like its own, each shown with its expected
 calls, so a request that needs several calls sees solved requests that made several.
 
@@ -15,9 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
-import re
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -29,7 +26,6 @@ from tool_selection.errors import ToolSelectionError
 
 __all__ = ["Demo", "DemoPool", "leaving_out", "refuse_unusable"]
 
-_WORD = re.compile(r"\w+")
 _LEFT_OUT: ContextVar[str | None] = ContextVar("demo_pool_left_out", default=None)
 
 
@@ -56,33 +52,17 @@ def leaving_out(case_id: str | None) -> Iterator[None]:
         _LEFT_OUT.reset(token)
 
 
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.casefold())
-
-
 def _same_text(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-class _BM25:
-    """Okapi BM25 (Lucene's idf) over lower-case words; no extra package."""
+def _similarity_index(texts: list[str]):
+    """TF-IDF over lower-case words (scikit-learn's), the vectors L2-normalised: a request's dot products with them
+    are its cosine similarities to each entry."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
-    K1, B = 1.5, 0.75
-
-    def __init__(self, texts: list[str]):
-        self.documents = [Counter(_words(text)) for text in texts]
-        self.lengths = [sum(counts.values()) for counts in self.documents]
-        self.average = (sum(self.lengths) / len(self.lengths)) or 1.0
-        frequency = Counter(word for counts in self.documents for word in counts)
-        total = len(self.documents)
-        self.idf = {word: math.log(1 + (total - n + 0.5) / (n + 0.5)) for word, n in frequency.items()}
-
-    def scores(self, query: str) -> list[float]:
-        terms = [word for word in dict.fromkeys(_words(query)) if word in self.idf]
-        return [sum(self.idf[word] * counts[word] * (self.K1 + 1)
-                    / (counts[word] + self.K1 * (1 - self.B + self.B * length / self.average))
-                    for word in terms if word in counts)
-                for counts, length in zip(self.documents, self.lengths, strict=True)]
+    vectorizer = TfidfVectorizer(lowercase=True, token_pattern=r"(?u)\b\w+\b", sublinear_tf=True)
+    return vectorizer, vectorizer.fit_transform(texts)
 
 
 class DemoPool:
@@ -93,16 +73,16 @@ class DemoPool:
         self.demos = tuple(demos)
         if not self.demos:
             raise ToolSelectionError("A demonstration pool needs at least one solved request.")
-        self._index = _BM25([demo.request for demo in self.demos])
+        self._vectorizer, self._vectors = _similarity_index([demo.request for demo in self.demos])
         self._texts = [_same_text(demo.request) for demo in self.demos]
         entries = [[d.request, [c.model_dump(mode="json") for c in d.tool_calls], d.case_id] for d in self.demos]
         self.fingerprint = hashlib.sha256(json.dumps(entries, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
     def nearest(self, request: str, k: int) -> list[Demo]:
-        """The ``k`` entries most like ``request`` (BM25), best first, neither ``request`` itself nor the case
+        """The ``k`` entries most like ``request`` (TF-IDF cosine), best first, neither ``request`` itself nor the case
         ``leaving_out`` names; equal scores in pool order."""
         own, left_out = _same_text(request), _LEFT_OUT.get()
-        scores = self._index.scores(request)
+        scores = (self._vectors @ self._vectorizer.transform([request]).T).toarray().ravel()
         allowed = [i for i, demo in enumerate(self.demos)
                    if self._texts[i] != own and (left_out is None or demo.case_id != left_out)]
         return [self.demos[i] for i in sorted(allowed, key=lambda i: (-scores[i], i))[:k]]
