@@ -19,11 +19,13 @@ import dspy
 from evals.context_fit import check_context_fit
 from evals.metrics import cost_figures
 from evals.naming import slug as _slug
+from evals.optimization_metrics import gold_calls
 from evals.runner import TABLE_FILE, EvalResult, Evaluator
 from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
 from evals.traces import case_tracing
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
+from tool_selection.demo_pool import Demo, DemoPool
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
@@ -31,7 +33,7 @@ from tool_selection.selector import MultiToolSelector, apply_spec
 from tool_selection.spec import SelectorSpec, selection_params
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
-__all__ = ["case_params", "default_run_dir", "evaluate", "run_params", "selector_params"]
+__all__ = ["case_params", "default_run_dir", "evaluate", "run_params", "selector_params", "train_demos"]
 
 RUNS_DIR = Path("runs")
 MLFLOW_FILE = "mlflow.json"  # the run's MLflow id and store, for 'toolsel view RUN_DIR'
@@ -75,6 +77,7 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
     built, spec = _selector_and_spec(selector)
     with contextlib.ExitStack() as stack:
         suite_obj, cases = _cases(suite, split, run, spec, tools)
+        demo_pool = train_demos(suite_obj) if spec.demos is not None else None
         if run.mlflow:
             check_tracking_uri(run.tracking_uri)
         if run.ray is not None:  # an unreachable cluster stops here, before a model is loaded
@@ -82,7 +85,7 @@ def evaluate(suite: str | Suite, model: str | dspy.BaseLM, *, selector: Selector
         server = stack.enter_context(_served(model, run.serve, run.n_ctx)) if run.serve is not None else None
         job = SelectorJob(spec=spec, program=built, model=server.model_spec if server else model,
                           temperature=run.temperature, max_tokens=run.max_tokens, cache=run.cache, n_ctx=run.n_ctx,
-                          seed=run.seed if run.temperature > 0 else None)
+                          seed=run.seed if run.temperature > 0 else None, demo_pool=demo_pool)
         prepared, lm, model_name, gate_name = job.prepare()
         if spec.retrieval is None:  # with retrieval, the selector sees K tools
             check_context_fit(cases, lm, tools=tools)
@@ -132,6 +135,17 @@ def _cases(suite: str | Suite, split: str | None, run: RunConfig, spec: Selector
     if spec.retrieval is not None:
         _check_retrieve(spec.retrieval.k, tools, cases)
     return suite_obj, cases
+
+
+def train_demos(suite: Suite) -> DemoPool:
+    """The pool ``--demos`` draws from: the suite's train cases with their expected calls (``gold_calls``), never a
+    dev or test case; refused for a suite without train cases."""
+    train = [case for case in suite if case.split == "train"]
+    if not train:
+        raise ToolSelectionError(f"--demos shows solved train requests, and suite {suite.name!r} has no train cases "
+                                 f"(its splits: {dict(suite.split_counts())}): give a suite with a train split, or "
+                                 "leave --demos out.")
+    return DemoPool(Demo(case.prompt, tuple(gold_calls(case)), case.id) for case in train)
 
 
 def selector_params(selector: MultiToolSelector, spec: SelectorSpec, built: MultiToolSelector | None,
@@ -232,6 +246,7 @@ class SelectorJob:
     program: MultiToolSelector | None = None  # a built selector the spec applies to, instead of building one
     n_ctx: int | None = None  # a local model's context
     seed: int | None = None  # the sampler's seed, when the temperature is above 0
+    demo_pool: DemoPool | None = None  # the solved requests spec.demos draws from
 
     def prepare(self) -> tuple[MultiToolSelector, dspy.BaseLM, str, str | None]:
         """The selector, its LM (a local model loaded now), the model's name and the gate model's name."""
@@ -242,10 +257,11 @@ class SelectorJob:
             gate_lm, gate_name = _lm(self.spec.gate.model, temperature=0.0, max_tokens=2, cache=self.cache,
                                      n_ctx=self.n_ctx, local_only=True)
         if self.program is None:
-            selector = MultiToolSelector.from_spec(self.spec, model=model_name, gate_lm=gate_lm)
+            selector = MultiToolSelector.from_spec(self.spec, model=model_name, gate_lm=gate_lm,
+                                                   demo_pool=self.demo_pool)
         else:
             selector = self.program
-            apply_spec(selector, self.spec, model=model_name, gate_lm=gate_lm)
+            apply_spec(selector, self.spec, model=model_name, gate_lm=gate_lm, demo_pool=self.demo_pool)
         selector.pin_strategy(lm)
         return selector, lm, model_name, gate_name
 

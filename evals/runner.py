@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from evals.metrics import score_case, summarize, summarize_by_tag
 from evals.suite import Case, Suite, registry_for
 from tool_selection.decision import MultiToolDecision
+from tool_selection.demo_pool import leaving_out
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.model_errors import MODEL_FAILURES  # a malformed answer never gets there: it is a parse failure
 from tool_selection.parsing import safe_value
@@ -174,7 +175,7 @@ class Evaluator:
         extras: dict[str, Any] = {}
         start = time.perf_counter()
         try:
-            with dspy.context(lm=lm or dspy.settings.lm, track_usage=True):
+            with dspy.context(lm=lm or dspy.settings.lm, track_usage=True), leaving_out(case.id):
                 prediction = program(request=case.prompt, tools=registry)
             decision: MultiToolDecision = prediction.decision
             usage = prediction.get_lm_usage() or {}

@@ -26,6 +26,7 @@ from dspy.utils.usage_tracker import UsageTracker
 
 from tool_selection.decision import MultiToolDecision
 from tool_selection.defaults import AUTO_RELEVANCE, NO_RELEVANCE
+from tool_selection.demo_pool import DemoPool, refuse_unusable
 from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
@@ -40,7 +41,7 @@ from tool_selection.strategies import (
     drop_undeclared,
     get_strategy,
 )
-from tool_selection.strategies.base import ToolChoice, inner_predict
+from tool_selection.strategies.base import ToolChoice, inner_predict, with_demos
 from tool_selection.strategies.gate import IsRelevant, run_gate
 from tool_selection.strategies.json_strategies import (
     DEMO_OMITS,
@@ -207,8 +208,14 @@ class MultiToolSelector(dspy.Module):
         limit = self.spec.max_calls
         if limit is not None and getattr(self.strategy, "more_calls", 0) >= limit:  # strict decoding stops there
             self.strategy.more_calls = limit - 1
+        select = self.select
+        if self.spec.demos is not None:  # this request's own demonstrations, on a copy of the predictor
+            refuse_unusable(self.spec.demos, self.demo_pool, compiled_demos=0)
+            shown = self.demo_pool.nearest(request, self.spec.demos)
+            select = with_demos(self.select, [demo.example() for demo in shown])
+            extras["demo_cases"] = [demo.case_id or demo.request for demo in shown]
         with self._observed() as captured, dspy.context(adapter=self.strategy.adapter()):
-            prediction = self.strategy.decide(self.select, request, registry, conversation=conversation,
+            prediction = self.strategy.decide(select, request, registry, conversation=conversation,
                                               tool_choice=tool_choice)
         extras.update(getattr(prediction, "row_extras", None) or {})  # what the strategy recorded (split actions)
         if limit is not None and len(prediction.decision.tool_calls) > limit:
@@ -276,6 +283,7 @@ class MultiToolSelector(dspy.Module):
 
     described: DescriptionOverrides | None = None  # descriptions shown in place of the tools' own
     strategy_reason: str | None = None  # why a strategy chosen per model (auto) runs as the one pinned
+    demo_pool: DemoPool | None = None  # the solved requests spec.demos draws from
     load = _LoadDescriptor()
 
     def dump_state(self, json_mode: bool = True) -> dict[str, Any]:
@@ -314,12 +322,13 @@ class MultiToolSelector(dspy.Module):
         return selector
 
     @classmethod
-    def from_spec(cls, spec: SelectorSpec, *, model: str | None = None,
-                  gate_lm: dspy.BaseLM | None = None) -> MultiToolSelector:
+    def from_spec(cls, spec: SelectorSpec, *, model: str | None = None, gate_lm: dspy.BaseLM | None = None,
+                  demo_pool: DemoPool | None = None) -> MultiToolSelector:
         """The selector ``spec`` describes. ``model``: the model it will run with, which ``relevance="auto"``
         needs now (each shipped relevance model belongs to one model; default: the configured LM's). ``gate_lm``:
-        the gate's model, already built (default: built from ``spec.gate.model``, if any)."""
-        return selector_from_spec(cls, spec, model=model, gate_lm=gate_lm)
+        the gate's model, already built (default: built from ``spec.gate.model``, if any). ``demo_pool``: the
+        solved requests ``spec.demos`` draws from (required with it)."""
+        return selector_from_spec(cls, spec, model=model, gate_lm=gate_lm, demo_pool=demo_pool)
 
     def to_spec(self) -> SelectorSpec:
         """What this selector does, as a spec (its strategy as pinned; ``relevance`` is ``none`` where it runs
@@ -343,7 +352,7 @@ class MultiToolSelector(dspy.Module):
 
 # ------------------------------------------------------------------ a selector from a spec, and its spec
 def selector_from_spec(cls: type[MultiToolSelector], spec: SelectorSpec, *, model: str | None,
-                       gate_lm: dspy.BaseLM | None) -> MultiToolSelector:
+                       gate_lm: dspy.BaseLM | None, demo_pool: DemoPool | None = None) -> MultiToolSelector:
     selector = load_program(cls, spec)
     if spec.tools is not None:
         from tool_selection.toolset import load_tool_set
@@ -353,7 +362,7 @@ def selector_from_spec(cls: type[MultiToolSelector], spec: SelectorSpec, *, mode
         from tool_selection.lm import get_lm
 
         gate_lm = get_lm(spec.gate.model, temperature=0.0, max_tokens=2)
-    apply_spec(selector, spec, model=model, gate_lm=gate_lm)
+    apply_spec(selector, spec, model=model, gate_lm=gate_lm, demo_pool=demo_pool)
     return selector
 
 
@@ -378,11 +387,13 @@ def load_program(cls: type[MultiToolSelector], spec: SelectorSpec) -> MultiToolS
 
 
 def apply_spec(selector: MultiToolSelector, spec: SelectorSpec, *, model: str | None,
-               gate_lm: dspy.BaseLM | None) -> None:
-    """Set ``spec``'s relevance stage, gate, retrieval and argument handling on ``selector`` (a compiled one keeps
-    its own relevance model under ``relevance="auto"``), which then holds ``spec`` with what it keeps of its own
-    (strategy, program, gate threshold, retrieval, constrained decoding). Options that apply to nothing are
-    refused."""
+               gate_lm: dspy.BaseLM | None, demo_pool: DemoPool | None = None) -> None:
+    """Set ``spec``'s relevance stage, gate, retrieval, argument handling and demonstrations (from ``demo_pool``,
+    else the selector's own) on ``selector`` (a compiled one keeps its own relevance model under
+    ``relevance="auto"``), which then holds ``spec`` with what it keeps of its own (strategy, program, gate
+    threshold, retrieval, constrained decoding). Options that apply to nothing are refused."""
+    selector.demo_pool = demo_pool or selector.demo_pool
+    refuse_unusable(spec.demos, selector.demo_pool, compiled_demos=len(inner_predict(selector.select).demos))
     _apply_relevance(selector, spec, model=model, gate_lm=gate_lm)
     gate_for_stage = selector.relevance is not None and "gate" in selector.relevance.signals
     if selector.gate is None and (spec.gate.threshold is not None or gate_lm is not None and not gate_for_stage):

@@ -139,6 +139,10 @@ class SelectorSpec(_Frozen, YamlValue):
         default=None, ge=1, le=32, description="Most calls one decision keeps: later ones are dropped (counted per "
         "case as calls_dropped), and a local model's strict decoding opens none past it (default: no limit but the "
         "strategy's own).", json_schema_extra={"metavar": "N"})
+    demos: int | None = Field(
+        default=None, ge=1, le=16, description="Show each request the K solved requests most similar to it (TF-IDF "
+        "cosine over their words), each with its expected calls, as demonstrations: an evaluation draws them from its "
+        "suite's train split, never the request itself (default: none).", json_schema_extra={"metavar": "K"})
     relevance: str = Field(
         default=DEFAULT_RELEVANCE, description="A relevance model: a decision it judges irrelevant (no listed tool "
         "does what is asked) keeps no call. 'auto': a compiled selector's own, else the one shipped for the model, if "

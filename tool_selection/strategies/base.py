@@ -9,6 +9,7 @@ unparseable answer, an unknown tool, invalid arguments) are recorded on the deci
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
@@ -36,6 +37,7 @@ __all__ = [
     "parse_strategy",
     "register_strategy",
     "strategy_names",
+    "with_demos",
 ]
 
 
@@ -199,6 +201,16 @@ def as_calls(values: Any) -> list[ToolCall]:
 def inner_predict(predictor: dspy.Module) -> dspy.Predict:
     """The ``dspy.Predict`` holding a predictor's demos (``ChainOfThought`` wraps one)."""
     return predictor.predict if hasattr(predictor, "predict") else predictor
+
+
+def with_demos(predictor: dspy.Module, demos: list[Any]) -> dspy.Module:
+    """A copy of ``predictor`` that shows ``demos`` (what every strategy reads from ``inner_predict``); the
+    predictor itself is untouched, so calls sharing it in other threads see none of them."""
+    shown = copy.copy(predictor)
+    if hasattr(predictor, "predict"):
+        shown.predict = copy.copy(predictor.predict)
+    inner_predict(shown).demos = list(demos)
+    return shown
 
 
 ParseFn = Callable[[str], Any]
