@@ -28,12 +28,13 @@ from evals.runner import load_results
 from evals.runs import find_run_dirs
 from evals.stats import mcnemar_exact, paired_bootstrap_ci
 
-__all__ = ["CATEGORIES", "PUBLISHED", "board_page", "load_board", "main"]
+__all__ = ["CATEGORIES", "PUBLISHED", "board_page", "load_board", "main", "method_of"]
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 CALL_CATEGORIES = CATEGORIES[:4]
 OTHER_LANGUAGES = ("simple_java", "simple_javascript")  # scored by bfcl-eval's checker; they enter Non-Live AST
 SINGLE_CALL = "native-strict"  # what the default (auto) ran as with the local models before several calls
+DEFAULT = "native-strict-cover"  # what it runs as now
 PUBLISHED_SOURCE = ("BFCL v4 board of 2025-12-16 (Python `simple`), Qwen2.5 rows from the v3 board of 2025-04-30, "
                     "the last that lists them; function-calling mode")
 PUBLISHED = {  # model: simple, multiple, parallel, parallel_multiple, irrelevance
@@ -60,15 +61,21 @@ PUBLISHED_NON_LIVE = {  # model: BFCL's simple (three languages), Non-Live AST
 }
 
 
+def method_of(params: dict) -> str:
+    """A run's method as its rows are labelled: the strategy, and the knobs set beside it (``--demos K``)."""
+    demos = params.get("demos")
+    return f"{params['strategy']} + demos {demos}" if demos not in (None, "", "None") else str(params["strategy"])
+
+
 def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
-    """``{(model, strategy, category): rows}`` for every run folder under ``root`` that ran one BFCL category."""
+    """``{(model, method, category): rows}`` for every run folder under ``root`` that ran one BFCL category."""
     runs = {}
     for folder in find_run_dirs(root):
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
         category = str(params.get("suite_ref", "")).removeprefix("bfcl:")
         if category in CATEGORIES + OTHER_LANGUAGES:
             model = str(params["model"]).removeprefix("local:")
-            runs[(model, str(params["strategy"]), category)] = load_results(folder).set_index("id")
+            runs[(model, method_of(params), category)] = load_results(folder).set_index("id")
     return runs
 
 
@@ -127,14 +134,15 @@ def _change(a: np.ndarray, b: np.ndarray) -> str:
     return f"{100 * (b - a).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {p:.3g}"
 
 
-def paired_table(runs: dict, baseline: str = SINGLE_CALL) -> str:
-    """Each strategy against ``baseline`` on the cases both ran: points, interval, McNemar's p, seconds."""
+def paired_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | None = None) -> str:
+    """Each strategy against ``baseline`` on the cases both ran: points, interval, McNemar's p, seconds.
+    ``built_on``: only the methods that add a knob to that strategy."""
     head = ["model", "category", "strategy", "cases", "baseline %", "strategy %", "change, points [95% CI]",
             "McNemar p", "s/case (x baseline)", "s/correct", "false abstention"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (model, strategy, category), rows in sorted(runs.items()):
         base = runs.get((model, baseline, category))
-        if strategy == baseline or base is None:
+        if strategy == baseline or base is None or built_on and not strategy.startswith(f"{built_on} + "):
             continue
         shared = base.index.intersection(rows.index)
         a, b = _accuracy(base.loc[shared]), _accuracy(rows.loc[shared])
@@ -173,18 +181,19 @@ def load_domain(root: Path) -> dict[tuple[str, str], pd.DataFrame]:
     for folder in find_run_dirs(root) if root.is_dir() else []:
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
         if not str(params.get("suite_ref", "")).startswith("bfcl:"):
-            runs[(str(params["model"]).removeprefix("local:"), str(params["strategy"]))] = (
+            runs[(str(params["model"]).removeprefix("local:"), method_of(params))] = (
                 load_results(folder).set_index("id"))
     return runs
 
 
-def domain_table(runs: dict, baseline: str = SINGLE_CALL) -> str:
-    """Each strategy against ``baseline`` on the domain cases both ran, per tag: accuracy, change, McNemar's p."""
+def domain_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | None = None) -> str:
+    """Each strategy against ``baseline`` on the domain cases both ran, per tag: accuracy, change, McNemar's p.
+    ``built_on``: only the methods that add a knob to that strategy."""
     head = ["model", "strategy", "tag", "cases", "baseline %", "strategy %", "change, points [95% CI]", "McNemar p"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (model, strategy), rows in sorted(runs.items()):
         base = runs.get((model, baseline))
-        if strategy == baseline or base is None:
+        if strategy == baseline or base is None or built_on and not strategy.startswith(f"{built_on} + "):
             continue
         shared = base.index.intersection(rows.index)
         for tag in DOMAIN_TAGS:
@@ -227,6 +236,10 @@ def board_page(runs: dict, root: Path) -> str:
         "",
         paired_table(runs),
         "",
+        f"Methods that add a knob to the default ({DEFAULT}), paired against it on the same cases:",
+        "",
+        paired_table(runs, DEFAULT, built_on=DEFAULT),
+        "",
         "## What the relevance stage costs on requests that need a call",
         "",
         "The relevance stage may turn a call into no call when it judges that no listed tool fits. On the call "
@@ -247,6 +260,10 @@ def board_page(runs: dict, root: Path) -> str:
             f"the case file). Paired against {SINGLE_CALL} (the default before) on the same cases, per tag.",
             "",
             domain_table(domain),
+            "",
+            f"Methods that add a knob to the default ({DEFAULT}), paired against it:",
+            "",
+            domain_table(domain, DEFAULT, built_on=DEFAULT),
         ]
     if provenance.is_file():
         parts += ["", "## Provenance", "", provenance_table(provenance)]

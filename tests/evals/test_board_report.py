@@ -52,3 +52,15 @@ def test_domain_cases_are_paired_per_tag():
         ["multi", "2", "0.0", "100.0"], ["parallel", "1", "0.0", "100.0"], ["single", "1", "100.0", "100.0"],
         ["no_tool", "1", "100.0", "0.0"]]
     assert domain_table({("m", "native-strict-cover"): cover}).count("\n") == 1  # no baseline: no rows
+
+
+def test_a_knob_set_beside_the_strategy_is_its_own_method_paired_against_the_strategy_alone():
+    from evals.benchmarks.board_report import method_of
+
+    assert method_of({"strategy": "native-strict-cover"}) == "native-strict-cover"
+    assert method_of({"strategy": "native-strict-cover", "demos": 3}) == "native-strict-cover + demos 3"
+    runs = {("m", "native-strict", "parallel"): _rows([0, 0, 0, 0]),
+            ("m", "native-strict-cover", "parallel"): _rows([0, 1, 0, 1]),
+            ("m", "native-strict-cover + demos 3", "parallel"): _rows([1, 1, 0, 1])}
+    lines = paired_table(runs, "native-strict-cover", built_on="native-strict-cover").splitlines()[2:]
+    assert len(lines) == 1 and "| native-strict-cover + demos 3 | 4 | 50.0 | 75.0 | +25.0 [" in lines[0]
