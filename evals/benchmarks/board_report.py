@@ -46,6 +46,10 @@ PUBLISHED = {  # model: simple, multiple, parallel, parallel_multiple, irrelevan
     "Arch-Agent-1.5B": (89.5, 92.0, 85.5, 81.0, 76.3),
     "Qwen3-1.7B": (91.0, 92.5, 88.5, 80.0, 80.0),
 }
+SAME_SIZE = {  # embedded model: the published rows of its size
+    "qwen2.5-coder-0.5b": ("Qwen2.5-0.5B-Instruct", "Hammer2.1-0.5b (fine-tuned for calling)", "Qwen3-0.6B"),
+    "qwen2.5-coder-1.5b": ("Qwen2.5-1.5B-Instruct", "Hammer2.1-1.5b", "Arch-Agent-1.5B", "Qwen3-1.7B"),
+}
 NON_LIVE_SOURCE = ("BFCL's simple (the mean of Python, Java and JavaScript) and Non-Live AST (the mean of that "
                    "simple, multiple, parallel and parallel_multiple): the v4 board's page as last updated "
                    "2026-04-12; for the two Qwen2.5 rows, which it no longer lists, computed the same way from the "
@@ -118,6 +122,23 @@ def board_table(runs: dict) -> str:
         lines.append(f"| **this toolkit, {model}, {strategy}** | " + " | ".join(cells[:len(CATEGORIES)])
                      + f" | {_mean4(runs, model, strategy)} | " + " | ".join(cells[len(CATEGORIES):])
                      + " | " + " | ".join(_non_live(runs, model, strategy)) + " |")
+    return "\n".join(lines)
+
+
+def headline_table(runs: dict, method: str = DEFAULT) -> str:
+    """The README's table: the board's five categories and mean 4, each embedded model's ``method`` after the
+    published models of its size (point estimates; the page holds the intervals)."""
+    head = ["model", *CATEGORIES, "mean 4"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for model, published in SAME_SIZE.items():
+        for name in published:
+            scores = PUBLISHED[name]
+            lines.append(f"| {name} | " + " | ".join(f"{s:.1f}" for s in scores) + f" | {sum(scores[:4]) / 4:.1f} |")
+        cells = [runs.get((model, method, c)) for c in CATEGORIES]
+        if any(c is not None for c in cells):
+            shown = ["-" if c is None else f"{100 * _accuracy(c).mean():.1f}" for c in cells]
+            lines.append(f"| **this toolkit, {model}, {method}** | " + " | ".join(shown)
+                         + f" | {_mean4(runs, model, method)} |")
     return "\n".join(lines)
 
 
@@ -274,7 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("results/board"), help="Kept run folders.")
     parser.add_argument("--out", type=Path, help="Write the page here (default: print it).")
+    parser.add_argument("--headline", action="store_true",
+                        help="Print the README's table instead (the default beside the published rows).")
     args = parser.parse_args(argv)
+    if args.headline:
+        print(headline_table(load_board(args.runs)))
+        return 0
     page = board_page(load_board(args.runs), args.runs)
     if args.out is None:
         print(page, end="")

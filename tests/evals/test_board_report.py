@@ -64,3 +64,14 @@ def test_a_knob_set_beside_the_strategy_is_its_own_method_paired_against_the_str
             ("m", "native-strict-cover + demos 3", "parallel"): _rows([1, 1, 0, 1])}
     lines = paired_table(runs, "native-strict-cover", built_on="native-strict-cover").splitlines()[2:]
     assert len(lines) == 1 and "| native-strict-cover + demos 3 | 4 | 50.0 | 75.0 | +25.0 [" in lines[0]
+
+
+def test_the_readme_table_puts_each_embedded_model_after_the_published_rows_of_its_size():
+    from evals.benchmarks.board_report import SAME_SIZE, headline_table
+
+    runs = {("qwen2.5-coder-1.5b", "native-strict-cover", c): _rows([1, 1, 0, 1]) for c in CALL_CATEGORIES}
+    runs[("qwen2.5-coder-1.5b", "native-strict", "parallel")] = _rows([0, 0, 0, 0])
+    names = [line.split(" | ")[0].removeprefix("| ") for line in headline_table(runs).splitlines()[2:]]
+    assert names == [*SAME_SIZE["qwen2.5-coder-0.5b"], *SAME_SIZE["qwen2.5-coder-1.5b"],
+                     "**this toolkit, qwen2.5-coder-1.5b, native-strict-cover**"]  # no 0.5B row: none ran
+    assert headline_table(runs).splitlines()[-1].endswith("| 75.0 | 75.0 | 75.0 | 75.0 | - | 75.0 |")
