@@ -215,7 +215,7 @@ def test_a_query_past_the_slots_waits_its_turn_or_is_refused_as_busy(timed, monk
         print(f"[attack] busy after {busy.value.queued_s:.3f} s; the next query waited {waited.queued_s:.3f} s "
               f"and ran {waited.run_s * 1000:.1f} ms")
         assert busy.value.code == "busy" and busy.value.queued and 0.2 <= busy.value.queued_s < 1.5
-        assert waited.rows == [[2]] and waited.queued and waited.queued_s < QUEUE_WAIT and waited.run_s < 1
+        assert waited.rows == [[2]] and waited.queued and waited.queued_s <= 1.1 * QUEUE_WAIT and waited.run_s < 1
         for hog in stuck:
             assert isinstance(hog.exception(), QueryRefused) and hog.exception().code == "timeout"
     finally:
