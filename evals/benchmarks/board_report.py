@@ -108,15 +108,18 @@ def _non_live(runs: dict, model: str, strategy: str) -> tuple[str, str]:
     return tuple("-" if math.isnan(value) else f"{value:.1f}" for value in (simple, overall))
 
 
+def _published_cells(scores: tuple[float, ...]) -> str:
+    """A published row's five categories and its mean 4, as table cells."""
+    return " | ".join(f"{s:.1f}" for s in scores) + f" | {sum(scores[:4]) / 4:.1f}"
+
+
 def board_table(runs: dict) -> str:
     """Published rows, then ours, per category."""
     head = ["model", *CATEGORIES, "mean 4", *OTHER_LANGUAGES, "simple (3 languages)", "Non-Live AST"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for model, scores in PUBLISHED.items():
-        mean4 = sum(scores[:4]) / 4
         simple, overall = PUBLISHED_NON_LIVE[model]
-        lines.append(f"| {model} | " + " | ".join(f"{s:.1f}" for s in scores) + f" | {mean4:.1f} | - | - | "
-                     f"{simple:.1f} | {overall:.1f} |")
+        lines.append(f"| {model} | {_published_cells(scores)} | - | - | {simple:.1f} | {overall:.1f} |")
     for model, strategy in sorted({(m, s) for m, s, _ in runs}):
         cells = [_cell(runs.get((model, strategy, c))) for c in CATEGORIES + OTHER_LANGUAGES]
         lines.append(f"| **this toolkit, {model}, {strategy}** | " + " | ".join(cells[:len(CATEGORIES)])
@@ -132,8 +135,7 @@ def headline_table(runs: dict, method: str = DEFAULT) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for model, published in SAME_SIZE.items():
         for name in published:
-            scores = PUBLISHED[name]
-            lines.append(f"| {name} | " + " | ".join(f"{s:.1f}" for s in scores) + f" | {sum(scores[:4]) / 4:.1f} |")
+            lines.append(f"| {name} | {_published_cells(PUBLISHED[name])} |")
         cells = [runs.get((model, method, c)) for c in CATEGORIES]
         if any(c is not None for c in cells):
             shown = ["-" if c is None else f"{100 * _accuracy(c).mean():.1f}" for c in cells]
@@ -155,6 +157,12 @@ def _change(a: np.ndarray, b: np.ndarray) -> str:
     return f"{100 * (b - a).mean():+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {p:.3g}"
 
 
+def _paired_here(method: str, baseline: str, built_on: str | None) -> bool:
+    """Whether a table pairing against ``baseline`` shows ``method``: any other method, or with ``built_on`` only
+    those that add a knob to that strategy."""
+    return method != baseline and (built_on is None or method.startswith(f"{built_on} + "))
+
+
 def paired_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | None = None) -> str:
     """Each strategy against ``baseline`` on the cases both ran: points, interval, McNemar's p, seconds.
     ``built_on``: only the methods that add a knob to that strategy."""
@@ -163,7 +171,7 @@ def paired_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | Non
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (model, strategy, category), rows in sorted(runs.items()):
         base = runs.get((model, baseline, category))
-        if strategy == baseline or base is None or built_on and not strategy.startswith(f"{built_on} + "):
+        if base is None or not _paired_here(strategy, baseline, built_on):
             continue
         shared = base.index.intersection(rows.index)
         a, b = _accuracy(base.loc[shared]), _accuracy(rows.loc[shared])
@@ -214,7 +222,7 @@ def domain_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | Non
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (model, strategy), rows in sorted(runs.items()):
         base = runs.get((model, baseline))
-        if strategy == baseline or base is None or built_on and not strategy.startswith(f"{built_on} + "):
+        if base is None or not _paired_here(strategy, baseline, built_on):
             continue
         shared = base.index.intersection(rows.index)
         for tag in DOMAIN_TAGS:
