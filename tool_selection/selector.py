@@ -28,6 +28,7 @@ from tool_selection.decision import MultiToolDecision
 from tool_selection.defaults import AUTO_RELEVANCE, NO_RELEVANCE
 from tool_selection.demo_pool import DemoPool, refuse_unusable
 from tool_selection.descriptions import DescriptionOverrides
+from tool_selection.divide import decide_in_groups
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage, resolve_relevance
@@ -188,8 +189,9 @@ class MultiToolSelector(dspy.Module):
         extras: dict[str, Any] = {}
         if self.retrieve is not None:
             start = time.perf_counter()
-            registry = self._retrieved(registry, request)
-            extras["retrieved"] = registry.names()
+            ranked = self._retrieved(registry, request)
+            registry = registry.subset(ranked, name=f"{registry.name}-top{self.retrieve}")
+            extras["retrieved"] = ranked
             if self.rerank is not None:
                 extras["rerank_seconds"] = time.perf_counter() - start
         if self.gate is not None:
@@ -214,9 +216,15 @@ class MultiToolSelector(dspy.Module):
             shown = self.demo_pool.nearest(request, self.spec.demos)
             select = with_demos(self.select, [demo.example() for demo in shown])
             extras["demo_cases"] = [demo.case_id or demo.request for demo in shown]
+        def decide(tools: ToolRegistry) -> dspy.Prediction:
+            return self.strategy.decide(select, request, tools, conversation=conversation, tool_choice=tool_choice)
+
         with self._observed() as captured, dspy.context(adapter=self.strategy.adapter()):
-            prediction = self.strategy.decide(select, request, registry, conversation=conversation,
-                                              tool_choice=tool_choice)
+            if self.spec.retrieval and self.spec.retrieval.groups:
+                prediction, columns = decide_in_groups(decide, registry, ranked, self.spec.retrieval.groups)
+                extras.update(columns)
+            else:
+                prediction = decide(registry)
         extras.update(getattr(prediction, "row_extras", None) or {})  # what the strategy recorded (split actions)
         if limit is not None and len(prediction.decision.tool_calls) > limit:
             extras["calls_dropped"] = float(len(prediction.decision.tool_calls) - limit)
@@ -240,9 +248,10 @@ class MultiToolSelector(dspy.Module):
             return contextlib.nullcontext()
         return self.relevance.observing(inner_predict(self.select).lm or dspy.settings.lm)
 
-    def _retrieved(self, registry: ToolRegistry, request: str) -> ToolRegistry:
-        """The ``retrieve`` tools most relevant to ``request`` (the index is built once per catalog); with
-        ``rerank``, the retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``."""
+    def _retrieved(self, registry: ToolRegistry, request: str) -> list[str]:
+        """The names of the ``retrieve`` tools most relevant to ``request``, best first (the index is built once per
+        catalog); with ``rerank``, the retriever's top ``rerank`` ordered by the selection's model, which keeps
+        ``retrieve``."""
         from tool_selection.retrieval import LLMReranker, get_retriever
 
         if self._retriever is None:
@@ -251,7 +260,7 @@ class MultiToolSelector(dspy.Module):
         if self.rerank is not None:
             reranker = LLMReranker(inner_predict(self.select).lm, keep=self.retrieve)
             hits = reranker.rerank(request, registry, hits)
-        return registry.subset([hit.name for hit in hits], name=f"{registry.name}-top{self.retrieve}")
+        return [hit.name for hit in hits]
 
     def check_lm(self, lm: dspy.BaseLM | None = None) -> None:
         """Raise ``ToolSelectionError`` if ``lm`` (default: the configured one) cannot serve this strategy."""

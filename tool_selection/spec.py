@@ -90,13 +90,18 @@ class RetrievalSpec(_Frozen):
                                "retriever's top N (N > K) by whether each tool does exactly what is asked, and the "
                                "selector sees the K best (one short prompt per candidate).",
                                json_schema_extra={"metavar": "N"})
+    groups: int | None = Field(default=None, ge=1, description="With --retrieve K: divide and conquer: the K "
+                               "candidates in groups of G by rank, a decision per group, then one among the tools "
+                               "the groups chose (one model call per group, and one more).",
+                               json_schema_extra={"metavar": "G"})
 
     @model_validator(mode="before")
     @classmethod
     def _depth_given(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("k") is None:
-            raise ValueError(f"{'rerank (--rerank) orders' if data.get('rerank') else '--retriever is'} the "
-                             "retriever's candidates: give retrieve (--retrieve) too.")
+            what = ("rerank (--rerank) orders" if data.get("rerank") else "groups (--groups) divide"
+                    if data.get("groups") else "--retriever is")
+            raise ValueError(f"{what} the retriever's candidates: give retrieve (--retrieve) too.")
         return data
 
     @model_validator(mode="after")
@@ -104,6 +109,9 @@ class RetrievalSpec(_Frozen):
         if self.rerank is not None and self.rerank <= self.k:
             raise ValueError(f"rerank={self.rerank} must exceed retrieve={self.k}: the model re-ranks the "
                              f"retriever's top {self.rerank} and keeps {self.k}.")
+        if self.groups is not None and self.groups >= self.k:
+            raise ValueError(f"groups={self.groups} must be below retrieve={self.k}: the retriever's top {self.k} are "
+                             f"split into groups of {self.groups}.")
         return self
 
 

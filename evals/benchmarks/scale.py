@@ -1,7 +1,8 @@
 """Scale: selection over registries of 10 to 2,000+ tools, with and without retrieval in front of the selector.
 
     toolsel bench scale [--model local:qwen2.5-coder-0.5b] [--strategy auto] [--cases 60] [--k 5]
-                        [--sizes 10 100 1000 all] [--retriever hybrid] [--rerank 20] [--relevance none]
+                        [--sizes 10 100 1000 all] [--retriever hybrid] [--rerank 20] [--groups 5]
+                        [--relevance none]
     toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
 
 A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
@@ -95,7 +96,8 @@ def _row(label: str, size: int | None, retrieve: int | None, result, reference=N
 def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, k: int | Sequence[int] = 5,
               retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
-              rerank: int | None = None, relevance: str = "auto", out: Path = OUT) -> pd.DataFrame:
+              rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
+              out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
@@ -123,6 +125,11 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
                                                                                 rerank=rerank)})
                 rows.append(_row(f"{label}, top {depth} of {rerank} re-ranked", len(registry), depth,
                                  measured(reranked, f"{len(registry)}-top{depth}-of{rerank}", registry), own))
+            if groups is not None and groups < depth:
+                grouped = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
+                                                                               groups=groups)})
+                rows.append(_row(f"{label}, top {depth} in groups of {groups}", len(registry), depth,
+                                 measured(grouped, f"{len(registry)}-top{depth}-groups{groups}", registry), own))
     table = pd.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "scale.csv", index=False)
@@ -214,6 +221,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rerank", type=int, metavar="N",
                         help="Also a row per size where the model re-ranks the retriever's top N before the top --k "
                              "are kept (for each k below N).")
+    parser.add_argument("--groups", type=int, metavar="G",
+                        help="Also a row per size and --k where the top K are decided in groups of G by rank, then "
+                             "once among the tools the groups chose (divide and conquer).")
     parser.add_argument("--relevance", default="auto",
                         help="Relevance stage for every row (auto, none or a model file; default: auto).")
     parser.add_argument("--sizes", nargs="+", default=["10", "100", "1000", "all"],
@@ -261,7 +271,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(f"\ntable: {Path(args.out) / 'retrieval.csv'}")
         return 0
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
-                      sizes=sizes, seed=args.seed, rerank=args.rerank, relevance=args.relevance, out=Path(args.out))
+                      sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
+                      out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0
