@@ -32,6 +32,7 @@ __all__ = [
     "call_arguments",
     "load_json",
     "mended_json",
+    "name_words",
     "native_calls_start",
     "nesting_depth",
     "parse_call_lines",
@@ -85,6 +86,16 @@ def safe_value(value: Any, limit: int = MAX_ANSWER_CHARS) -> Any:
     if isinstance(value, list | tuple):
         return [safe_value(v, limit) for v in value]
     return value
+
+
+_NAME_PARTS = re.compile(r"[^A-Za-z0-9]+")
+# An acronym before a capitalised word (HTTP|Request), a capitalised or lower-case word, a run of capitals, digits.
+_NAME_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def name_words(name: str) -> str:
+    """An identifier as lower-case words: ``getHTTPResponse_v2`` -> ``get http response v 2``."""
+    return " ".join(word.lower() for part in _NAME_PARTS.split(name) for word in _NAME_WORDS.findall(part))
 
 
 def words(text: str) -> str:

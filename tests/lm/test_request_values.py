@@ -59,3 +59,27 @@ def test_a_number_with_its_unit_attached_is_read_as_a_value():
     request = "The circumference of circles of radius 5m, 10m and 15m"
     first = ToolCall(tool_name="circumference", arguments={"radius": 5, "units": "m"})
     assert uncovered(request, [first]) == ["10m", "15m"]
+
+
+def test_a_value_is_grounded_by_its_stem_not_by_a_part_of_a_word():
+    request = "I am melting 500 grams of ice, then vaporizing it and condensing it back"
+    melting = ToolCall(tool_name="energy", arguments={"mass": 500, "phase_transition": "melting"})
+
+    def phase(name):
+        return melting.model_copy(update={"arguments": {"mass": 500, "phase_transition": name}})
+
+    assert _grounded(phase("vaporization"), request, [melting])
+    assert _grounded(phase("condensation"), request, [melting])
+    assert not _grounded(phase("freezing"), request, [melting])
+    assert not _grounded(phase("vapor pressure"), request, [melting])
+
+
+def test_a_function_the_request_names_and_no_call_uses_is_left_to_call():
+    from tool_selection.lm.strict_calls import uncalled
+
+    request = "Get the temperature and humidity forecast for Boston. Also compute the total distance."
+    names = ["weather_forecast_temperature", "weather_forecast_humidity", "weather_get_wind", "kinematics.distance"]
+    first = ToolCall(tool_name="weather_forecast_temperature", arguments={"location": "Boston"})
+    assert uncalled(request, [first], names) == ["weather_forecast_humidity", "kinematics.distance"]
+    assert uncalled("Get the temperature forecast for Boston", [first], names) == []  # "forecast": a called name's
+    assert uncalled("Get the data", [], ["get_data", "getDataInfo"]) == []  # generic words name nothing

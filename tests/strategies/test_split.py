@@ -195,6 +195,24 @@ def test_a_flipped_flag_or_reordered_list_adds_nothing_a_new_value_does():
     assert _adds_to([case], case.model_copy(update={"arguments": {**case.arguments, "case_id": 5678}}))
 
 
+def test_a_new_pairing_of_held_values_adds_a_call_a_swap_or_a_part_does_not():
+    from tool_selection.lm.strict_calls import _adds_to
+
+    def wins(team, season):
+        return ToolCall(tool_name="win_rate", arguments={"team": team, "season": season})
+
+    made = [wins("Lakers", 2018), wins("Bulls", 2020)]
+    assert _adds_to(made, wins("Lakers", 2020))
+    assert _adds_to(made, wins("Bulls", 2018.0))
+    assert not _adds_to(made, wins("Bulls", 2020))
+    assert not _adds_to(made, ToolCall(tool_name="win_rate", arguments={"team": "Lakers"}))
+    assert not _adds_to(made[:1], ToolCall(tool_name="win_rate", arguments={"team": "2018", "season": "Lakers"}))
+    swapped = [ToolCall(tool_name="route", arguments={"start": "Paris", "end": "Rome"}),
+               ToolCall(tool_name="route", arguments={"start": "Rome", "end": "Oslo"})]
+    assert not _adds_to(swapped, ToolCall(tool_name="route", arguments={"start": "Oslo", "end": "Paris"}))
+    assert _adds_to(swapped, ToolCall(tool_name="route", arguments={"start": "Paris", "end": "Oslo"}))
+
+
 @pytest.mark.parametrize(("request_text", "left"), [
     ("Play Taylor Swift and Maroon 5 for 20 and 15 minutes", ["5", "15", "Maroon 5"]),
     ("What is the derivative of 3x^2 at 40 in m/s^2?", []),

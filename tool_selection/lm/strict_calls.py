@@ -19,16 +19,17 @@ as ``strategies.native.call_schema`` writes it) asks the local engine for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from tool_selection.decision import ToolCall
 from tool_selection.lm.request_values import meanings, same_meaning, written_values
-from tool_selection.parsing import parse_native, words
+from tool_selection.parsing import name_words, parse_native, words
 
-__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion", "uncovered"]
+__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion", "uncalled",
+           "uncovered"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -132,7 +133,8 @@ class CallBudget:
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: CallBudget,
-               request: str, max_tokens: int, options: dict[str, Any]) -> dict[str, Any]:
+               request: str, max_tokens: int, options: dict[str, Any], functions: Sequence[str] = ()
+               ) -> dict[str, Any]:
     """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget.count`` more calls opened for
     the model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small
     models answer a request that asks for several things with its first call and end. The first call that repeats
@@ -140,23 +142,25 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     reordered or a flag flipped), or fills an argument with a value ``request`` does not spell out (a model with
     nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a
     call, or cut at its token limit, is left as it is. ``budget.until_covered``: another call is opened only while
-    ``request`` holds a number or a capitalised name that no call uses (``uncovered``), so a request the calls cover
-    costs nothing more, and it is kept only if it uses one of them. ``max_tokens`` bounds the whole answer;
-    ``options``: the other generation settings."""
+    ``request`` holds a number or a capitalised name that no call uses (``uncovered``) or names what one of
+    ``functions`` no call uses does (``uncalled``), so a request the calls cover costs nothing more; the call is kept
+    only if it uses one of those values, calls one of those functions or calls an earlier call's function again.
+    ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
     opener, closer = _call_form(text)
     for _ in range(budget.count if calls and choice["finish_reason"] != "length" else 0):
         left = uncovered(request, calls) if budget.until_covered else []
-        if budget.until_covered and not left:
+        named = uncalled(request, calls, functions) if budget.until_covered else []
+        if budget.until_covered and not left and not named:
             break
         opened = _closed_calls(text) + "\n"
         written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
                                                  opener=opener)
         new = parse_native(written).calls
         if (finish == "length" or not new or not _grounded(new[0], request, calls) or not _adds_to(calls, new[0])
-                or (left and len(uncovered(request, calls + new[:1])) == len(left))):  # uses none of what was left
+                or (budget.until_covered and not _answers(new[0], request, calls, left, named))):
             for _ in range(spent):
                 _forget_last_scored_token(llama)
             break
@@ -165,6 +169,31 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     return {"choices": [{"text": text, "finish_reason": choice["finish_reason"]}],
             "usage": {**usage, "completion_tokens": produced,
                       "total_tokens": usage["prompt_tokens"] + produced}}
+
+
+def _answers(call: ToolCall, request: str, calls: list[ToolCall], left: list[str], named: list[str]) -> bool:
+    """Whether ``call`` does something the calls before it left undone: uses a value ``left`` holds, calls a
+    function ``named`` holds, or calls an earlier call's function again (with what ``_adds_to`` asks)."""
+    return (call.tool_name in named or call.tool_name in {earlier.tool_name for earlier in calls}
+            or len(uncovered(request, [*calls, call])) < len(left))
+
+
+def uncalled(request: str, calls: list[ToolCall], functions: Sequence[str]) -> list[str]:
+    """The ``functions`` no call uses whose name holds a word of ``request`` (by its stem) that no called function's
+    name holds, generic verbs aside: ``kinematics.distance_traveled`` for "... Also, compute the total distance" after
+    ``kinematics.final_velocity``."""
+    called = {call.tool_name for call in calls}
+    said, taken = set(_stems(request).split()), {stem for name in called for stem in _name_stems(name)}
+    return [name for name in functions if name not in called and (_name_stems(name) - taken - _GENERIC) & said]
+
+
+def _name_stems(name: str) -> set[str]:
+    return {stem for stem in _stems(name_words(name)).split() if len(stem) > 2}
+
+
+_GENERIC = frozenset({  # stems of the verbs and nouns many catalogs' names share, not what a request asks for
+    "get", "calcul", "comput", "find", "search", "fetch", "retriev", "list", "info", "inform", "detail", "data",
+    "creat", "updat", "check", "lookup", "queri", "set", "make", "add", "show", "api", "tool", "function"})
 
 
 def _call_form(text: str) -> tuple[str, str]:
@@ -178,13 +207,26 @@ def _call_form(text: str) -> tuple[str, str]:
 
 def _grounded(call: ToolCall, request: str, calls: list[ToolCall]) -> bool:
     """Whether every string and number among ``call``'s arguments is written in ``request`` (as a word sequence,
-    case and punctuation aside, or as a value: 0.07 for 7%, 2022-04-05 for April 5, 2022) or used by one of
-    ``calls``, the calls already made (a default the model filled in for the first call, such as level "user", may
-    stand in the next one too)."""
+    case, punctuation and word endings aside, or as a value: 0.07 for 7%, 2022-04-05 for April 5, 2022) or used by
+    one of ``calls``, the calls already made (a default the model filled in for the first call, such as level
+    "user", may stand in the next one too)."""
     spelled = f" {words(request)}" + _held(calls)
+    stemmed = f" {_stems(spelled)} "
     known = [meaning for _, means in written_values(request) for meaning in means] + _held_meanings(calls)
-    return all(f" {words(value)} " in spelled or same_meaning(meanings(value), known)
-               for value in _argument_values(call.arguments))
+    return all(f" {words(value)} " in spelled or f" {_stems(value)} " in stemmed
+               or same_meaning(meanings(value), known) for value in _argument_values(call.arguments))
+
+
+def _stems(text: str) -> str:
+    """``text``'s words as their English stems (Snowball): "vaporization" where the request wrote "vaporizing"."""
+    return " ".join(_stemmer().stemWords(words(text).split()))
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
 
 
 def _held(calls: list[ToolCall]) -> str:
@@ -208,12 +250,27 @@ def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
 
 
 def _adds_to(calls: list[ToolCall], call: ToolCall) -> bool:
-    """Whether ``call`` does something ``calls`` do not: another function, or a string or number none of them
-    holds (booleans aside: a flipped flag asks for nothing the request wrote)."""
-    if call.tool_name not in {earlier.tool_name for earlier in calls}:
+    """Whether ``call`` does something ``calls`` do not: another function, a string or number none of them holds
+    (booleans aside: a flipped flag asks for nothing the request wrote), or a new pairing of values the earlier calls
+    of its function hold, each under the argument that held it (Lakers 2020 after Lakers 2018 and Bulls 2020; not
+    two values swapped between arguments)."""
+    same = [earlier for earlier in calls if earlier.tool_name == call.tool_name]
+    if not same:
         return True
     held = {words(value) for earlier in calls for value in _argument_values(earlier.arguments)}
-    return any(words(value) not in held for value in _argument_values(call.arguments))
+    if any(words(value) not in held for value in _argument_values(call.arguments)):
+        return True
+    pairing = _by_argument(call)
+    held_under = {(name, value) for earlier in same for name, value in _by_argument(earlier).items()}
+    return set(pairing.items()) <= held_under and all(
+        any(name in other and other[name] != value for name, value in pairing.items())
+        for other in map(_by_argument, same))
+
+
+def _by_argument(call: ToolCall) -> dict[str, tuple[str, ...]]:
+    """``call``'s arguments that hold strings or numbers, each as its values' words in any order."""
+    return {name: tuple(sorted(words(text) for text in values)) for name, value in call.arguments.items()
+            if (values := _argument_values(value))}
 
 
 def _argument_values(value: Any) -> list[str]:

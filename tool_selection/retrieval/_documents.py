@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 
+from tool_selection.parsing import name_words
 from tool_selection.registry import ToolRegistry
 from tool_selection.tool import BaseTool
 
@@ -16,14 +16,6 @@ __all__ = ["DOCUMENT_FORMAT", "content_hash", "name_words", "tool_document", "to
 DOCUMENT_FORMAT = 1
 _MAX_ENUM_VALUES = 8
 _MAX_EXAMPLES = 8  # example requests per tool; more would be cut off by the dense model's 256 tokens anyway
-_PARTS = re.compile(r"[^A-Za-z0-9]+")
-# An acronym before a capitalised word (HTTP|Request), a capitalised or lower-case word, a run of capitals, digits.
-_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-
-
-def name_words(name: str) -> str:
-    """An identifier as lower-case words: ``getHTTPResponse_v2`` -> ``get http response v 2``."""
-    return " ".join(word.lower() for part in _PARTS.split(name) for word in _WORDS.findall(part))
 
 
 def tool_document(tool: type[BaseTool], examples: Sequence[str] = ()) -> str:
