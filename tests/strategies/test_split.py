@@ -261,3 +261,10 @@ def test_a_value_the_first_call_filled_in_may_stand_in_the_next(tmp_path):
     prediction, _ = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(yen)],
                                          strategy="native-strict-cover", request="The EUR and GBP rates")
     assert prediction.decision.tool_calls == [EUR]
+
+
+def test_cover_opens_a_call_for_a_function_the_request_names_and_no_call_uses(tmp_path):
+    news = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(news), _json(EUR)],
+                                             strategy="native-strict-cover", request="The EUR to USD rate, and news on it")
+    assert prediction.decision.tool_calls == [EUR, news] and len(llama.calls) == 4  # nothing named is left after it
