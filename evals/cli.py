@@ -84,7 +84,7 @@ def _register_rescore(sub: argparse._SubParsersAction) -> None:
 
 
 OPTIMIZE_SKIPS = ("program", "allow_tool_changes", "gate_model", "gate_threshold", "retrieve", "retriever", "rerank",
-                  "undeclared_arguments", "relevance_signals")
+                  "groups", "undeclared_arguments", "relevance_signals")
 """Selector fields an optimization does not take: it compiles a zero-shot selector's prompt, with its strategy,
 decoding and relevance model, and scores the selection."""
 
