@@ -194,19 +194,8 @@ class MultiToolSelector(dspy.Module):
             extras["retrieved"] = ranked
             if self.rerank is not None:
                 extras["rerank_seconds"] = time.perf_counter() - start
-        if self.gate is not None:
-            start, tracker = time.perf_counter(), UsageTracker()
-            with dspy.context(usage_tracker=tracker):  # the gate's cost is reported apart from the selection's
-                verdict = run_gate(self.gate, request, registry, threshold=self.gate_threshold, lm=self.gate_lm)
-            gate_in, gate_out = usage_totals(tracker)
-            extras.update({"gate_score": verdict.score, "gate_passed": float(verdict.passed),
-                           "gate_seconds": time.perf_counter() - start, "gate_input_tokens": float(gate_in),
-                           "gate_output_tokens": float(gate_out)})
-            if not verdict.passed:
-                decision = MultiToolDecision(reasoning=f"Relevance gate: no listed tool fits (score "
-                                                       f"{verdict.score:.2f} < {self.gate_threshold:g}).")
-                return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=[],
-                                       raw_response=None, row_extras=extras)
+        if self.gate is not None and (refusal := self._gated(request, registry, extras)) is not None:
+            return refusal
         limit = self.spec.max_calls
         if limit is not None and getattr(self.strategy, "more_calls", 0) >= limit:  # strict decoding stops there
             self.strategy.more_calls = limit - 1
@@ -216,6 +205,7 @@ class MultiToolSelector(dspy.Module):
             shown = self.demo_pool.nearest(request, self.spec.demos)
             select = with_demos(self.select, [demo.example() for demo in shown])
             extras["demo_cases"] = [demo.case_id or demo.request for demo in shown]
+
         def decide(tools: ToolRegistry) -> dspy.Prediction:
             return self.strategy.decide(select, request, tools, conversation=conversation, tool_choice=tool_choice)
 
@@ -242,6 +232,23 @@ class MultiToolSelector(dspy.Module):
         if extras:
             prediction.row_extras = extras
         return prediction
+
+    def _gated(self, request: str, registry: ToolRegistry, extras: dict[str, Any]) -> dspy.Prediction | None:
+        """The gate's answer of no call when it judges that no listed tool fits, else None; its columns go into
+        ``extras``."""
+        start, tracker = time.perf_counter(), UsageTracker()
+        with dspy.context(usage_tracker=tracker):  # the gate's cost is reported apart from the selection's
+            verdict = run_gate(self.gate, request, registry, threshold=self.gate_threshold, lm=self.gate_lm)
+        gate_in, gate_out = usage_totals(tracker)
+        extras.update({"gate_score": verdict.score, "gate_passed": float(verdict.passed),
+                       "gate_seconds": time.perf_counter() - start, "gate_input_tokens": float(gate_in),
+                       "gate_output_tokens": float(gate_out)})
+        if verdict.passed:
+            return None
+        decision = MultiToolDecision(reasoning=f"Relevance gate: no listed tool fits (score "
+                                               f"{verdict.score:.2f} < {self.gate_threshold:g}).")
+        return dspy.Prediction(decision=decision, reasoning=decision.reasoning, tool_calls=[], raw_response=None,
+                               row_extras=extras)
 
     def _observed(self):
         if self.relevance is None:

@@ -378,7 +378,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     options = dict(options)
     tools = options.pop("tools")
     rendered = render_chat(llama, messages, tools)
-    budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False))
+    budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False), _function_names(tools))
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     completion = strict_tool_completion(
         llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
@@ -388,12 +388,12 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
         request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
                                 request=request if isinstance(request, str) else "", max_tokens=max_tokens,
-                                options=options, functions=_function_names(tools))
+                                options=options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}
 
 
-def _function_names(tools: list[dict[str, Any]]) -> list[str]:
+def _function_names(tools: list[dict[str, Any]]) -> tuple[str, ...]:
     """The names in an OpenAI-style tool list."""
-    return [name for tool in tools or [] if isinstance(name := (tool.get("function") or {}).get("name"), str)]
+    return tuple(name for tool in tools or [] if isinstance(name := (tool.get("function") or {}).get("name"), str))

@@ -126,15 +126,15 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
 @dataclass(frozen=True)
 class CallBudget:
     """How many calls ``more_calls`` may open after the model's own, and whether only while the request holds a
-    value no call uses."""
+    value no call uses or names a function none calls."""
 
     count: int
     until_covered: bool = False
+    functions: tuple[str, ...] = ()  # the listed functions, for ``uncalled``
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: CallBudget,
-               request: str, max_tokens: int, options: dict[str, Any], functions: Sequence[str] = ()
-               ) -> dict[str, Any]:
+               request: str, max_tokens: int, options: dict[str, Any]) -> dict[str, Any]:
     """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget.count`` more calls opened for
     the model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small
     models answer a request that asks for several things with its first call and end. The first call that repeats
@@ -143,7 +143,7 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a
     call, or cut at its token limit, is left as it is. ``budget.until_covered``: another call is opened only while
     ``request`` holds a number or a capitalised name that no call uses (``uncovered``) or names what one of
-    ``functions`` no call uses does (``uncalled``), so a request the calls cover costs nothing more; the call is kept
+    ``budget.functions`` no call uses does (``uncalled``), so a request the calls cover costs nothing more; the call is kept
     only if it uses one of those values, calls one of those functions or calls an earlier call's function again.
     ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
@@ -152,7 +152,7 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     opener, closer = _call_form(text)
     for _ in range(budget.count if calls and choice["finish_reason"] != "length" else 0):
         left = uncovered(request, calls) if budget.until_covered else []
-        named = uncalled(request, calls, functions) if budget.until_covered else []
+        named = uncalled(request, calls, budget.functions) if budget.until_covered else []
         if budget.until_covered and not left and not named:
             break
         opened = _closed_calls(text) + "\n"
