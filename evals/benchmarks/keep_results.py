@@ -17,6 +17,7 @@ again (``toolsel eval --program``). A kept run is replaced by a newer copy of th
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
@@ -49,8 +50,24 @@ def keep_results(source: str | Path, dest: str | Path) -> list[Path]:
         for name in names:
             if (directory / name).exists():
                 shutil.copy2(directory / name, target / name)
+        if (target / "summary.json").exists() and directory in finished_runs:
+            _suite_file_relative(target / "summary.json", Path.cwd())
         kept.append(target)
     return kept
+
+
+def _suite_file_relative(summary: Path, root: Path) -> None:
+    """A run on a suite file records the file's absolute path (``suite_ref``); kept in a repository, a path under
+    ``root`` is written relative to it, so that the kept rows name no machine's folders."""
+    meta = json.loads(summary.read_text())
+    reference = (meta.get("params") or {}).get("suite_ref")
+    if not isinstance(reference, str) or not Path(reference).is_absolute():
+        return
+    try:
+        meta["params"]["suite_ref"] = Path(reference).relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return
+    summary.write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

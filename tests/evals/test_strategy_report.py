@@ -108,6 +108,24 @@ def test_kept_runs_hold_the_text_files_and_load_as_the_run_did(tmp_path):
         keep_results(tmp_path / "missing", tmp_path / "results")
 
 
+def test_a_kept_run_names_its_suite_file_relative_to_the_repository(tmp_path, monkeypatch):
+    from evals.benchmarks.keep_results import keep_results
+
+    monkeypatch.chdir(tmp_path)
+    for name, reference in (("inside", str(tmp_path / "runs" / "cases.jsonl")), ("outside", "/elsewhere/c.jsonl"),
+                            ("named", "finance")):
+        run = tmp_path / "runs" / name
+        run.mkdir(parents=True)
+        (run / "results.jsonl").write_text("{}\n")
+        (run / "summary.json").write_text(json.dumps({"params": {"suite_ref": reference}, "summary": {}}))
+    keep_results(tmp_path / "runs", tmp_path / "results")
+
+    def kept(name):
+        return json.loads((tmp_path / "results" / name / "summary.json").read_text())["params"]["suite_ref"]
+
+    assert (kept("inside"), kept("outside"), kept("named")) == ("runs/cases.jsonl", "/elsewhere/c.jsonl", "finance")
+
+
 def test_a_compiled_selector_is_kept_with_its_evaluations(tmp_path):
     from evals.benchmarks.keep_results import keep_results
 
