@@ -72,14 +72,17 @@ def method_of(params: dict) -> str:
 
 
 def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
-    """``{(model, method, category): rows}`` for every run folder under ``root`` that ran one BFCL category."""
-    runs = {}
+    """``{(model, method, category): rows}`` for every run folder under ``root`` that ran one BFCL category; of two
+    runs of the same cell (a seeded sample and the whole category), the one with more cases."""
+    runs: dict[tuple[str, str, str], pd.DataFrame] = {}
     for folder in find_run_dirs(root):
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
         category = str(params.get("suite_ref", "")).removeprefix("bfcl:")
         if category in CATEGORIES + OTHER_LANGUAGES:
-            model = str(params["model"]).removeprefix("local:")
-            runs[(model, method_of(params), category)] = load_results(folder).set_index("id")
+            key = (str(params["model"]).removeprefix("local:"), method_of(params), category)
+            rows = load_results(folder).set_index("id")
+            if key not in runs or len(rows) > len(runs[key]):
+                runs[key] = rows
     return runs
 
 

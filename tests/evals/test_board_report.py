@@ -75,3 +75,18 @@ def test_the_readme_table_puts_each_embedded_model_after_the_published_rows_of_i
     assert names == [*SAME_SIZE["qwen2.5-coder-0.5b"], *SAME_SIZE["qwen2.5-coder-1.5b"],
                      "**this toolkit, qwen2.5-coder-1.5b, native-strict-cover**"]  # no 0.5B row: none ran
     assert headline_table(runs).splitlines()[-1].endswith("| 75.0 | 75.0 | 75.0 | 75.0 | - | 75.0 |")
+
+
+def test_a_whole_category_is_shown_over_its_seeded_sample(tmp_path):
+    import json
+
+    from evals.benchmarks.board_report import load_board
+
+    for folder, cases in (("sample", 2), ("whole", 5), ("other-sample", 3)):
+        run = tmp_path / folder
+        run.mkdir()
+        rows = _rows([1] * cases).reset_index()
+        (run / "results.jsonl").write_text(rows.to_json(orient="records", lines=True))
+        (run / "summary.json").write_text(json.dumps({"params": {
+            "model": "local:m", "strategy": "native-strict-cover", "suite_ref": "bfcl:parallel"}, "summary": {}}))
+    assert len(load_board(tmp_path)[("m", "native-strict-cover", "parallel")]) == 5
