@@ -432,6 +432,12 @@ def _apply_relevance(selector: MultiToolSelector, spec: SelectorSpec, *, model: 
     relevance = resolve_relevance(spec.relevance, model, own=own)
     if spec.relevance == NO_RELEVANCE:  # also a compiled selector's own
         selector.relevance = None
+    if spec.relevance_threshold is not None:
+        if relevance is None:
+            raise ToolSelectionError(f"--relevance-threshold sets a relevance model's threshold, and "
+                                     f"{spec.relevance!r} finds none for {model or 'this model'}: give --relevance "
+                                     "MODEL_JSON (toolsel bench relevance --save), or leave the threshold out.")
+        relevance = relevance.with_threshold(spec.relevance_threshold, {"set_by": "relevance_threshold"})
     if relevance is not None or spec.relevance_signals:
         selector.relevance = RelevanceStage(relevance, signals=spec.relevance_signals,
                                             gate_lm=gate_lm if selector.gate is None else None)

@@ -156,6 +156,10 @@ class SelectorSpec(_Frozen, YamlValue):
         "does what is asked) keeps no call. 'auto': a compiled selector's own, else the one shipped for the model, if "
         "any (the embedded 0.5B model has one); 'none'; or a file from 'toolsel bench relevance --save'.",
         json_schema_extra={"metavar": "auto|none|MODEL_JSON"})
+    relevance_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="With a relevance model: the probability below which a call is "
+        "dropped, in place of the one the model was given on dev (lower keeps more calls and refuses fewer "
+        "requests; the relevance pages show the trade-off).", json_schema_extra={"metavar": "P"})
     relevance_signals: tuple[str, ...] | None = Field(
         default=None, description="Relevance signals to record per case (comma-separated, or 'cheap' for all but "
         "'gate' and 'agreement', which cost model calls): without --relevance they are only recorded, to fit a "
@@ -171,6 +175,13 @@ class SelectorSpec(_Frozen, YamlValue):
     @classmethod
     def _path_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value
+
+    @model_validator(mode="after")
+    def _threshold_of_a_model(self) -> SelectorSpec:
+        if self.relevance_threshold is not None and self.relevance == NO_RELEVANCE:
+            raise ValueError("relevance_threshold (--relevance-threshold) sets a relevance model's threshold: not "
+                             "with relevance 'none'.")
+        return self
 
     @classmethod
     def build(cls, **fields: Any) -> SelectorSpec:

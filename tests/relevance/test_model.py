@@ -116,3 +116,25 @@ def test_a_refit_on_signals_that_differ_in_their_last_bits_is_the_same_model():
     first, second = (fit_relevance_model(t, y, ["dense_best", "unlisted"]) for t in (x, nudged))
     assert first.fingerprint == second.fingerprint
     assert all(float(f"{c:.6g}") == c for c in first.coefficients)  # stored to 6 significant digits
+
+
+def test_a_threshold_given_replaces_the_models_own_and_needs_a_model(tmp_path, monkeypatch):
+    from pydantic import ValidationError
+
+    from tool_selection.errors import ToolSelectionError
+    from tool_selection.relevance import model as relevance_model
+    from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import SelectorSpec
+
+    x, y = table()
+    fit_relevance_model(x, y, ["dense_best", "unlisted"]).with_threshold(0.3).save(tmp_path / "qwen2.5-coder-0.5b.json")
+    monkeypatch.setattr(relevance_model, "SHIPPED_DIR", tmp_path)
+    spec = SelectorSpec(strategy="json-cot", relevance="auto", relevance_threshold=0.1)
+    selector = MultiToolSelector.from_spec(spec, model="local:qwen2.5-coder-0.5b")
+    assert selector.relevance.model.threshold == 0.1 and "P < 0.100" in selector.relevance.describe()
+    assert MultiToolSelector.from_spec(spec.model_copy(update={"relevance_threshold": None}),
+                                       model="local:qwen2.5-coder-0.5b").relevance.model.threshold == 0.3
+    with pytest.raises(ToolSelectionError, match="finds none for local:qwen2.5-coder-1.5b"):
+        MultiToolSelector.from_spec(spec, model="local:qwen2.5-coder-1.5b")
+    with pytest.raises(ValidationError, match="not with relevance 'none'"):
+        SelectorSpec(relevance="none", relevance_threshold=0.1)
