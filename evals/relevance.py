@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -216,6 +216,7 @@ class RelevanceReport:
     sweep: pd.DataFrame  # the dev sweep
     test: pd.DataFrame  # per suite and pooled: before, after, paired differences
     classifiers: pd.DataFrame  # the logistic regression against gradient boosting, same protocol
+    groups: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # test rows pooled: bfcl, domains, pooled
 
 
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
@@ -247,7 +248,8 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     for name in whole:
         tests[f"{name} (all splits)"] = runs[name].reset_index(drop=True)
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
-    return RelevanceReport(choice.model, aurocs, choice.sweep, test, classifiers)
+    pooled = {group: tests[group] for group in suite_groups(list(runs)) if group in tests}
+    return RelevanceReport(choice.model, aurocs, choice.sweep, test, classifiers, pooled)
 
 
 @dataclass(frozen=True)

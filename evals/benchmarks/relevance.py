@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 from datetime import date
 from pathlib import Path
@@ -19,6 +20,7 @@ import pandas as pd
 
 from evals.benchmarks.report import markdown
 from evals.relevance import MODEL_SIGNALS, RelevanceReport, fill_decision_signals, relevance_report, signal_names
+from evals.relevance_curve import plot_tradeoff, tradeoff_curve
 from evals.runner import load_results
 from evals.suite import load_suite
 from evals.tracking import git_commit
@@ -40,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--C", type=float, default=1.0, help="Inverse regularisation strength (default: 1).")
     parser.add_argument("--save", metavar="MODEL_JSON", help="Write the fitted model (for toolsel eval --relevance).")
     parser.add_argument("--markdown", metavar="FILE", help="Also write the report as a markdown page.")
+    parser.add_argument("--figure", metavar="PNG", help="With --markdown: draw the threshold's trade-off (abstention "
+                                                         "against false abstention per group) here and show it.")
     parser.add_argument("--cost", metavar="CSV", help="relevance_cost.csv (python -m evals.benchmarks."
                                                       "relevance_cost) for the page's cost table.")
     parser.add_argument("--cost-note", metavar="TEXT", help="How the cost was measured (the machine, its load).")
@@ -86,8 +90,13 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")
     if args.markdown:
+        figure = None
+        if args.figure:
+            figure = plot_tradeoff(tradeoff_curve(report.model, report.groups), args.figure,
+                                   title=f"Relevance threshold, {', '.join(sorted(_models(params)))}")
+            figure = Path(os.path.relpath(figure, Path(args.markdown).parent)).as_posix()
         Path(args.markdown).write_text(markdown_report(report, params, command=_command(args), cost=args.cost,
-                                                       cost_note=args.cost_note))
+                                                       cost_note=args.cost_note, figure=figure))
         print(f"report: {args.markdown}")
     return 0
 
@@ -100,6 +109,7 @@ def _command(args: argparse.Namespace) -> str:
         if args.max_added_false_abstention != 5.0 else []
     parts += [f"--save {args.save}"] if args.save else []
     parts += [f"--cost {args.cost}"] if args.cost else []
+    parts += [f"--markdown {args.markdown} --figure {args.figure}"] if args.markdown and args.figure else []
     parts += [f"--cost-note {shlex.quote(args.cost_note)}"] if args.cost_note else []
     return " ".join(parts)
 
@@ -228,11 +238,33 @@ def _classifier_part(report: RelevanceReport) -> list[str]:
             "logistic regression ships, as a JSON of its coefficients.", ""]
 
 
+def _models(params: dict[str, dict]) -> set[str]:
+    return {str(p.get("model")) for p in params.values()}
+
+
+def _tradeoff_part(report: RelevanceReport, figure: str | None) -> list[str]:
+    """The threshold's trade-off: the figure, and a table of a few thresholds per group (points)."""
+    if figure is None or not report.groups:
+        return []
+    curve = tradeoff_curve(report.model, report.groups, thresholds=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7))
+    curve = curve.assign(threshold=[f"{t:.3f}{' (shipped)' if chosen else ''}"
+                                    for t, chosen in zip(curve["threshold"], curve["operating"], strict=True)])
+    table = pd.DataFrame({"group": curve["group"], "threshold": curve["threshold"],
+                          "abstention %": curve["abstention"].map(_points),
+                          "false abstention %": curve["false_abstention"].map(_points),
+                          "accuracy %": curve["accuracy"].map(_points)})
+    return ["## The threshold's trade-off", "", f"![abstention against false abstention]({figure})", "",
+            _table(table), "",
+            "Test rows pooled per group, the model above at each threshold (a call whose P(relevant) is below it "
+            "keeps no call); the star is the threshold chosen on dev. `toolsel eval --relevance-threshold P` runs "
+            "another point.", ""]
+
+
 def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str,
-                    cost: str | Path | None = None, cost_note: str | None = None) -> str:
+                    cost: str | Path | None = None, cost_note: str | None = None, figure: str | None = None) -> str:
     """The report as a page: tables first, then where the rows come from."""
     model = report.model
-    models = sorted({str(p.get("model")) for p in params.values()})
+    models = sorted(_models(params))
     targets = target_table(report, models[0]) if len(models) == 1 else pd.DataFrame()
     provenance = pd.DataFrame([{"suite": suite, "run": p.get("run_dir"), "model": p.get("model"),
                                 "strategy": p.get("strategy"), "split": p.get("split"), "rows": p.get("cases"),
@@ -261,6 +293,7 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         "included: the model was fitted and its threshold chosen on those, so they read a little high. Figures "
         "are points; in brackets the paired 95% interval of the change, then McNemar's p.", "",
         *target_part,
+        *_tradeoff_part(report, figure),
         *cost_part,
         *_classifier_part(report),
         "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",

@@ -232,3 +232,16 @@ def test_the_harness_applies_the_shipped_model_by_default_and_none_turns_it_off(
                                    run=RunConfig(mlflow=False, progress=False, run_dir=tmp_path / relevance))
     assert runs["auto"].params["relevance"].startswith(f"relevance (model {shipped.fingerprint}")
     assert "relevance_p" in runs["auto"].results and "relevance" not in runs["none"].params
+
+
+def test_the_trade_off_moves_both_ways_as_the_threshold_rises_and_marks_the_shipped_point(tmp_path):
+    from evals.relevance_curve import plot_tradeoff, tradeoff_curve
+
+    model = fit_on_rows(rows("train"), ["dense_best"]).with_threshold(0.45)
+    curve = tradeoff_curve(model, {"suite": rows("test", seed=2)}, thresholds=(0.0, 0.3, 0.6, 1.0))
+    assert list(curve["threshold"]) == [0.0, 0.3, 0.45, 0.6, 1.0]
+    assert list(curve["operating"]) == [False, False, True, False, False]
+    assert curve["abstention"].is_monotonic_increasing and curve["false_abstention"].is_monotonic_increasing
+    assert curve["abstention"].iloc[0] == 0.0 and curve["abstention"].iloc[-1] == 1.0
+    assert curve["false_abstention"].iloc[0] == pytest.approx(1 / 21)  # the selector's own abstention
+    assert plot_tradeoff(curve, tmp_path / "curve.png").read_bytes().startswith(b"\x89PNG")
