@@ -28,8 +28,8 @@ from tool_selection.decision import ToolCall
 from tool_selection.lm.request_values import meanings, same_meaning, written_values
 from tool_selection.parsing import name_words, parse_native, words
 
-__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion", "uncalled",
-           "uncovered"]
+__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion",
+           "uncalled", "uncovered"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -143,9 +143,9 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a
     call, or cut at its token limit, is left as it is. ``budget.until_covered``: another call is opened only while
     ``request`` holds a number or a capitalised name that no call uses (``uncovered``) or names what one of
-    ``budget.functions`` no call uses does (``uncalled``), so a request the calls cover costs nothing more; the call is kept
-    only if it uses one of those values, calls one of those functions or calls an earlier call's function again.
-    ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
+    ``budget.functions`` no call uses does (``uncalled``), so a request the calls cover costs nothing more; the call
+    is kept only if it uses one of those values, calls one of those functions or calls an earlier call's function
+    again. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
