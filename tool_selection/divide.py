@@ -44,9 +44,10 @@ def decide_in_groups(decide: Callable[[ToolRegistry], dspy.Prediction], registry
     groups = groups_of(ranked, size)
     answers = [decide(registry.subset(names, name=f"{registry.name}-group{number}"))
                for number, names in enumerate(groups, 1)]
-    finalists = list(dict.fromkeys(name for answer in answers for name in well_formed_tools(answer.decision)))
+    chosen = [well_formed_tools(answer.decision) for answer in answers]
+    finalists = list(dict.fromkeys(name for names in chosen for name in names))
     columns = {"groups": float(len(groups)), "finalists": float(len(finalists)),
-               "groups_calling": float(sum(bool(well_formed_tools(answer.decision)) for answer in answers))}
+               "groups_calling": float(sum(map(bool, chosen)))}
     if not finalists:
         return next((answer for answer in answers if answer.decision.tool_calls), answers[0]), columns
     return decide(registry.subset(finalists, name=f"{registry.name}-finalists")), columns

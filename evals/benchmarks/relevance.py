@@ -90,13 +90,14 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")
     if args.markdown:
-        figure = None
+        figure, curve = None, None
         if args.figure:
-            figure = plot_tradeoff(tradeoff_curve(report.model, report.groups), args.figure,
-                                   title=f"Relevance threshold, {', '.join(sorted(_models(params)))}")
+            curve = tradeoff_curve(report.model, report.groups)
+            title = f"Relevance threshold, {', '.join(sorted(_models(params)))}"
+            figure = plot_tradeoff(curve, args.figure, title=title)
             figure = Path(os.path.relpath(figure, Path(args.markdown).parent)).as_posix()
         Path(args.markdown).write_text(markdown_report(report, params, command=_command(args), cost=args.cost,
-                                                       cost_note=args.cost_note, figure=figure))
+                                                       cost_note=args.cost_note, figure=figure, curve=curve))
         print(f"report: {args.markdown}")
     return 0
 
@@ -242,11 +243,14 @@ def _models(params: dict[str, dict]) -> set[str]:
     return {str(p.get("model")) for p in params.values()}
 
 
-def _tradeoff_part(report: RelevanceReport, figure: str | None) -> list[str]:
-    """The threshold's trade-off: the figure, and a table of a few thresholds per group (points)."""
-    if figure is None or not report.groups:
+TABLE_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)  # on CURVE_THRESHOLDS' grid
+
+
+def _tradeoff_part(figure: str | None, curve: pd.DataFrame | None) -> list[str]:
+    """The threshold's trade-off: the figure of ``curve``, and a table of a few of its thresholds per group."""
+    if figure is None or curve is None or curve.empty:
         return []
-    curve = tradeoff_curve(report.model, report.groups, thresholds=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7))
+    curve = curve[curve["operating"] | curve["threshold"].isin(TABLE_THRESHOLDS)]
     curve = curve.assign(threshold=[f"{t:.3f}{' (shipped)' if chosen else ''}"
                                     for t, chosen in zip(curve["threshold"], curve["operating"], strict=True)])
     table = pd.DataFrame({"group": curve["group"], "threshold": curve["threshold"],
@@ -261,8 +265,10 @@ def _tradeoff_part(report: RelevanceReport, figure: str | None) -> list[str]:
 
 
 def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str,
-                    cost: str | Path | None = None, cost_note: str | None = None, figure: str | None = None) -> str:
-    """The report as a page: tables first, then where the rows come from."""
+                    cost: str | Path | None = None, cost_note: str | None = None, figure: str | None = None,
+                    curve: pd.DataFrame | None = None) -> str:
+    """The report as a page: tables first, then where the rows come from; ``figure`` and its ``curve``
+    (``tradeoff_curve``): the threshold's trade-off."""
     model = report.model
     models = sorted(_models(params))
     targets = target_table(report, models[0]) if len(models) == 1 else pd.DataFrame()
@@ -293,7 +299,7 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         "included: the model was fitted and its threshold chosen on those, so they read a little high. Figures "
         "are points; in brackets the paired 95% interval of the change, then McNemar's p.", "",
         *target_part,
-        *_tradeoff_part(report, figure),
+        *_tradeoff_part(figure, curve),
         *cost_part,
         *_classifier_part(report),
         "## Each signal's AUROC (test rows where the selector called; 0.5 means no signal)", "",
