@@ -51,7 +51,8 @@ def test_a_value_written_in_another_spelling_is_grounded_and_covered():
                                                     "check_out": "04/15/2022", "amount": 1341000000, "rate": 0.5})
     assert _grounded(second, request, [first])
     assert not _grounded(second.model_copy(update={"arguments": {"check_in": "2022-04-06"}}), request, [first])
-    assert uncovered(request, [first]) == ["April 5, 2022", "April 15, 2022", "1.341 billion", "50%"]  # quoted names are not read
+    # quoted names are not read whole; "Hotel'", written twice, is held once
+    assert uncovered(request, [first]) == ["April 5, 2022", "April 15, 2022", "1.341 billion", "50%", "Hotel'"]
     assert uncovered(request, [first, second]) == []
 
 
@@ -83,3 +84,43 @@ def test_a_function_the_request_names_and_no_call_uses_is_left_to_call():
     assert uncalled(request, [first], names) == ["weather_forecast_humidity", "kinematics.distance"]
     assert uncalled("Get the temperature forecast for Boston", [first], names) == []  # "forecast": a called name's
     assert uncalled("Get the data", [], ["get_data", "getDataInfo"]) == []  # generic words name nothing
+
+
+def test_a_value_written_twice_is_left_until_two_calls_hold_it():
+    request = "Route from San Francisco to Palo Alto, then from Palo Alto to San Jose, then back to San Francisco"
+
+    def route(start, end):
+        return ToolCall(tool_name="route", arguments={"start": start, "end": end})
+
+    assert uncovered(request, [route("San Francisco", "Palo Alto")]) == ["San Francisco", "Palo Alto", "San Jose"]
+    assert uncovered(request, [route("San Francisco", "Palo Alto"), route("Palo Alto", "San Jose")]) == [
+        "San Francisco"]
+    assert uncovered(request, [route("San Francisco", "Palo Alto"), route("Palo Alto", "San Jose"),
+                               route("San Jose", "San Francisco")]) == []
+    assert uncovered("Solve a = 1, b = 2, c = 1", [ToolCall(tool_name="solve", arguments={"a": 1, "b": 2, "c": 1})]) == []
+
+
+@pytest.mark.parametrize(("request_text", "values", "listed"), [
+    ("The price per ounce of gold, silver, platinum, and palladium?", ["gold"], ["silver", "platinum", "palladium"]),
+    ("The price per ounce of gold, silver, platinum, and palladium?", ["palladium"], ["platinum", "silver", "gold"]),
+    ("Win rates of Lakers and Bulls in seasons 2018 and 2020", ["Lakers", "2020"], ["Bulls", "2018"]),
+    ("Sequences of human HbA1c, normal hemoglobin, and rat hemoglobin", ["human HbA1c"],
+     ["normal hemoglobin", "rat hemoglobin"]),
+    ("Resistance with copper or aluminum", ["copper"], ["aluminum"]),
+    ("Play Taylor Swift and Maroon 5 for 20 and 15 minutes", ["Taylor Swift", "20"], ["Maroon 5", "15"]),
+    ("Book a table in Boston and then call me", ["Boston"], []),  # a clause, not a listed item
+    ("Area with base 10 and height 5", ["10"], []),  # a word is not listed beside a number
+    ("Area with a = 1, b = 2, and c = 3", ["1"], []),
+])
+def test_coordinated_lists_the_items_written_beside_a_value(request_text, values, listed):
+    from tool_selection.lm.request_values import coordinated
+
+    assert coordinated(request_text, values) == listed
+
+
+def test_listed_items_no_call_holds_are_uncovered():
+    request = "What is the current price per ounce of gold, silver and palladium?"
+    gold = ToolCall(tool_name="price", arguments={"metal": "gold", "measure": "ounce"})
+    assert uncovered(request, [gold]) == ["silver", "palladium"]
+    assert uncovered(request, [gold, *(gold.model_copy(update={"arguments": {"metal": metal}})
+                                       for metal in ("silver", "palladium"))]) == []

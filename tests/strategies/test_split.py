@@ -213,6 +213,22 @@ def test_a_new_pairing_of_held_values_adds_a_call_a_swap_or_a_part_does_not():
     assert _adds_to(swapped, ToolCall(tool_name="route", arguments={"start": "Paris", "end": "Oslo"}))
 
 
+def test_a_forced_call_may_come_back_only_where_the_request_writes_its_values_again():
+    from tool_selection.lm.strict_calls import _answers, uncovered
+
+    def route(start, end):
+        return ToolCall(tool_name="route", arguments={"start": start, "end": end})
+
+    there = [route("Paris", "Rome")]
+    round_trip = "Route from Paris to Rome, then back from Rome to Paris"
+    assert _answers(route("Rome", "Paris"), round_trip, there, uncovered(round_trip, there), [])
+    assert not _answers(route("Paris", "Rome"), round_trip, there, uncovered(round_trip, there), [])  # a repeat
+    one_way = "Route from Paris to Rome"
+    assert not _answers(route("Rome", "Paris"), one_way, there, uncovered(one_way, there), [])  # a swap
+    assert not _answers(ToolCall(tool_name="weather", arguments={"city": "Rome"}), one_way, there, [], [])
+    assert _answers(ToolCall(tool_name="weather", arguments={"city": "Rome"}), one_way, there, [], ["weather"])
+
+
 @pytest.mark.parametrize(("request_text", "left"), [
     ("Play Taylor Swift and Maroon 5 for 20 and 15 minutes", ["5", "15", "Maroon 5"]),
     ("What is the derivative of 3x^2 at 40 in m/s^2?", []),

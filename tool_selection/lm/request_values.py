@@ -14,8 +14,8 @@ import math
 import re
 from collections.abc import Iterable
 
-__all__ = ["DATE", "REQUEST_NAME", "REQUEST_NUMBER", "date_of", "meanings", "number_of", "same_meaning",
-           "written_values"]
+__all__ = ["DATE", "REQUEST_NAME", "REQUEST_NUMBER", "coordinated", "date_of", "meanings", "number_of",
+           "same_meaning", "written_values"]
 
 REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%, 1.2 billion, 5m, 20k; not 3x, m/s^2 or 5pm
     r"(?<![\w.^,-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
@@ -32,6 +32,14 @@ DATE = re.compile(  # the forms BFCL's answers and small models write; a date wi
     rf"|(?P<day2>{_DAY})\s+(?P<month2>{_MONTH_NAME}),?\s*(?P<year2>\d{{4}})"
     r"|(?P<iso_year>\d{4})[-/.](?P<iso_month>[01]?\d)[-/.](?P<iso_day>[0-3]?\d)"
     r"|(?P<us_month>[01]?\d)/(?P<us_day>[0-3]?\d)/(?P<us_year>\d{4}))\b", re.IGNORECASE)
+
+_TOKEN = re.compile(r"[^\W_][\w'-]*(?:\.\d+)?|[^\w\s]")  # a word (3.5 and rock'n'roll whole) or one punctuation mark
+_JOINERS = frozenset({"and", "or"})
+_NOT_AN_ITEM = frozenset(  # words that open a clause or a phrase, not a listed item ("in Paris and then ...")
+    "a an the to for in of on at by as from with then also what how which who can could would should will please "
+    "i me my we our you your it its they their this that these those each both all other another is are was were be "
+    "do does did get find give tell provide calculate using use".split())
+_WIDEST_ITEM = 4  # words; a longer argument value is not looked for among a request's lists
 
 Meaning = float | dt.date
 
@@ -93,6 +101,59 @@ def written_values(request: str) -> list[tuple[str, tuple[Meaning, ...]]]:
             if not any(start < match.end() and match.start() < end for start, end in taken):
                 found.append((match.group(), number_of(match.group()) if pattern is REQUEST_NUMBER else ()))
     return found
+
+
+def coordinated(request: str, values: Iterable[str]) -> list[str]:
+    """The items ``request`` lists beside one of ``values`` ("X, Y and Z", "X or Y"), as written, in order: each as
+    many words as the value and of its kind (a number, a capitalised name, a word), so that "copper and aluminum"
+    lists "aluminum" beside "copper" and "2018 and 2020" lists 2020 beside 2018; a value is found by its words (case
+    and punctuation aside)."""
+    raw = _TOKEN.findall(request)
+    tokens = [token.lower() for token in raw]
+    found: list[str] = []
+    for value in dict.fromkeys(" ".join(_TOKEN.findall(value.lower())) for value in values):
+        width = len(value.split())
+        if not 0 < width <= _WIDEST_ITEM:
+            continue
+        for start in range(len(tokens) - width + 1):
+            if tokens[start:start + width] == value.split():
+                found += _listed_beside(raw, tokens, start, width)
+    return list(dict.fromkeys(found))
+
+
+def _listed_beside(raw: list[str], tokens: list[str], start: int, width: int) -> list[str]:
+    """The items listed after, then before, the ``width`` tokens at ``start``, each ``width`` tokens long."""
+    found = []
+    for step in (1, -1):
+        edge = start + width if step == 1 else start
+        while True:
+            gap = _joiner_width(tokens, edge, step)
+            first = edge + gap if step == 1 else edge - gap - width
+            if not gap or not _item_at(raw, tokens, first, width, like=raw[start]):
+                break
+            found.append(" ".join(raw[first:first + width]))
+            edge = first + width if step == 1 else first
+    return found
+
+
+def _joiner_width(tokens: list[str], edge: int, step: int) -> int:
+    """How many tokens from ``edge`` in direction ``step`` join two listed items: ",", "and", ", and", "or"."""
+    ahead = tokens[edge:edge + 2] if step == 1 else tokens[max(edge - 2, 0):edge][::-1]
+    if ahead[:1] == [","]:
+        return 2 if ahead[1:2] and ahead[1] in _JOINERS else 1
+    if ahead[:1] and ahead[0] in _JOINERS:
+        return 2 if step == -1 and ahead[1:2] == [","] else 1
+    return 0
+
+
+def _item_at(raw: list[str], tokens: list[str], first: int, width: int, *, like: str) -> bool:
+    item = tokens[first:first + width] if first >= 0 else []
+    return (len(item) == width and all(token[0].isalnum() for token in item)
+            and item[0] not in _NOT_AN_ITEM | _JOINERS and _kind(raw[first]) == _kind(like))
+
+
+def _kind(token: str) -> str:
+    return "number" if re.fullmatch(r"-?[\d.,]+", token) else "name" if token[:1].isupper() else "word"
 
 
 def same_meaning(wanted: Iterable[Meaning], held: Iterable[Meaning]) -> bool:

@@ -19,13 +19,14 @@ as ``strategies.native.call_schema`` writes it) asks the local engine for it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from tool_selection.decision import ToolCall
-from tool_selection.lm.request_values import meanings, same_meaning, written_values
+from tool_selection.lm.request_values import coordinated, meanings, same_meaning, written_values
 from tool_selection.parsing import name_words, parse_native, words
 
 __all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion",
@@ -142,10 +143,12 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     reordered or a flag flipped), or fills an argument with a value ``request`` does not spell out (a model with
     nothing left to call repeats itself or makes values up), ends the answer and is not kept. An answer without a
     call, or cut at its token limit, is left as it is. ``budget.until_covered``: another call is opened only while
-    ``request`` holds a number or a capitalised name that no call uses (``uncovered``) or names what one of
-    ``budget.functions`` no call uses does (``uncalled``), so a request the calls cover costs nothing more; the call
-    is kept only if it uses one of those values, calls one of those functions or calls an earlier call's function
-    again. ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
+    ``request`` writes a value the calls leave unused (``uncovered``: a number, a capitalised name or a listed item
+    no call holds, or one written more often than the calls hold it) or names what one of ``budget.functions`` no
+    call uses does (``uncalled``), so a request the calls cover costs nothing more; the call is kept only if it
+    uses one of those values (a value written twice may come back in a pairing already made: the way back), or
+    does something new with one of those functions or an earlier call's function (``_answers``). ``max_tokens``
+    bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
@@ -159,8 +162,9 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
         written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
                                                  opener=opener)
         new = parse_native(written).calls
-        if (finish == "length" or not new or not _grounded(new[0], request, calls) or not _adds_to(calls, new[0])
-                or (budget.until_covered and not _answers(new[0], request, calls, left, named))):
+        if (finish == "length" or not new or not _grounded(new[0], request, calls)
+                or not (_answers(new[0], request, calls, left, named) if budget.until_covered
+                        else _adds_to(calls, new[0]))):
             for _ in range(spent):
                 _forget_last_scored_token(llama)
             break
@@ -172,10 +176,13 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
 
 
 def _answers(call: ToolCall, request: str, calls: list[ToolCall], left: list[str], named: list[str]) -> bool:
-    """Whether ``call`` does something the calls before it left undone: uses a value ``left`` holds, calls a
-    function ``named`` holds, or calls an earlier call's function again (with what ``_adds_to`` asks)."""
-    return (call.tool_name in named or call.tool_name in {earlier.tool_name for earlier in calls}
-            or len(uncovered(request, [*calls, call])) < len(left))
+    """Whether ``call`` does something the calls before it left undone: uses a value ``left`` holds (a value written
+    twice may come back in another pairing: the way back of "from A to B and back"), or does something new
+    (``_adds_to``) with a function ``named`` holds or an earlier call's function."""
+    if len(uncovered(request, [*calls, call])) < len(left):
+        return not any(_by_argument(call) == _by_argument(earlier) for earlier in calls
+                       if earlier.tool_name == call.tool_name)
+    return _adds_to(calls, call) and (call.tool_name in named or call.tool_name in {c.tool_name for c in calls})
 
 
 def uncalled(request: str, calls: list[ToolCall], functions: Sequence[str]) -> list[str]:
@@ -239,14 +246,23 @@ def _held_meanings(calls: list[ToolCall]) -> list:
 
 
 def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
-    """The dates, numbers and capitalised names (not a sentence's first word) written in ``request`` that no string
-    or number among ``calls``' arguments holds: as a word sequence (case and punctuation aside), or as a value
-    (3,000 as 3000, 7% as 7 or 0.07, 1.2 billion as 1.2e9, April 5, 2022 as 2022-04-05). Quoted values are not
-    read: on BFCL's own answers they leave more requests looking unfinished after every expected call than they
-    help find."""
-    held, held_meanings = _held(calls), _held_meanings(calls)
-    return [text for text, means in dict.fromkeys(written_values(request))
-            if words(text) and f" {words(text)} " not in held and not same_meaning(means, held_meanings)]
+    """What ``request`` writes that ``calls`` leave unused, once for each time it is missing: the dates, numbers and
+    capitalised names (not a sentence's first word) written more often than the strings and numbers among
+    ``calls``' arguments hold them (as a word sequence, case and punctuation aside, or as a value: 3,000 as 3000, 7%
+    as 7 or 0.07, 1.2 billion as 1.2e9, April 5, 2022 as 2022-04-05), so that "from A to B, then B to C" after one
+    call still holds a B; then the items the request lists beside a value a call holds that no call holds ("gold,
+    silver and palladium" after a call for gold). Quoted values are not read: on BFCL's own answers they leave more
+    requests looking unfinished after every expected call than they help find."""
+    values = [value for call in calls for value in _argument_values(call.arguments)]
+    written = Counter(written_values(request))
+    left = []
+    for (text, means), count in written.items():
+        holding = sum(1 for value in values
+                      if f" {words(text)} " in f" {words(value)} " or same_meaning(means, meanings(value)))
+        left += [text] * (count - holding) if words(text) else []
+    held, held_meanings, named = _held(calls), _held_meanings(calls), {words(text) for text, _ in written}
+    return left + [item for item in coordinated(request, values) if words(item) not in named
+                   and f" {words(item)} " not in held and not same_meaning(meanings(item), held_meanings)]
 
 
 def _adds_to(calls: list[ToolCall], call: ToolCall) -> bool:
