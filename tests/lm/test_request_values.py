@@ -84,6 +84,13 @@ def test_a_function_the_request_names_and_no_call_uses_is_left_to_call():
     assert uncalled(request, [first], names) == ["weather_forecast_humidity", "kinematics.distance"]
     assert uncalled("Get the temperature forecast for Boston", [first], names) == []  # "forecast": a called name's
     assert uncalled("Get the data", [], ["get_data", "getDataInfo"]) == []  # generic words name nothing
+    cart = ToolCall(tool_name="add_to_cart", arguments={"product_id": "P2006"})
+    assert uncalled("Add P2006 to my cart and then check out", [cart], ["add_to_cart", "checkout"]) == ["checkout"]
+
+
+def test_a_capitalised_code_in_parentheses_is_a_written_value():
+    request = "Put two packs of socks (P3006) and six of toothbrushes (P6004) in my basket"
+    assert [text for text, _ in written_values(request)] == ["P3006", "P6004"]
 
 
 def test_a_value_written_twice_is_left_until_two_calls_hold_it():

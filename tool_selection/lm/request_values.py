@@ -21,7 +21,8 @@ REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%, 1.2 billion, 5m, 2
     r"(?<![\w.^,-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
     r"(?:%|\s(?:thousand|million|billion|trillion)\b|(?:k|m|km|cm|mm|s|ms|h|hr|kg|g|mg|lb|lbs|ft|mi|ml|l)\b)?"
     r"(?![\w^]|,\d)", re.IGNORECASE)
-REQUEST_NAME = re.compile(r"(?<=[a-z,;:] )(?!I\b)[A-Z][\w.'-]*(?: [A-Z0-9][\w.'-]*)*")  # capitalised, not a sentence's start
+REQUEST_NAME = re.compile(  # capitalised, not a sentence's start; after a space or "(": "socks (P3006)"
+    r"(?:(?<=[a-z,;:] )|(?<=[a-z,;:] \())(?!I\b)[A-Z][\w.'-]*(?: [A-Z0-9][\w.'-]*)*")
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _SUFFIX_SCALES = {"k": (1e3,), "m": (1.0, 1e6)}  # 20k is 20,000; 5m is 5 metres or 5 million
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

@@ -186,11 +186,13 @@ def _answers(call: ToolCall, request: str, calls: list[ToolCall], left: list[str
 
 
 def uncalled(request: str, calls: list[ToolCall], functions: Sequence[str]) -> list[str]:
-    """The ``functions`` no call uses whose name holds a word of ``request`` (by its stem) that no called function's
-    name holds, generic verbs aside: ``kinematics.distance_traveled`` for "... Also, compute the total distance" after
-    ``kinematics.final_velocity``."""
+    """The ``functions`` no call uses whose name holds a word of ``request`` (by its stem; two words written together
+    count as one too: "check out" for ``checkout``) that no called function's name holds, generic verbs aside:
+    ``kinematics.distance_traveled`` for "... Also, compute the total distance" after ``kinematics.final_velocity``."""
     called = {call.tool_name for call in calls}
-    said, taken = set(_stems(request).split()), {stem for name in called for stem in _name_stems(name)}
+    spoken = _stems(request).split()
+    said = {*spoken, *map(str.__add__, spoken, spoken[1:])}  # "check out" says "checkout" too
+    taken = {stem for name in called for stem in _name_stems(name)}
     return [name for name in functions if name not in called and (_name_stems(name) - taken - _GENERIC) & said]
 
 
