@@ -4,7 +4,7 @@ For each case of a single-turn category, the check is asked with the case's firs
 allowed value per argument): does the request hold a number or a capitalised name that the call does not use?
 On categories that expect several calls, "yes" is the chance to make the next one; on single-call categories it
 is the share of requests where an extra call is attempted (and must be refused by the rule that a forced call
-adds something new). Asked again with every expected call made, "yes" is a call opened that nothing asks for.
+adds something new). Asked with every expected call but the last made, "yes" is the chance to make the last one. Asked again with every expected call made, "yes" is a call opened that nothing asks for.
 Last, for requests that expect several calls: would every expected call after the first pass the check that a
 forced call writes only values the request (or an earlier call) holds, with some allowed value per argument? A
 "no" is a right call that the strategy would refuse as made up.
@@ -53,8 +53,9 @@ def later_calls_grounded(request: str, ground_truth: list[dict]) -> bool:
 
 def main() -> int:
     print("| category | cases | expects several calls | another call opened after the first | "
-          "a call still opened after all of them | later expected calls pass the grounding check |")
-    print("|---|---|---|---|---|---|")
+          "the last call opened after the others | a call still opened after all of them | "
+          "later expected calls pass the grounding check |")
+    print("|---|---|---|---|---|---|---|")
     for category in BFCL_CATEGORIES:
         _, truth = bfcl_records(category)
         if not truth:
@@ -63,9 +64,12 @@ def main() -> int:
         opened = sum(bool(uncovered(requests[key], [first_expected_call(calls)])) for key, calls in truth.items())
         after_all = sum(bool(uncovered(requests[key], expected_calls(calls))) for key, calls in truth.items())
         several = sum(len(calls) > 1 for calls in truth.values())
+        before_last = sum(bool(uncovered(requests[key], expected_calls(calls)[:-1]))
+                          for key, calls in truth.items() if len(calls) > 1)
         grounded = sum(later_calls_grounded(requests[key], calls) for key, calls in truth.items() if len(calls) > 1)
         print(f"| {category} | {len(truth)} | {several} | {100 * opened / len(truth):.0f}% | "
-              f"{100 * after_all / len(truth):.0f}% | {f'{100 * grounded / several:.0f}%' if several else '-'} |")
+              f"{f'{100 * before_last / several:.0f}%' if several else '-'} | {100 * after_all / len(truth):.0f}% | "
+              f"{f'{100 * grounded / several:.0f}%' if several else '-'} |")
     return 0
 
 
