@@ -115,6 +115,9 @@ def test_a_value_written_twice_is_left_until_two_calls_hold_it():
      ["normal hemoglobin", "rat hemoglobin"]),
     ("Resistance with copper or aluminum", ["copper"], ["aluminum"]),
     ("Play Taylor Swift and Maroon 5 for 20 and 15 minutes", ["Taylor Swift", "20"], ["Maroon 5", "15"]),
+    ("Play Taylor Swift and Maroon 5", ["Maroon 5"], ["Taylor Swift"]),  # not the sentence's first word
+    ("Rank Barcelona and Real Madrid in the UEFA Champions League and La Liga respectively",
+     ["UEFA Champions League", "Barcelona"], ["La Liga", "Real Madrid"]),  # a name is its capitalised words
     ("Book a table in Boston and then call me", ["Boston"], []),  # a clause, not a listed item
     ("Area with base 10 and height 5", ["10"], []),  # a word is not listed beside a number
     ("Area with a = 1, b = 2, and c = 3", ["1"], []),

@@ -105,10 +105,11 @@ def written_values(request: str) -> list[tuple[str, tuple[Meaning, ...]]]:
 
 
 def coordinated(request: str, values: Iterable[str]) -> list[str]:
-    """The items ``request`` lists beside one of ``values`` ("X, Y and Z", "X or Y"), as written, in order: each as
-    many words as the value and of its kind (a number, a capitalised name, a word), so that "copper and aluminum"
-    lists "aluminum" beside "copper" and "2018 and 2020" lists 2020 beside 2018; a value is found by its words (case
-    and punctuation aside)."""
+    """The items ``request`` lists beside one of ``values`` ("X, Y and Z", "X or Y"), as written, in order: each of
+    the value's kind (a number, a capitalised name, a word) and, but for a name (its capitalised words), as many
+    words as the value, so that "copper and aluminum" lists "aluminum" beside "copper", "2018 and 2020" lists 2020
+    beside 2018 and "the UEFA Champions League and La Liga respectively" lists "La Liga"; a value is found by its
+    words (case and punctuation aside)."""
     raw = _TOKEN.findall(request)
     tokens = [token.lower() for token in raw]
     found: list[str] = []
@@ -123,18 +124,36 @@ def coordinated(request: str, values: Iterable[str]) -> list[str]:
 
 
 def _listed_beside(raw: list[str], tokens: list[str], start: int, width: int) -> list[str]:
-    """The items listed after, then before, the ``width`` tokens at ``start``, each ``width`` tokens long."""
+    """The items listed after, then before, the ``width`` tokens at ``start``."""
     found = []
     for step in (1, -1):
         edge = start + width if step == 1 else start
-        while True:
-            gap = _joiner_width(tokens, edge, step)
-            first = edge + gap if step == 1 else edge - gap - width
-            if not gap or not _item_at(raw, tokens, first, width, like=raw[start]):
-                break
-            found.append(" ".join(raw[first:first + width]))
-            edge = first + width if step == 1 else first
+        while (gap := _joiner_width(tokens, edge, step)) and (
+                span := _item_span(raw, tokens, edge + gap if step == 1 else edge - gap - 1, step, width,
+                                   like=raw[start])):
+            found.append(" ".join(raw[span[0]:span[1]]))
+            edge = span[1] if step == 1 else span[0]
     return found
+
+
+def _item_span(raw: list[str], tokens: list[str], near: int, step: int, width: int, *,
+               like: str) -> tuple[int, int] | None:
+    """The span of the item that starts (``step`` 1) or ends (-1) at token ``near``, if it is one like ``like``."""
+    if _kind(like) == "name":  # capitalised words and numbers ("Maroon 5"), not a sentence's first word
+        edge = near
+        while (0 <= edge < len(raw) and abs(edge - near) < _WIDEST_ITEM and (raw[edge][0].isupper()
+               or raw[edge][0].isdigit()) and not (edge == 0 or raw[edge - 1] in ".?!")):
+            edge += step
+        first, end = (near, edge) if step == 1 else (edge + 1, near + 1)
+        while first < end and raw[first][0].isdigit():
+            first += 1
+    else:
+        first, end = (near, near + width) if step == 1 else (near - width + 1, near + 1)
+    item = tokens[first:end] if 0 <= first < end <= len(tokens) else []
+    if (len(item) == (end - first) and item and all(token[0].isalnum() for token in item)
+            and item[0] not in _NOT_AN_ITEM | _JOINERS and _kind(raw[first]) == _kind(like)):
+        return first, end
+    return None
 
 
 def _joiner_width(tokens: list[str], edge: int, step: int) -> int:
@@ -145,12 +164,6 @@ def _joiner_width(tokens: list[str], edge: int, step: int) -> int:
     if ahead[:1] and ahead[0] in _JOINERS:
         return 2 if step == -1 and ahead[1:2] == [","] else 1
     return 0
-
-
-def _item_at(raw: list[str], tokens: list[str], first: int, width: int, *, like: str) -> bool:
-    item = tokens[first:first + width] if first >= 0 else []
-    return (len(item) == width and all(token[0].isalnum() for token in item)
-            and item[0] not in _NOT_AN_ITEM | _JOINERS and _kind(raw[first]) == _kind(like))
 
 
 def _kind(token: str) -> str:
