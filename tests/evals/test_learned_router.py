@@ -1,0 +1,155 @@
+"""The learned stuck detector's benchmark (evals.benchmarks.learned_router), on small synthetic rows: no files, no
+model."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evals.benchmarks.learned_router import (
+    FREE_SIGNALS,
+    VARIANTS,
+    Comparison,
+    GroupData,
+    choose_threshold,
+    compare_to_secondary,
+    evaluate_variant,
+    fit_detector,
+    markdown_page,
+    pair_rows,
+    pays,
+    run_cascade,
+    wrong_probability,
+)
+from tool_selection.errors import ToolSelectionError
+
+SIGNALS = ("call_open", "dense_best")
+
+
+def model_rows(wrong: list[bool], *, latency: float, stage: float, splits: list[str]) -> pd.DataFrame:
+    """One model's per-case rows: right where ``wrong`` is False; ``call_open`` is -3 on its mistakes, +3 otherwise
+    (the signal that marks them), every other signal the same on every row."""
+    n = len(wrong)
+    rows = pd.DataFrame({"id": [f"c-{i}" for i in range(n)], "split": splits,
+                         "full_match": [0.0 if w else 1.0 for w in wrong],
+                         "latency_s": latency, "relevance_seconds": stage})
+    for name in (*FREE_SIGNALS, "verify"):
+        rows[f"rel_{name}"] = 0.5
+    rows["rel_call_open"] = [-3.0 if w else 3.0 for w in wrong]
+    return rows
+
+
+def paired_table(n: int = 90, signals=SIGNALS) -> tuple[pd.DataFrame, np.ndarray]:
+    """A suite whose primary is wrong on every third case and whose secondary is always right."""
+    wrong = [i % 3 == 0 for i in range(n)]
+    splits = [("train", "dev", "test")[(i // 3) % 3] for i in range(n)]
+    primary = model_rows(wrong, latency=3.0, stage=1.0, splits=splits)
+    secondary = model_rows([False] * n, latency=12.0, stage=2.0, splits=splits)
+    return pair_rows(primary, secondary, "mini", signals), np.array(wrong)
+
+
+def test_the_fitted_detector_escalates_the_rows_its_signals_mark_wrong():
+    table, wrong = paired_table()
+    result = evaluate_variant("mini", "free", table, SIGNALS)
+    test_wrong = wrong[table["split"].to_numpy() == "test"]
+    assert result.cascade.escalated.tolist() == test_wrong.tolist()
+    assert result.metrics.auroc == 1.0
+    assert result.cascade.accuracy == 1.0 and result.threshold_met
+    assert result.pays  # the secondary's accuracy, escalating a third, at (2 + 10/3) s against 10 s
+
+
+def test_the_detector_imputes_missing_signals_and_refuses_an_empty_one():
+    table, _ = paired_table()
+    train = table[table["split"] == "train"].reset_index(drop=True)
+    train.loc[::4, "rel_dense_best"] = math.nan
+    scores = wrong_probability(fit_detector(train, SIGNALS), train, SIGNALS)
+    assert np.isfinite(scores).all()
+    train["rel_dense_best"] = math.nan
+    with pytest.raises(ToolSelectionError, match="dense_best have no value on the train rows"):
+        fit_detector(train, SIGNALS)
+
+
+def dev(primary, secondary, scores) -> pd.DataFrame:
+    return pd.DataFrame({"primary_correct": primary, "secondary_correct": secondary, "score": scores})
+
+
+SCORES = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05]
+
+
+def test_the_dev_threshold_is_the_least_escalation_within_a_point_of_the_secondary():
+    # primary 70%, secondary 90%: escalating the top two (0.9, 0.8) reaches 90%; the top four reach 100%
+    rows = dev([0, 0, 1, 0, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1, 1, 0, 1], SCORES)
+    threshold, met, point = choose_threshold(rows, rows["score"])
+    assert (threshold, met, point["escalation_rate"], point["accuracy"]) == (0.8, True, 0.2, 0.9)
+
+
+def test_the_dev_threshold_escalates_nothing_when_the_primary_is_already_close_enough():
+    rows = dev([1] * 10, [1] * 9 + [0], SCORES)
+    threshold, met, point = choose_threshold(rows, rows["score"])
+    assert math.isinf(threshold) and met and point["escalation_rate"] == 0.0
+
+
+def test_the_dev_threshold_escalates_everything_when_only_that_matches_the_secondary():
+    # the primary's one mistake scores lowest: only escalating every case reaches the secondary's 100%
+    rows = dev([1] * 9 + [0], [1] * 10, SCORES)
+    threshold, met, point = choose_threshold(rows, rows["score"])
+    assert (threshold, met, point["escalation_rate"]) == (0.05, True, 1.0)
+
+
+def test_the_cascade_takes_the_secondarys_answer_and_seconds_where_it_escalates():
+    table = pd.DataFrame({"primary_correct": [0.0, 1.0, 0.0, 1.0], "secondary_correct": [1.0, 0.0, 0.0, 1.0],
+                          "primary_seconds": [1.0, 2.0, 3.0, 4.0], "secondary_seconds": [10.0, 20.0, 30.0, 40.0]})
+    cascade = run_cascade(table, [0.9, 0.1, 0.6, 0.2], 0.5, detector_seconds=[0.5] * 4)
+    assert cascade.escalated.tolist() == [True, False, True, False]
+    assert cascade.correct.tolist() == [1.0, 1.0, 0.0, 1.0] and cascade.accuracy == 0.75
+    assert cascade.seconds.tolist() == [11.5, 2.5, 33.5, 4.5] and cascade.seconds_per_case == 13.0
+    assert run_cascade(table, [0.9, 0.1, 0.6, 0.2], 0.5).seconds_per_case == 12.5  # a free detector costs nothing
+
+
+def test_the_paid_detector_adds_the_stage_seconds():
+    table, _ = paired_table(signals=(*SIGNALS, "verify"))
+    free = evaluate_variant("mini", "free", table, SIGNALS)
+    paid = evaluate_variant("mini", "free + verify", table, (*SIGNALS, "verify"))
+    assert free.cascade.seconds_per_case == pytest.approx(2.0 + 10.0 / 3)
+    assert paid.cascade.seconds_per_case == pytest.approx(free.cascade.seconds_per_case + 1.0)
+    assert free.secondary_seconds == 10.0  # 12 s recorded, less its own 2 s stage
+
+
+def test_the_verdict_needs_both_the_accuracy_and_the_seconds():
+    level = Comparison(-0.02, -0.06, 0.01, 0.3, 2, 4)
+    below = Comparison(-0.05, -0.08, -0.02, 0.01, 0, 8)
+    below_but_p_over = Comparison(-0.03, -0.05, -0.01, 0.06, 0, 5)
+    assert pays(level, 5.0, 10.0) and not pays(level, 11.0, 10.0)
+    assert not pays(below, 5.0, 10.0) and pays(below_but_p_over, 5.0, 10.0)
+    same = compare_to_secondary([1, 0, 1], [1, 0, 1])
+    assert (same.difference, same.ci_low, same.ci_high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_rows_that_do_not_pair_by_id_are_refused_with_the_fix():
+    wrong = [False, True, False]
+    primary = model_rows(wrong, latency=1.0, stage=0.0, splits=["train", "dev", "test"])
+    secondary = primary.assign(id=["c-0", "c-1", "other-9"])
+    with pytest.raises(ToolSelectionError, match=r"do not pair by id: 1 only in the primary's \['c-2'\].*"
+                                                 r"Evaluate both models on the same suite"):
+        pair_rows(primary, secondary, "mini", SIGNALS)
+    with pytest.raises(ToolSelectionError, match="different splits"):
+        pair_rows(primary, primary.assign(split="test"), "mini", SIGNALS)
+
+
+def test_a_missing_signal_column_is_refused_naming_it_and_the_fix():
+    primary = model_rows([False, True], latency=1.0, stage=0.0, splits=["train", "test"]).drop(columns="rel_verify")
+    with pytest.raises(ToolSelectionError, match=r"The primary's mini rows have no column rel_verify: record the "
+                                                 r"signal with `toolsel eval --split all --relevance-signals cheap`"):
+        pair_rows(primary, primary, "mini", ("call_open", "verify"))
+
+
+def test_the_page_names_its_inputs_and_warns_about_the_latencies():
+    table, _ = paired_table(signals=VARIANTS["free + verify"])
+    results = [evaluate_variant("mini", variant, table, signals) for variant, signals in VARIANTS.items()]
+    sources = [{"model": "m", "suite": "mini", "path": "results/relevance/m/mini", "rows": len(table),
+                "commit": "abc", "suite_fingerprint": "f00", "filled": []}]
+    page = markdown_page([GroupData("mini", table, sources)], results, command="python -m x", commit="c0ffee",
+                         today="2026-01-01")
+    assert "`results/relevance/m/mini/results.parquet`" in page and "`python -m x`" in page
+    assert "not all measured with the machine to itself" in page and "**mini, free: pays**" in page
