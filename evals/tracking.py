@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -62,12 +63,22 @@ def _check_server(uri: str, timeout_s: float) -> None:
 
 
 def git_commit() -> str:
+    """The commit the working directory's checkout was at when this process first asked (``-dirty`` with uncommitted
+    changes to tracked files), or "unknown": read once, so that every run of a long sweep records the code the
+    process imported, not a commit made while it ran."""
+    return _commit_of(str(Path.cwd()))
+
+
+@functools.cache
+def _commit_of(directory: str) -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=directory)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     commit = out.stdout.strip() if out.returncode == 0 else "unknown"
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=directory)
     return f"{commit}-dirty" if commit != "unknown" and dirty.stdout.strip() else commit
 
 

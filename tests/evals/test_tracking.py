@@ -82,3 +82,20 @@ def test_a_tracking_server_that_answers_is_accepted():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_commit_is_read_once_per_process(tmp_path, monkeypatch):
+    import subprocess
+
+    from evals.tracking import _commit_of
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "first"], check=True)
+    monkeypatch.chdir(tmp_path)
+    _commit_of.cache_clear()
+    first = git_commit()
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "second"], check=True)
+    assert git_commit() == first and len(first) == 12  # a commit made while a sweep runs is not what it ran
+    _commit_of.cache_clear()
