@@ -256,13 +256,17 @@ def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
     silver and palladium" after a call for gold). Quoted values are not read: on BFCL's own answers they leave more
     requests looking unfinished after every expected call than they help find."""
     values = [value for call in calls for value in _argument_values(call.arguments)]
+    spelled = [f" {words(value)} " for value in values]  # each value read once, as words and as what it means
+    meant = [meanings(value) for value in values]
     written = Counter(written_values(request))
     left = []
     for (text, means), count in written.items():
-        holding = sum(1 for value in values
-                      if f" {words(text)} " in f" {words(value)} " or same_meaning(means, meanings(value)))
+        holding = sum(1 for spelling, meaning in zip(spelled, meant, strict=True)
+                      if f" {words(text)} " in spelling or same_meaning(means, meaning))
         left += [text] * (count - holding) if words(text) else []
-    held, held_meanings, named = _held(calls), _held_meanings(calls), {words(text) for text, _ in written}
+    held = " " + " ".join(spelling.strip() for spelling in spelled) + " "  # as ``_held`` writes it
+    held_meanings = [meaning for means in meant for meaning in means]
+    named = {words(text) for text, _ in written}
     return left + [item for item in coordinated(request, values) if words(item) not in named
                    and f" {words(item)} " not in held and not same_meaning(meanings(item), held_meanings)]
 
