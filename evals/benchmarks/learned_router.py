@@ -67,8 +67,7 @@ THRESHOLD_RULE = ("the lowest escalation rate whose dev cascade accuracy is with
                   "own dev accuracy; if no threshold gets there, the best dev cascade accuracy (ties: less "
                   "escalation). Candidates: every distinct dev score, and escalating nothing")
 SIGNAL = "rel_"
-PRIMARY_COLUMNS = ("id", "split", "full_match", "latency_s")
-SECONDARY_COLUMNS = ("id", "split", "full_match", "latency_s")
+CASE_COLUMNS = ("id", "split", "full_match", "latency_s")  # what each model's rows must hold
 
 
 # --- the per-case table ---------------------------------------------------------------------------------------
@@ -120,8 +119,8 @@ def pair_rows(primary: pd.DataFrame, secondary: pd.DataFrame, suite: str, signal
     """One row per case of ``suite`` answered by both models (paired by ``id``): ``primary_correct``,
     ``secondary_correct``, each model's seconds without its relevance stage, the stage's ``detector_seconds``
     (the primary's) and the primary's ``rel_<signal>`` columns. Refuses rows that do not pair."""
-    _require_columns(primary, [*PRIMARY_COLUMNS, *(SIGNAL + s for s in signals)], f"The primary's {suite} rows")
-    _require_columns(secondary, SECONDARY_COLUMNS, f"The secondary's {suite} rows")
+    _require_columns(primary, [*CASE_COLUMNS, *(SIGNAL + s for s in signals)], f"The primary's {suite} rows")
+    _require_columns(secondary, CASE_COLUMNS, f"The secondary's {suite} rows")
     for name, rows in (("primary", primary), ("secondary", secondary)):
         _check_unique(rows, f"The {name}'s {suite} rows")
         _check_outcomes(rows, f"The {name}'s {suite} rows")
@@ -314,14 +313,14 @@ def evaluate_variant(group: str, variant: str, table: pd.DataFrame, signals: Seq
     paid = any(name in PAID_SIGNALS for name in signals)
     overhead = test["detector_seconds"].to_numpy(float) if paid else np.zeros(len(test))
     cascade = run_cascade(test, scores, threshold, overhead)
-    curve = routing_curve(test["primary_correct"], test["secondary_correct"], scores,
-                          test["primary_seconds"] + overhead, test["secondary_seconds"])
     costed = test.assign(score=scores, primary_cost=test["primary_seconds"] + overhead,
                          secondary_cost=test["secondary_seconds"])
+    curve = routing_curve(costed["primary_correct"], costed["secondary_correct"], scores, costed["primary_cost"],
+                          costed["secondary_cost"])
     return VariantResult(
         group=group, variant=variant, signals=tuple(signals), model=model, threshold=threshold, threshold_met=met,
         dev_point=point, dev_secondary_accuracy=float(dev["secondary_correct"].mean()),
-        test=test.assign(score=scores, escalated=cascade.escalated, cascade_correct=cascade.correct),
+        test=costed.assign(escalated=cascade.escalated, cascade_correct=cascade.correct),
         cascade=cascade, comparison=compare_to_secondary(cascade.correct, test["secondary_correct"], seed),
         metrics=routing_metrics(costed, "score", curve), aurocs=signal_aurocs(train, test, signals))
 
