@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import sys
 
-__all__ = ["every_call_failed", "fmt", "format_by_tag", "format_summary", "print_report"]
+__all__ = ["cascade_line", "every_call_failed", "fmt", "format_by_tag", "format_summary", "print_report"]
 
 
 def print_report(result) -> int:
@@ -18,6 +18,8 @@ def print_report(result) -> int:
         print(result.params["strategy_reason"])
     if "relevance" in result.params:
         print(_relevance_line(result))
+    if "cascade_router" in result.params:
+        print(cascade_line(result.params["cascade_router"], result.results))
     print(format_summary(result.summary))
     print()
     print(format_by_tag(result.by_tag))
@@ -50,6 +52,22 @@ def _relevance_line(result) -> str:
         line += f"; dropped the calls of {overruled} of {len(rows)} decisions"
     if "relevance_seconds" in rows:
         line += f", {rows['relevance_seconds'].mean():.2f} s per case ('--relevance none' to run without it)"
+    return line
+
+
+def cascade_line(router: str, rows) -> str:
+    """What the cascade did: how many decisions it escalated, and each model's seconds per case (the secondary's
+    also per escalated case)."""
+    escalated = int(rows["cascade_escalated"].fillna(0).sum()) if "cascade_escalated" in rows else 0
+    line = f"{router}: escalated {escalated} of {len(rows)} decisions"
+    if len(rows):
+        line += f" ({100 * escalated / len(rows):.1f}%)"
+    if "cascade_primary_seconds" in rows:
+        secondary = rows["cascade_secondary_seconds"].fillna(0)
+        line += (f"; seconds per case: primary {rows['cascade_primary_seconds'].mean():.2f}, secondary "
+                 f"{secondary.mean():.2f}")
+        if escalated:
+            line += f" ({secondary.sum() / escalated:.2f} per escalated decision)"
     return line
 
 

@@ -25,12 +25,14 @@ from evals.runs import run_label
 from evals.suite import Suite, load_suite, registry_for, suite_reference
 from evals.traces import case_tracing
 from evals.tracking import check_tracking_uri, git_commit, log_run, write_json
+from tool_selection.defaults import NO_CASCADE
 from tool_selection.demo_pool import Demo, DemoPool
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, apply_spec
 from tool_selection.spec import SelectorSpec, selection_params
+from tool_selection.stuck.learned import resolve_router
 from tool_selection.tracking import tracking_uri as resolve_tracking_uri
 
 __all__ = ["case_params", "default_run_dir", "evaluate", "run_params", "selector_params", "train_demos"]
@@ -157,7 +159,8 @@ def selector_params(selector: MultiToolSelector, spec: SelectorSpec, built: Mult
         gate_model=gate_name or model_name,
         program="zero-shot" if built is not None or spec.program is None else spec.program)
     return {"program": selection.pop("program"), "program_fingerprint": program_fingerprint(selector), **selection,
-            **({"strategy_reason": selector.strategy_reason} if selector.strategy_reason else {})}
+            **({"strategy_reason": selector.strategy_reason} if selector.strategy_reason else {}),
+            **({"cascade_router": selector.cascade.describe()} if selector.cascade is not None else {})}
 
 
 def case_params(suite: str | Suite, suite_obj: Suite, cases: Suite, split: str | None,
@@ -256,14 +259,24 @@ class SelectorJob:
         if self.spec.gate.model is not None:  # a local gate model loaded as the selector's is, so one copy serves both
             gate_lm, gate_name = _lm(self.spec.gate.model, temperature=0.0, max_tokens=2, cache=self.cache,
                                      n_ctx=self.n_ctx, local_only=True)
+        secondary_lm = self._secondary_lm(model_name)
         if self.program is None:
             selector = MultiToolSelector.from_spec(self.spec, model=model_name, gate_lm=gate_lm,
-                                                   demo_pool=self.demo_pool)
+                                                   demo_pool=self.demo_pool, secondary_lm=secondary_lm)
         else:
             selector = self.program
-            apply_spec(selector, self.spec, model=model_name, gate_lm=gate_lm, demo_pool=self.demo_pool)
+            apply_spec(selector, self.spec, model=model_name, gate_lm=gate_lm, demo_pool=self.demo_pool,
+                       secondary_lm=secondary_lm)
         selector.pin_strategy(lm)
         return selector, lm, model_name, gate_name
+
+    def _secondary_lm(self, model_name: str) -> dspy.BaseLM | None:
+        """A cascade's larger model (the one its router names), built as the selector's LM is; None without one."""
+        if self.spec.cascade == NO_CASCADE:
+            return None
+        router = resolve_router(self.spec.cascade, model_name)
+        return _lm(router.secondary, temperature=self.temperature, max_tokens=self.max_tokens, cache=self.cache,
+                   n_ctx=self.n_ctx, local_only=True)[0]
 
 
 def _check_retrieve(retrieve: int, tools: ToolRegistry | None, cases: Suite) -> None:

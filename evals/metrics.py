@@ -72,6 +72,7 @@ METRICS = {
     "parse_failure_rate": ("parse_failure", "the answer could not be parsed"),
     "error_rate": ("error", "the model call failed"),
     "retrieval_recall": ("retrieval_recall", "expected tools among those retrieved for the selector (--retrieve)"),
+    "escalation_rate": ("cascade_escalated", "requests the router handed to the larger model (--cascade)"),
     "latency_s": ("latency_s", "seconds per case"),
     "input_tokens": ("input_tokens", "prompt tokens per case"),
     "output_tokens": ("output_tokens", "completion tokens per case"),

@@ -29,7 +29,7 @@ from evals.suite import Case, registry_for
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance import SIGNAL_PREFIX, Evidence, RelevanceModel, compute_signals, fit_relevance_model
-from tool_selection.relevance.model import stored
+from tool_selection.relevance.logistic import stored
 from tool_selection.relevance.signals import DECISION_SIGNALS
 
 __all__ = [

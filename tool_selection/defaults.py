@@ -4,6 +4,7 @@ Python API read their defaults from here (no imports, so reading one costs nothi
 from __future__ import annotations
 
 __all__ = [
+    "AUTO_CASCADE",
     "AUTO_RELEVANCE",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MAX_TOOL_CALLS",
@@ -19,6 +20,7 @@ __all__ = [
     "MAX_GENERATED_TOKENS",
     "MAX_SLOTS",
     "MAX_THREADS",
+    "NO_CASCADE",
     "NO_RELEVANCE",
 ]
 
@@ -47,6 +49,12 @@ DEFAULT_RELEVANCE = AUTO_RELEVANCE
 """The relevance model the harness applies: measured to help the models a relevance model ships for (see the
 relevance results page), and nothing for the others."""
 
+NO_CASCADE = "none"
+"""The cascade setting where the selector's model alone decides."""
+
+AUTO_CASCADE = "auto"
+"""The cascade setting that escalates with the router shipped for the selector's model (to the model it names)."""
+
 DEFAULT_SUITE = "treasure_hunt"
 """The suite ``toolsel eval`` and ``toolsel eval optimize`` run without ``--suite``."""
 
@@ -55,9 +63,6 @@ DEFAULT_MAX_TOKENS = 512
 
 DEFAULT_MAX_TOOL_CALLS = 10
 """Tool calls one turn of the tool-calling loop may make (failed calls count)."""
-
-DEFAULT_MAX_TOKENS = 512
-"""Tokens one decision may generate unless told (``--max-tokens``): a few calls with their arguments."""
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 """Where MLflow runs go without ``--tracking-uri`` or ``$MLFLOW_TRACKING_URI``."""

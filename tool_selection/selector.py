@@ -24,14 +24,16 @@ from typing import Any
 import dspy
 from dspy.utils.usage_tracker import UsageTracker
 
+from tool_selection.cascade import Cascade
 from tool_selection.decision import MultiToolDecision
-from tool_selection.defaults import AUTO_RELEVANCE, NO_RELEVANCE
+from tool_selection.defaults import AUTO_RELEVANCE, NO_CASCADE, NO_RELEVANCE
 from tool_selection.demo_pool import DemoPool, refuse_unusable
 from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.divide import decide_in_groups
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage, resolve_relevance
+from tool_selection.relevance.model import configured_model
 from tool_selection.spec import GateSpec, RetrievalSpec, SelectorSpec, check_strategy
 from tool_selection.strategies import (
     DEFAULT_STRATEGY,
@@ -54,6 +56,7 @@ from tool_selection.strategies.json_strategies import (
     response_schema,
 )
 from tool_selection.stuck import usage_totals
+from tool_selection.stuck.learned import resolve_router
 from tool_selection.toolset import ToolSet
 
 __all__ = ["DEMO_OMITS", "MultiToolSelector", "REASONING", "SelectTools", "ToolSelectionAdapter", "check_decision",
@@ -144,6 +147,7 @@ class MultiToolSelector(dspy.Module):
         self.gate_lm = gate_lm
         self._retriever = None
         self.relevance = _relevance_stage(relevance)
+        self.cascade: Cascade | None = None  # set from a spec's cascade (apply_spec)
 
     # the settings, read from the spec
     @property
@@ -182,7 +186,17 @@ class MultiToolSelector(dspy.Module):
     def forward(self, request: str, tools: Tools | None = None, conversation: list[dict[str, Any]] | None = None,
                 tool_choice: ToolChoice = "auto") -> dspy.Prediction:
         """The decision on ``request`` over ``tools``; ``conversation``: the turns so far (a tool-calling loop);
-        ``tool_choice="required"``: the model must call (native strategies; the relevance stage still judges)."""
+        ``tool_choice="required"``: the model must call (native strategies; the relevance stage still judges).
+        With a cascade, a larger model decides where the router judges this decision likely wrong."""
+        start = time.perf_counter()
+        prediction = self._select(request, tools, conversation, tool_choice)
+        if self.cascade is None:
+            return prediction
+        return self.cascade.after(prediction, request, tools, time.perf_counter() - start,
+                                  conversation=conversation, tool_choice=tool_choice)
+
+    def _select(self, request: str, tools: Tools | None, conversation: list[dict[str, Any]] | None,
+                tool_choice: ToolChoice) -> dspy.Prediction:
         registry = self._registry(tools)
         if self.described is not None:  # rewritten descriptions (toolsel optimize --target descriptions)
             registry = self.described.apply(registry)
@@ -339,12 +353,14 @@ class MultiToolSelector(dspy.Module):
 
     @classmethod
     def from_spec(cls, spec: SelectorSpec, *, model: str | None = None, gate_lm: dspy.BaseLM | None = None,
-                  demo_pool: DemoPool | None = None) -> MultiToolSelector:
+                  demo_pool: DemoPool | None = None, secondary_lm: dspy.BaseLM | None = None) -> MultiToolSelector:
         """The selector ``spec`` describes. ``model``: the model it will run with, which ``relevance="auto"``
-        needs now (each shipped relevance model belongs to one model; default: the configured LM's). ``gate_lm``:
-        the gate's model, already built (default: built from ``spec.gate.model``, if any). ``demo_pool``: the
-        solved requests ``spec.demos`` draws from (required with it)."""
-        return selector_from_spec(cls, spec, model=model, gate_lm=gate_lm, demo_pool=demo_pool)
+        and ``cascade="auto"`` need now (each shipped relevance model and router belongs to one model; default:
+        the configured LM's). ``gate_lm``: the gate's model, already built (default: built from
+        ``spec.gate.model``, if any). ``demo_pool``: the solved requests ``spec.demos`` draws from (required with
+        it). ``secondary_lm``: a cascade's larger model, already built (default: built from the router's)."""
+        return selector_from_spec(cls, spec, model=model, gate_lm=gate_lm, demo_pool=demo_pool,
+                                  secondary_lm=secondary_lm)
 
     def to_spec(self) -> SelectorSpec:
         """What this selector does, as a spec (its strategy as pinned; ``relevance`` is ``none`` where it runs
@@ -368,7 +384,8 @@ class MultiToolSelector(dspy.Module):
 
 # ------------------------------------------------------------------ a selector from a spec, and its spec
 def selector_from_spec(cls: type[MultiToolSelector], spec: SelectorSpec, *, model: str | None,
-                       gate_lm: dspy.BaseLM | None, demo_pool: DemoPool | None = None) -> MultiToolSelector:
+                       gate_lm: dspy.BaseLM | None, demo_pool: DemoPool | None = None,
+                       secondary_lm: dspy.BaseLM | None = None) -> MultiToolSelector:
     selector = load_program(cls, spec)
     if spec.tools is not None:
         from tool_selection.toolset import load_tool_set
@@ -378,7 +395,7 @@ def selector_from_spec(cls: type[MultiToolSelector], spec: SelectorSpec, *, mode
         from tool_selection.lm import get_lm
 
         gate_lm = get_lm(spec.gate.model, temperature=0.0, max_tokens=2)
-    apply_spec(selector, spec, model=model, gate_lm=gate_lm, demo_pool=demo_pool)
+    apply_spec(selector, spec, model=model, gate_lm=gate_lm, demo_pool=demo_pool, secondary_lm=secondary_lm)
     return selector
 
 
@@ -403,14 +420,17 @@ def load_program(cls: type[MultiToolSelector], spec: SelectorSpec) -> MultiToolS
 
 
 def apply_spec(selector: MultiToolSelector, spec: SelectorSpec, *, model: str | None,
-               gate_lm: dspy.BaseLM | None, demo_pool: DemoPool | None = None) -> None:
-    """Set ``spec``'s relevance stage, gate, retrieval, argument handling and demonstrations (from ``demo_pool``,
-    else the selector's own) on ``selector`` (a compiled one keeps its own relevance model under
-    ``relevance="auto"``), which then holds ``spec`` with what it keeps of its own (strategy, program, gate
-    threshold, retrieval, constrained decoding). Options that apply to nothing are refused."""
+               gate_lm: dspy.BaseLM | None, demo_pool: DemoPool | None = None,
+               secondary_lm: dspy.BaseLM | None = None) -> None:
+    """Set ``spec``'s relevance stage, gate, retrieval, argument handling, demonstrations (from ``demo_pool``,
+    else the selector's own) and cascade (to ``secondary_lm``, default: built from the router's secondary) on
+    ``selector`` (a compiled one keeps its own relevance model under ``relevance="auto"``), which then holds
+    ``spec`` with what it keeps of its own (strategy, program, gate threshold, retrieval, constrained decoding).
+    Options that apply to nothing are refused."""
     selector.demo_pool = demo_pool or selector.demo_pool
     refuse_unusable(spec.demos, selector.demo_pool, compiled_demos=len(inner_predict(selector.select).demos))
     _apply_relevance(selector, spec, model=model, gate_lm=gate_lm)
+    _apply_cascade(selector, spec, model=model, gate_lm=gate_lm, secondary_lm=secondary_lm)
     gate_for_stage = selector.relevance is not None and "gate" in selector.relevance.signals
     if selector.gate is None and (spec.gate.threshold is not None or gate_lm is not None and not gate_for_stage):
         raise ToolSelectionError(f"--gate-model and --gate-threshold apply to a gated strategy (gate+NAME) or the "
@@ -443,6 +463,29 @@ def _apply_relevance(selector: MultiToolSelector, spec: SelectorSpec, *, model: 
                                             gate_lm=gate_lm if selector.gate is None else None)
         if "gate" in selector.relevance.signals and gate_lm is None:
             raise ToolSelectionError("The relevance signal 'gate' asks a gate model: give --gate-model.")
+
+
+def _apply_cascade(selector: MultiToolSelector, spec: SelectorSpec, *, model: str | None,
+                   gate_lm: dspy.BaseLM | None, secondary_lm: dspy.BaseLM | None) -> None:
+    """The spec's cascade: the router for ``model`` (None: the configured LM's), the signals it reads added to the
+    relevance stage, and the secondary model's selector, built from the same spec."""
+    if spec.cascade == NO_CASCADE:
+        selector.cascade = None
+        return
+    router = resolve_router(spec.cascade, model or configured_model())
+    stage = selector.relevance
+    selector.relevance = RelevanceStage(stage.model if stage else None,
+                                        signals=[*(stage.signals if stage else ()), *router.signals],
+                                        gate_lm=stage.gate_lm if stage else None)
+    if secondary_lm is None:
+        from tool_selection.lm import get_lm, prepare_lm
+
+        secondary_lm = get_lm(router.secondary, constrained=True)
+        prepare_lm(secondary_lm)
+    secondary = selector_from_spec(MultiToolSelector, spec.model_copy(update={"cascade": NO_CASCADE}),
+                                   model=router.secondary, gate_lm=gate_lm, demo_pool=selector.demo_pool)
+    secondary.pin_strategy(secondary_lm)
+    selector.cascade = Cascade(router=router, decide=secondary, lm=secondary_lm)
 
 
 def spec_of(selector: MultiToolSelector) -> SelectorSpec:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, DEFAULT_STRATEGY, NO_RELEVANCE
+from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, DEFAULT_STRATEGY, NO_CASCADE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import flat_fields, nest
 from tool_selection.strategies.registry import GATE_PREFIX
@@ -165,13 +165,18 @@ class SelectorSpec(_Frozen, YamlValue):
         "'gate' and 'agreement', which cost model calls): without --relevance they are only recorded, to fit a "
         "relevance model on train and dev runs.",
         json_schema_extra={"cli_type": "relevance_signals", "metavar": "NAMES", "record": "never"})
+    cascade: str = Field(
+        default=NO_CASCADE, description="Hand the decisions a router judges likely wrong to a larger model, which "
+        "decides them instead: 'auto' (the router shipped for the model, which names the larger one: the embedded "
+        "0.5B model has one, to the 1.5B), a router file, or 'none' (default).",
+        json_schema_extra={"metavar": "auto|none|ROUTER_JSON"})
 
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str | None) -> str | None:
         return None if value is None else check_strategy(value)
 
-    @field_validator("program", "relevance", mode="before")
+    @field_validator("program", "relevance", "cascade", mode="before")
     @classmethod
     def _path_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value

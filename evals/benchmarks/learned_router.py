@@ -25,10 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler
 
 from evals.stats import mcnemar_exact, paired_bootstrap_ci
 from evals.stuck_bench.routing import (
@@ -40,6 +36,7 @@ from evals.stuck_bench.routing import (
     routing_metrics,
 )
 from tool_selection.errors import ToolSelectionError
+from tool_selection.stuck.learned import ROUTERS_DIR, RouterModel, fit_router
 
 __all__ = [
     "Cascade", "Comparison", "GroupData", "VariantResult", "choose_threshold", "compare_to_secondary",
@@ -55,6 +52,7 @@ FREE_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "gr
                 "dense_chosen", "bm25_best")
 PAID_SIGNALS = ("verify",)
 VARIANTS = {"free": FREE_SIGNALS, "free + verify": FREE_SIGNALS + PAID_SIGNALS}
+POOLED, SHIPPED_VARIANT = "pooled (shipped)", "free"  # the router that ships: the free detector on every group
 LEFT_OUT = {
     "tools_listed": "the number of tools listed tells the suites apart (one function in every bfcl_irrelevance "
                     "case, 2-4 in bfcl_multiple; a fixed tool set per domain suite), so it would learn which suite "
@@ -147,9 +145,11 @@ def _features(rows: pd.DataFrame, signals: Sequence[str]) -> pd.DataFrame:
     return rows[[SIGNAL + name for name in signals]].astype(float).replace([np.inf, -np.inf], np.nan)
 
 
-def fit_detector(train: pd.DataFrame, signals: Sequence[str], *, C: float = 1.0) -> Pipeline:
-    """A logistic regression of "the primary is wrong" (1 - ``primary_correct``) on the primary's signals: missing
-    values imputed with the train median (plus a was-missing indicator per signal with gaps), then standardised."""
+def fit_detector(train: pd.DataFrame, signals: Sequence[str], *, C: float = 1.0, primary: str = PRIMARY,
+                 secondary: str = SECONDARY) -> RouterModel:
+    """A router (``tool_selection.stuck.learned``): a logistic regression of "the primary is wrong"
+    (1 - ``primary_correct``) on the primary's standardised signals, a missing value read as the train mean plus a
+    learned weight for its being missing (a signal is missing where the primary made no call)."""
     features = _features(train, signals)
     empty = [name for name in signals if not features[SIGNAL + name].notna().any()]
     if empty:
@@ -159,21 +159,24 @@ def fit_detector(train: pd.DataFrame, signals: Sequence[str], *, C: float = 1.0)
     if wrong.nunique() < 2:
         raise ToolSelectionError("The primary is right on every train case or wrong on every one: a detector has "
                                  "nothing to learn; pool more suites into the group.")
-    model = Pipeline([("impute", SimpleImputer(strategy="median", add_indicator=True)),
-                      ("scale", StandardScaler()),
-                      ("fit", LogisticRegression(C=C, max_iter=1000))])
-    return model.fit(features, wrong)
+    return fit_router(features, wrong.tolist(), signals, C=C, primary=_spec(primary), secondary=_spec(secondary),
+                      trained_on={"suites": sorted(train["suite"].unique()) if "suite" in train else [],
+                                  "split": "train"})
 
 
-def wrong_probability(model: Pipeline, rows: pd.DataFrame, signals: Sequence[str]) -> np.ndarray:
+def _spec(model: str) -> str:
+    return model if ":" in model else f"local:{model}"
+
+
+def wrong_probability(model: RouterModel, rows: pd.DataFrame, signals: Sequence[str]) -> np.ndarray:
     """The detector's P(the primary is wrong) for each row."""
-    return model.predict_proba(_features(rows, signals))[:, 1]
+    return model.probabilities(_features(rows, signals))
 
 
-def detector_weights(model: Pipeline) -> dict[str, float]:
-    """The fitted coefficients on the standardised features, by feature name."""
-    names = model[:-1].get_feature_names_out()
-    return {str(name).removeprefix(SIGNAL): float(w) for name, w in zip(names, model[-1].coef_[0], strict=True)}
+def detector_weights(model: RouterModel) -> dict[str, float]:
+    """The fitted coefficients on the standardised signals, then each signal's weight when it is missing."""
+    return {**dict(zip(model.signals, model.coefficients, strict=True)),
+            **{f"{name} missing": w for name, w in zip(model.signals, model.missing, strict=True) if w}}
 
 
 def signal_aurocs(train: pd.DataFrame, test: pd.DataFrame, signals: Sequence[str]) -> pd.DataFrame:
@@ -275,7 +278,7 @@ class VariantResult:
     group: str
     variant: str
     signals: tuple[str, ...]
-    model: Pipeline
+    model: RouterModel
     threshold: float
     threshold_met: bool
     dev_point: pd.Series
@@ -303,11 +306,11 @@ def _split(table: pd.DataFrame, split: str, group: str) -> pd.DataFrame:
 
 
 def evaluate_variant(group: str, variant: str, table: pd.DataFrame, signals: Sequence[str],
-                     seed: int = 0) -> VariantResult:
+                     seed: int = 0, *, primary: str = PRIMARY, secondary: str = SECONDARY) -> VariantResult:
     """Fits the detector on ``table``'s train rows, chooses its threshold on dev and runs the cascade on test; the
     detector costs the primary's stage seconds when it reads a paid signal, nothing otherwise."""
     train, dev, test = (_split(table, split, group) for split in SPLITS)
-    model = fit_detector(train, signals)
+    model = fit_detector(train, signals, primary=primary, secondary=secondary)
     threshold, met, point = choose_threshold(dev, wrong_probability(model, dev, signals))
     scores = wrong_probability(model, test, signals)
     paid = any(name in PAID_SIGNALS for name in signals)
@@ -444,11 +447,12 @@ def auroc_rows(results: Sequence[VariantResult]) -> list[dict]:
     groups = list(dict.fromkeys(r.group for r in results))
     fullest = {g: max((r for r in results if r.group == g), key=lambda r: len(r.signals)) for g in groups}
     rows = []
-    for name in fullest[groups[0]].aurocs["signal"]:
+    for name in max((fullest[g].aurocs["signal"] for g in groups), key=len):
         row = {"signal": f"`{name}`" + (" (paid)" if name in PAID_SIGNALS else "")}
         for g in groups:
-            single = fullest[g].aurocs.set_index("signal").loc[name]
-            row[g] = f"{_rate(single['auroc'])} (wrong when {single['wrong_when']})"
+            singles = fullest[g].aurocs.set_index("signal")
+            row[g] = (f"{_rate(singles.loc[name, 'auroc'])} (wrong when {singles.loc[name, 'wrong_when']})"
+                      if name in singles.index else "-")
         rows.append(row)
     for variant in dict.fromkeys(r.variant for r in results):
         row = {"signal": f"**combined: {variant}**"}
@@ -569,9 +573,10 @@ def _intro() -> str:
 def _method() -> str:
     left_out = "; ".join(f"`{name}`: {why}" for name, why in LEFT_OUT.items())
     return (f"Free signals: {', '.join(f'`{s}`' for s in FREE_SIGNALS)}; paid: `verify` (one more model question "
-            "per case with a call). Pipeline: SimpleImputer (median of the train rows, plus a was-missing "
-            "indicator per signal that has gaps, since a signal is missing when the primary made no call), "
-            "StandardScaler, LogisticRegression (C = 1, L2). `unlisted` is 0 on every row (the strict grammar only "
+            "per case with a call). A logistic regression (scikit-learn, C = 1, L2) on the signals standardised with "
+            "their train means and spreads; a missing value counts as the train mean, and each signal also has a "
+            "weight for its being missing (a signal is missing when the primary made no call), stored as data as "
+            "`tool_selection.stuck.learned.RouterModel`. `unlisted` is 0 on every row (the strict grammar only "
             f"names listed tools) and so carries nothing. Left out: {left_out}. Signals the run did not record "
             "(see *signals computed here* under Provenance) were computed from each row's request, tools and "
             "decision with the code that records them (`evals.relevance.fill_decision_signals`, the suite's "
@@ -597,13 +602,27 @@ def _seconds_note() -> str:
 
 def run(results: Path, *, primary: str = PRIMARY, secondary: str = SECONDARY,
         seed: int = 0) -> tuple[list[GroupData], list[VariantResult]]:
-    """Every group's data and every detector's result."""
+    """Every group's data and every detector's result, then the shipped router's: the free detector fitted on the
+    train rows of every group together (``POOLED``), thresholded on their dev rows together."""
     signals = max(VARIANTS.values(), key=len)
     groups = [load_group(results, name, suites, signals, primary=primary, secondary=secondary)
               for name, suites in GROUPS.items()]
-    outcomes = [evaluate_variant(data.name, variant, data.table, variant_signals, seed=seed)
+    names = {"primary": primary, "secondary": secondary}
+    outcomes = [evaluate_variant(data.name, variant, data.table, variant_signals, seed=seed, **names)
                 for data in groups for variant, variant_signals in VARIANTS.items()]
+    pooled = pd.concat([data.table for data in groups], ignore_index=True)
+    outcomes.append(evaluate_variant(POOLED, SHIPPED_VARIANT, pooled, VARIANTS[SHIPPED_VARIANT], seed=seed, **names))
     return groups, outcomes
+
+
+def shipped_router(result: VariantResult) -> RouterModel:
+    """The pooled free detector as the router that ships: its dev threshold (escalate none: 1.0) and dev figures."""
+    threshold = 1.0 if math.isinf(result.threshold) else result.threshold
+    return result.model.with_threshold(threshold, {
+        "rule": THRESHOLD_RULE,
+        "within_tolerance": result.threshold_met, "escalation_rate": float(result.dev_point["escalation_rate"]),
+        "cascade_accuracy": float(result.dev_point["accuracy"]),
+        "secondary_accuracy": result.dev_secondary_accuracy})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -615,6 +634,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--primary", default=PRIMARY, help=f"The primary's folder name (default: {PRIMARY}).")
     parser.add_argument("--secondary", default=SECONDARY, help=f"The secondary's folder name (default: {SECONDARY}).")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the bootstrap (default: 0).")
+    parser.add_argument("--save", nargs="?", const=str(ROUTERS_DIR), metavar="DIR",
+                        help="Write the pooled free detector as the primary's router, <primary>.json in DIR "
+                             "(default: the shipped routers' folder, tool_selection/stuck/routers).")
     args = parser.parse_args(argv)
     from evals.tracking import git_commit
 
@@ -627,6 +649,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"page: {args.out}")
     else:
         print(page)
+    if args.save:
+        router = shipped_router(outcomes[-1])
+        path = router.save(Path(args.save) / f"{args.primary}.json")
+        print(f"router: {path} ({router.fingerprint}, escalates at P(wrong) >= {router.threshold:.3f})")
     return 0
 
 

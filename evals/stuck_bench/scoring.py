@@ -12,6 +12,7 @@ from dspy.utils.usage_tracker import UsageTracker
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.relevance.stage import recorded_signals
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import STRUCTURED_STRATEGY
 from tool_selection.stuck import Attempt, DetectorUnavailable, StuckDetector, capture_generation, make_sampler
@@ -50,12 +51,13 @@ class StuckScoredSelector(MultiToolSelector):
         registry = self._registry(tools)
         attempt = Attempt(request=request, decision=prediction.decision, tools=registry,
                           generation=captured.generation,
+                          features=recorded_signals(getattr(prediction, "row_extras", None)),
                           sampler=make_sampler(lambda r, t: MultiToolSelector.forward(self, r, t), request, registry))
         extras: dict[str, Any] = {}
         with dspy.context(usage_tracker=UsageTracker()):  # detector calls are not the decision's cost
             for detector in self.detectors:
                 extras.update(detector_columns(detector, attempt))
-        prediction.row_extras = extras
+        prediction.row_extras = {**(getattr(prediction, "row_extras", None) or {}), **extras}
         return prediction
 
 

@@ -27,8 +27,9 @@ class BenchSettings(BaseModel):
     """The benchmark's own settings (besides the suite, the pairs and their costs; the selection strategy is the
     ``SelectorSpec``'s, the cases, generation limit and cache the ``RunConfig``'s).
 
-    ``detectors``: names, or one comma-separated string (default: every registered detector); ``thresholds``: a
-    list within [0, 1], or ``START:STOP:STEP`` / ``a,b,c`` (``parse_thresholds``); the threshold is chosen on
+    ``detectors``: names, or one comma-separated string (default: every registered detector but those built
+    from a fitted file); ``thresholds``: a list within [0, 1], or ``START:STOP:STEP`` / ``a,b,c``
+    (``parse_thresholds``); the threshold is chosen on
     ``dev_split`` and reported on ``test_split``. ``consistency_k`` and ``temperature``: the detectors' samples.
     ``live_threshold``: also run the collaboration protocol on the test split at that threshold, with ``strategy``
     (``guide``, the one the offline sweep cannot measure, unless told otherwise) and ``live_detector`` (default:
@@ -36,7 +37,7 @@ class BenchSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    detectors: list[str] = Field(default_factory=detector_names)
+    detectors: list[str] = Field(default_factory=lambda: detector_names(fitted=False))
     thresholds: list[float] = Field(default_factory=lambda: parse_thresholds(DEFAULT_THRESHOLDS))
     dev_split: str = "dev"
     test_split: str = "test"

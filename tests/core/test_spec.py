@@ -78,8 +78,8 @@ def test_the_relevance_model_is_resolved_when_the_selector_is_built(monkeypatch,
     x, y = table()
     fit_relevance_model(x, y, ["unlisted", "grounded_args"]).save(tmp_path / "tiny.json")
     monkeypatch.setattr(relevance_model, "SHIPPED_DIR", tmp_path)
-    with dspy.context(lm=None), pytest.raises(ToolSelectionError, match="relevance='auto' applies the relevance "
-                                                                        "model shipped for the model the selector "
+    with dspy.context(lm=None), pytest.raises(ToolSelectionError, match="relevance='auto' and cascade='auto' apply "
+                                                                        "what ships for the model the selector "
                                                                         "runs with: pass model="):
         MultiToolSelector.from_spec(SelectorSpec())
     selector = MultiToolSelector.from_spec(SelectorSpec(), model="local:tiny")
@@ -102,7 +102,7 @@ def test_a_relevance_setting_given_to_the_constructor_resolves_as_a_specs(monkey
     assert selector.relevance.model.signals == ("unlisted", "grounded_args") and selector.spec.relevance == "auto"
     none = MultiToolSelector(TOOLS, relevance="none")
     assert none.relevance is None and none.to_spec().relevance == "none"
-    with dspy.context(lm=None), pytest.raises(ToolSelectionError, match="relevance='auto' applies"):
+    with dspy.context(lm=None), pytest.raises(ToolSelectionError, match="relevance='auto' and cascade='auto' apply"):
         MultiToolSelector(TOOLS, relevance="auto")
 
 

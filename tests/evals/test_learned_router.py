@@ -153,3 +153,29 @@ def test_the_page_names_its_inputs_and_warns_about_the_latencies():
                          today="2026-01-01")
     assert "`results/relevance/m/mini/results.parquet`" in page and "`python -m x`" in page
     assert "not all measured with the machine to itself" in page and "**mini, free: pays**" in page
+
+
+def test_the_router_is_fitted_on_train_rows_only():
+    table, _ = paired_table()
+    scrambled = table.copy()
+    held_out = scrambled["split"] != "train"
+    scrambled.loc[held_out, "rel_call_open"] = -scrambled.loc[held_out, "rel_call_open"]
+    scrambled.loc[held_out, "primary_correct"] = 1 - scrambled.loc[held_out, "primary_correct"]
+    first, second = (evaluate_variant("mini", "free", t, SIGNALS) for t in (table, scrambled))
+    assert first.model == second.model  # dev and test rows changed, the fit did not
+    assert first.model.trained_on["rows"] == int((table["split"] == "train").sum())
+
+
+def test_the_shipped_router_carries_its_dev_threshold_and_loads_back(tmp_path):
+    from evals.benchmarks.learned_router import shipped_router
+    from tool_selection.stuck.learned import RouterModel
+
+    table, _ = paired_table()
+    result = evaluate_variant("mini", "free", table, SIGNALS)
+    router = shipped_router(result)
+    assert router.threshold == result.threshold and router.dev["within_tolerance"]
+    assert router.primary == "local:qwen2.5-coder-0.5b" and router.secondary == "local:qwen2.5-coder-1.5b"
+    loaded = RouterModel.load(router.save(tmp_path / "qwen2.5-coder-0.5b.json"))
+    assert loaded == router and loaded.fingerprint == router.fingerprint
+    test = table[table["split"] == "test"]
+    assert (loaded.probabilities(test) >= loaded.threshold).tolist() == result.cascade.escalated.tolist()

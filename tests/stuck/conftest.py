@@ -10,6 +10,7 @@ from dspy.clients.engines.dummy_engine import AsyncDummyEngine, DummyEngine
 from dspy.lm15 import Message, Response, TextPart, TokenLogprob, Usage
 from dspy.utils.dummies import DummyLM
 
+from tests.lm.conftest import fresh_cache, make_lm  # noqa: F401  (the scripted local-engine LM fixtures)
 from tool_selection.interop import from_openai
 from tool_selection.selector import ToolSelectionAdapter
 

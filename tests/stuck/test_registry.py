@@ -23,7 +23,7 @@ from tool_selection.stuck import (
     register_detector,
 )
 
-KNOWN = "heuristic, validation, confidence, confidence_min, consistency, combined"
+KNOWN = "heuristic, validation, confidence, confidence_min, consistency, combined, learned"
 PAIR = {"primary": "local:qwen2.5-coder-0.5b", "secondary": "local:qwen2.5-coder-1.5b"}
 
 

@@ -31,6 +31,7 @@ from tool_selection.decision import MultiToolDecision
 from tool_selection.errors import ToolSelectionError
 from tool_selection.escalation import CollaborationStrategy, EscalationPolicy
 from tool_selection.registry import ToolRegistry
+from tool_selection.relevance.stage import recorded_signals
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter, render_tools
 from tool_selection.stuck import (
     Attempt,
@@ -150,9 +151,11 @@ class ModelCollaborationProtocol(dspy.Module):
                 rollout_id=RETRY_ROLLOUT_BASE + attempt_index, temperature=self.temperature)
             with self._role(primary, lm):
                 with capture_generation() as captured:
-                    decision = self.selector(request=request, tools=registry).decision
+                    prediction = self.selector(request=request, tools=registry)
+                decision = prediction.decision
                 attempt = Attempt(request=request, decision=decision, tools=registry, generation=captured.generation,
-                                  sampler=make_sampler(self._decide, request, registry, lm))
+                                  sampler=make_sampler(self._decide, request, registry, lm),
+                                  features=recorded_signals(getattr(prediction, "row_extras", None)))
                 signals.append(self.detector(attempt))
             if signals[-1].score < self.threshold:
                 return self._finish("primary", decision, signals, primary, secondary, None)

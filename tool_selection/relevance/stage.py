@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,9 +32,15 @@ from tool_selection.relevance.signals import (
 )
 from tool_selection.strategies.gate import TOP_LOGPROBS
 
-__all__ = ["RelevanceStage", "SIGNAL_PREFIX"]
+__all__ = ["RelevanceStage", "SIGNAL_PREFIX", "recorded_signals"]
 
 SIGNAL_PREFIX = "rel_"
+
+
+def recorded_signals(extras: Mapping[str, Any] | None) -> dict[str, float]:
+    """The relevance signals a decision's row holds (its ``rel_<signal>`` columns), by signal name."""
+    return {key.removeprefix(SIGNAL_PREFIX): value for key, value in (extras or {}).items()
+            if key.startswith(SIGNAL_PREFIX) and isinstance(value, int | float)}
 
 
 class RelevanceStage:

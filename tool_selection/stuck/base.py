@@ -81,6 +81,7 @@ class Attempt:
     generation: Generation | None = None
     sampler: Sampler | None = None
     signals: dict[str, StuckSignal] = field(default_factory=dict)  # filled as detectors run; reused by combined
+    features: dict[str, float] = field(default_factory=dict)  # the selection's relevance signals, by name
 
 
 class StuckDetector(ABC):
@@ -88,11 +89,13 @@ class StuckDetector(ABC):
 
     A subclass sets ``name`` (its registry name, see ``register_detector``) and implements ``detect``; it builds
     itself from the shared ``DetectorOptions`` in ``from_options`` when it takes any of them. ``composite``
-    detectors combine others' scores and cannot be components themselves."""
+    detectors combine others' scores and cannot be components themselves; ``needs_model_file`` ones are built from
+    a fitted file (a benchmark's default detectors leave them out)."""
 
     name: ClassVar[str]
     needs_logprobs: ClassVar[bool] = False
     composite: ClassVar[bool] = False
+    needs_model_file: ClassVar[bool] = False  # built from fitted data (``router``), not from defaults alone
 
     @classmethod
     def from_options(cls, options: DetectorOptions) -> StuckDetector:

@@ -41,7 +41,7 @@ DEFAULT_COMPONENTS = ("heuristic", "validation", "confidence")
 MIN_SAMPLES = 2  # agreement needs two samples
 MAX_SAMPLES = 20
 MAX_TEMPERATURE = 2.0
-BUILT_IN_DETECTORS = ("heuristic", "validation", "confidence", "confidence_min", "consistency", "combined")
+BUILT_IN_DETECTORS = ("heuristic", "validation", "confidence", "confidence_min", "consistency", "combined", "learned")
 """The built-in detectors, in the order the benchmark reports them (their modules register them when loaded)."""
 
 
@@ -52,17 +52,20 @@ class DetectorConfigError(ToolSelectionError, ValueError):
 DETECTORS: Registry[type] = Registry(
     "stuck detector", group="tool_selection.stuck_detectors", check="tool_selection.stuck.base:check_detector_class",
     error=DetectorConfigError, conflict_error=DetectorConfigError, declared=BUILT_IN_DETECTORS,
-    builtins=["tool_selection.stuck.heuristic", "tool_selection.stuck.detectors", "tool_selection.stuck.logprobs"])
+    builtins=["tool_selection.stuck.heuristic", "tool_selection.stuck.detectors", "tool_selection.stuck.logprobs",
+              "tool_selection.stuck.learned"])
 """The stuck detectors by name: the built-in ones, those registered with ``register_detector``, and those of the
 ``tool_selection.stuck_detectors`` entry-point group."""
 
 register_detector = DETECTORS.register
 
 
-def detector_names(*, composite: bool = True) -> list[str]:
+def detector_names(*, composite: bool = True, fitted: bool = True) -> list[str]:
     """The registered names (the built-in ones in the benchmark's order); without the composite ones
-    (``combined``) when ``composite=False``."""
-    return [name for name, cls in DETECTORS.items() if composite or not cls.composite]
+    (``combined``) when ``composite=False``, without those built from a fitted file (``learned``) when
+    ``fitted=False``."""
+    return [name for name, cls in DETECTORS.items()
+            if (composite or not cls.composite) and (fitted or not cls.needs_model_file)]
 
 
 def detector_class(name: str) -> type:
@@ -85,7 +88,7 @@ Temperature = Annotated[float, Field(gt=0.0, le=MAX_TEMPERATURE,
 class DetectorOptions(BaseModel):
     """What detectors are built with. Each detector takes the options it uses (``StuckDetector.from_options``):
     ``consistency`` its samples and temperature, ``combined`` its components, combination and weights,
-    ``heuristic`` the keyword arguments of ``HeuristicDetector``."""
+    ``heuristic`` the keyword arguments of ``HeuristicDetector``, ``learned`` its ``router``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -96,11 +99,13 @@ class DetectorOptions(BaseModel):
     components: list[str] = Field(default_factory=lambda: list(DEFAULT_COMPONENTS))
     weights: list[float] | None = None
     heuristic: dict[str, Any] = Field(default_factory=dict)
+    router: str | None = Field(default=None, description="The learned detector's router: a router file, or the model "
+                               "a router ships for (qwen2.5-coder-0.5b).")
 
     @field_validator("components")
     @classmethod
     def _known_components(cls, value: list[str]) -> list[str]:
-        allowed = detector_names(composite=False)
+        allowed = detector_names(composite=False, fitted=False)
         bad = [c for c in value if c not in allowed]
         if bad or not value:
             unknown = f"Unknown combined component(s) {bad}: " if bad else ""
