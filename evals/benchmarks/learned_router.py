@@ -567,7 +567,10 @@ def _intro() -> str:
             "its answer leaves behind scores P(the primary is wrong), and a case scoring at least the threshold "
             "is escalated to the secondary (qwen2.5-coder-1.5b), whose answer it takes. One detector per group, "
             f"fitted on the group's train rows ({groups}), its threshold chosen on dev, reported on test. Two "
-            "detectors each: the free signals only, and with the paid `verify` signal too.")
+            "detectors each: the free signals only, and with the paid `verify` signal too. Last, the router that "
+            "ships (`tool_selection/stuck/routers/`, `toolsel eval --cascade auto`, written by `--save`): the free "
+            "detector fitted on the train rows of every group together, thresholded on their dev rows together "
+            "(*pooled*); [the cascade page](cascade.md) runs it live.")
 
 
 def _method() -> str:

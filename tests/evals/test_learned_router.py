@@ -179,3 +179,20 @@ def test_the_shipped_router_carries_its_dev_threshold_and_loads_back(tmp_path):
     assert loaded == router and loaded.fingerprint == router.fingerprint
     test = table[table["split"] == "test"]
     assert (loaded.probabilities(test) >= loaded.threshold).tolist() == result.cascade.escalated.tolist()
+
+
+def test_the_live_page_pairs_the_cascade_with_the_larger_model_on_the_same_cases():
+    from evals.benchmarks.live_cascade import cascade_table
+
+    n = 40
+    table = pd.DataFrame({"escalated": [float(i % 4 == 0) for i in range(n)],
+                          "primary_seconds": 1.0, "secondary_seconds": [3.0 if i % 4 == 0 else 0.0 for i in range(n)],
+                          "small_correct": [float(i % 4 != 0) for i in range(n)], "large_correct": 1.0,
+                          "cascade_correct": 1.0, "small_s": 1.0, "large_s": 4.0,
+                          "cascade_s": [4.0 if i % 4 == 0 else 1.0 for i in range(n)]})
+    row = cascade_table(table, "mini")
+    assert row["escalated %"] == "25.0" and row["cascade - 1.5B [95% CI]"].startswith("+0.0")
+    assert row["ratio to 1.5B"] == "0.44" and row["pays"] == "yes"
+    assert row["cascade: primary + secondary s"] == "1.00 + 0.75"
+    slower = table.assign(cascade_s=5.0)
+    assert cascade_table(slower, "mini")["pays"] == "no"  # as accurate, but not cheaper

@@ -1,0 +1,190 @@
+"""The shipped router run live (issue #49, item 3): ``toolsel eval --cascade auto`` against each model alone on the
+same cases, and the live run checked against the offline figures.
+
+    python -m evals.benchmarks.live_cascade [--runs results/cascade] [--out docs/results/cascade.md]
+
+Reads kept runs under ``--runs`` named ``<kind>-<suite>``: ``cascade`` (the 0.5B with ``--cascade auto``),
+``small`` (the 0.5B alone), ``large`` (the 1.5B alone), all with the default selector, and ``agree`` (the cascade
+with the selector the router's rows were recorded with: ``native-strict``, no relevance model). For each suite and
+pooled: accuracy of each, the cascade against the 1.5B (paired bootstrap interval, McNemar's exact p), escalation
+and seconds per case, and the verdict of ``learned_router.pays``. The agreement run is set against the router
+applied offline to the kept relevance rows of the same cases (``results/relevance``): the same escalations, the
+same primary decisions, the same final scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evals.benchmarks.learned_router import PRIMARY, RESULTS, SECONDARY, compare_to_secondary, pays
+from evals.runner import load_results
+from tool_selection.errors import ToolSelectionError
+from tool_selection.stuck.learned import shipped_router
+
+__all__ = ["agreement", "cascade_table", "main", "markdown_page"]
+
+RUNS = Path("results/cascade")
+KINDS = ("cascade", "small", "large")
+SUITES = ("multiple", "irrelevance")
+
+
+def _run(runs: Path, kind: str, suite: str) -> tuple[pd.DataFrame, dict]:
+    folder = runs / f"{kind}-{suite}"
+    if not (folder / "summary.json").is_file():
+        raise ToolSelectionError(f"No finished run in {folder}: run toolsel eval --suite bfcl:{suite} --split test "
+                                 f"(see the page's commands) with --run-dir {folder}.")
+    return load_results(folder), json.loads((folder / "summary.json").read_text())["params"]
+
+
+def _paired(runs: Path, suite: str) -> tuple[pd.DataFrame, dict]:
+    """One row per case: each kind's score and seconds, and the cascade's escalation and per-model seconds."""
+    tables, params = {}, {}
+    for kind in KINDS:
+        tables[kind], params[kind] = _run(runs, kind, suite)
+    ids = set(tables["cascade"]["id"])
+    if any(set(t["id"]) != ids for t in tables.values()):
+        raise ToolSelectionError(f"The {suite} runs do not hold the same cases: run each on the same split.")
+    cascade = tables["cascade"].set_index("id")
+    table = pd.DataFrame({"suite": suite, "escalated": cascade["cascade_escalated"].astype(float),
+                          "primary_seconds": cascade["cascade_primary_seconds"].astype(float),
+                          "secondary_seconds": cascade["cascade_secondary_seconds"].astype(float)})
+    for kind in KINDS:
+        rows = tables[kind].set_index("id")
+        table[f"{kind}_correct"] = rows["full_match"].astype(float)
+        table[f"{kind}_s"] = rows["latency_s"].astype(float)
+    return table.reset_index(), params
+
+
+def cascade_table(table: pd.DataFrame, label: str) -> dict:
+    """One row of the page's table: each model, the cascade, the paired comparison with the 1.5B, seconds."""
+    comparison = compare_to_secondary(table["cascade_correct"], table["large_correct"])
+    cascade_s, large_s = table["cascade_s"].mean(), table["large_s"].mean()
+    return {"suite": label, "cases": len(table), "0.5B %": _pct(table["small_correct"].mean()),
+            "1.5B %": _pct(table["large_correct"].mean()), "cascade %": _pct(table["cascade_correct"].mean()),
+            "cascade - 1.5B [95% CI]": f"{100 * comparison.difference:+.1f} [{100 * comparison.ci_low:+.1f}, "
+                                       f"{100 * comparison.ci_high:+.1f}]",
+            "McNemar p": f"{comparison.p_value:.3g} ({comparison.cascade_only} vs {comparison.secondary_only})",
+            "escalated %": _pct(table["escalated"].mean()),
+            "s/case 0.5B / 1.5B / cascade": f"{table['small_s'].mean():.2f} / {large_s:.2f} / {cascade_s:.2f}",
+            "cascade: primary + secondary s": f"{table['primary_seconds'].mean():.2f} + "
+                                              f"{table['secondary_seconds'].mean():.2f}",
+            "ratio to 1.5B": f"{cascade_s / large_s:.2f}",
+            "pays": "yes" if pays(comparison, cascade_s, large_s) else "no"}
+
+
+def agreement(runs: Path, relevance: Path, suite: str) -> dict | None:
+    """The agreement run against the router applied to the kept relevance rows of the same cases (None without
+    an agreement run)."""
+    folder = runs / f"agree-{suite}"
+    if not (folder / "summary.json").is_file():
+        return None
+    live = load_results(folder).set_index("id")
+    router = shipped_router(PRIMARY)
+    kept = load_results(relevance / PRIMARY / f"bfcl_{suite}").set_index("id").loc[live.index]
+    large = load_results(relevance / SECONDARY / f"bfcl_{suite}").set_index("id").loc[live.index]
+    offline_p = router.probabilities(kept)
+    offline_escalated = offline_p >= router.threshold
+    offline_correct = np.where(offline_escalated, large["full_match"], kept["full_match"]).astype(float)
+    same_primary = [json.loads(calls) == _names(row) for calls, row in
+                    zip(live["cascade_primary_calls"], kept.to_dict("records"), strict=True)]
+    escalated = live["cascade_escalated"].astype(bool).to_numpy()
+    return {"suite": suite, "cases": len(live),
+            "same primary tool names %": _pct(float(np.mean(same_primary))),
+            "same escalation %": _pct(float(np.mean(escalated == offline_escalated))),
+            "escalated live / offline %": f"{_pct(escalated.mean())} / {_pct(offline_escalated.mean())}",
+            "max |P live - P offline|": f"{np.max(np.abs(live['cascade_wrong_p'].to_numpy(float) - offline_p)):.3f}",
+            "accuracy live / offline %": f"{_pct(live['full_match'].mean())} / {_pct(offline_correct.mean())}",
+            "same final score %": _pct(float(np.mean(live["full_match"].to_numpy(float) == offline_correct)))}
+
+
+def _names(row: dict) -> list[str]:
+    calls = row.get("predicted")
+    parsed = json.loads(calls) if isinstance(calls, str) else (calls or [])
+    return [call.get("tool_name") or call.get("name") for call in parsed]
+
+
+def _pct(value: float) -> str:
+    return "-" if value is None or np.isnan(value) else f"{100 * value:.1f}"
+
+
+def _table(rows: list[dict]) -> str:
+    from tool_selection.conversations.summary import format_table
+
+    return format_table(rows, list(rows[0])) if rows else "(none)"
+
+
+def markdown_page(rows: list[dict], agreements: list[dict], params: dict, *, command: str, commit: str,
+                  today: str) -> str:
+    router = shipped_router(PRIMARY)
+    return "\n".join([
+        "# The 0.5B -> 1.5B cascade, live", "",
+        f"Generated by `{command}` on {today} at commit `{commit}`, from kept runs (`results/cascade/`).", "",
+        f"`toolsel eval --cascade auto` with the router that ships for the 0.5B model (`{router.fingerprint}`, "
+        f"fitted on the train rows of {', '.join(router.trained_on.get('suites', []))}, escalating at P(wrong) >= "
+        f"{router.threshold:.3f}, chosen on their dev rows; see [the offline page](learned-router.md)): the 0.5B "
+        "decides with the default selector, the router reads the relevance signals of its decision, and the 1.5B "
+        "decides the request again where the router escalates. Against each model alone on the same BFCL test "
+        "cases (the test split of each category, as the offline page's).", "",
+        "## Test: the cascade against each model alone", "", _table(rows), "",
+        "Full match in points; the interval is the paired bootstrap 95% interval of cascade minus 1.5B, McNemar's "
+        "exact p beside the cases only the cascade / only the 1.5B gets right. Seconds per case as recorded (the "
+        "cascade's: its primary's selection, the router, and the 1.5B's selection where escalated). It pays when "
+        "it is not significantly below the 1.5B at fewer seconds per case. The issue's target: within one point "
+        "of the 1.5B at <= 0.8x its seconds.", "",
+        "## The live cascade against the offline figures", "",
+        _table(agreements) if agreements else "(no agreement run kept)", "",
+        "The cascade run with the selector the router's rows were recorded with (`--strategy native-strict "
+        "--relevance none --cascade auto`), case by case against the same router applied to the kept rows of "
+        "`results/relevance/` (recorded at an older commit) and the 1.5B's kept answers there. Where the 0.5B's "
+        "answer today is the one those rows hold, the router's P(wrong) and its escalation are the same: a "
+        "difference comes from a changed answer (the code changed since those rows) or a signal recomputed on "
+        "another machine.", "",
+        "## Runs", "", _table([{"run": kind, "command": f"`toolsel eval {value}`"} for kind, value in params.items()]),
+        ""])
+
+
+COMMANDS = {
+    "cascade": "--suite bfcl:SUITE --model local:qwen2.5-coder-0.5b --cascade auto --split test --no-cache",
+    "small": "--suite bfcl:SUITE --model local:qwen2.5-coder-0.5b --split test --no-cache",
+    "large": "--suite bfcl:SUITE --model local:qwen2.5-coder-1.5b --split test --no-cache",
+    "agree": "--suite bfcl:multiple --model local:qwen2.5-coder-0.5b --strategy native-strict --relevance none "
+             "--cascade auto --split test --no-cache",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.live_cascade",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", default=str(RUNS), help=f"Folder of kept runs (default: {RUNS}).")
+    parser.add_argument("--relevance", default=str(RESULTS), help=f"The kept relevance rows (default: {RESULTS}).")
+    parser.add_argument("--out", help="Write the markdown page here (default: print it).")
+    args = parser.parse_args(argv)
+    from evals.tracking import git_commit
+
+    runs = Path(args.runs)
+    tables = [_paired(runs, suite)[0] for suite in SUITES]
+    rows = [cascade_table(t, f"bfcl_{suite}") for t, suite in zip(tables, SUITES, strict=True)]
+    rows.append(cascade_table(pd.concat(tables, ignore_index=True), "both"))
+    agreements = [a for suite in SUITES if (a := agreement(runs, Path(args.relevance), suite)) is not None]
+    command = " ".join(["python -m evals.benchmarks.live_cascade",
+                        *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+    page = markdown_page(rows, agreements, COMMANDS, command=command, commit=git_commit(),
+                         today=date.today().isoformat())
+    if args.out:
+        Path(args.out).write_text(page, encoding="utf-8")
+        print(f"page: {args.out}")
+    else:
+        print(page)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
