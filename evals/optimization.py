@@ -48,7 +48,7 @@ from evals.optimizers import (
 from evals.runner import EvalResult
 from evals.suite import Suite, load_suite, registry_for
 from tool_selection.compiled import Manifest, keep_signature_fields, save_compiled, tool_fingerprint
-from tool_selection.defaults import NO_RELEVANCE
+from tool_selection.defaults import NO_CASCADE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance import RelevanceStage, resolve_relevance
 from tool_selection.run_config import RunConfig
@@ -133,6 +133,10 @@ def optimize(suite: str | Suite, model: str | dspy.BaseLM, settings: OptimizeSet
     run = run or RunConfig()
     settings = OptimizeSettings.build(settings, **fields)
     spec = selector or SelectorSpec(relevance=NO_RELEVANCE)
+    if spec.cascade != NO_CASCADE:
+        raise ToolSelectionError(f"--cascade {spec.cascade} hands decisions to another model, which a compiled "
+                                 "program cannot hold: optimize without it, then evaluate the compiled program with "
+                                 "--cascade (toolsel eval --program DIR --cascade auto).")
     if run.mlflow:
         from evals.tracking import check_tracking_uri
 

@@ -137,3 +137,11 @@ def test_a_cascade_runs_summary_says_how_much_it_escalated_and_what_each_model_s
     line = cascade_line("cascade to local:qwen2.5-coder-1.5b (router abc at P(wrong) >= 0.500)", rows)
     assert line.endswith("escalated 2 of 4 decisions (50.0%); seconds per case: primary 1.50, secondary 2.50 "
                          "(5.00 per escalated decision)")
+
+
+def test_optimizing_a_cascade_is_refused_with_the_fix():
+    from evals.optimization import optimize
+    from tool_selection.errors import ToolSelectionError
+
+    with pytest.raises(ToolSelectionError, match="optimize without it, then evaluate the compiled program"):
+        optimize("treasure_hunt", "local:qwen2.5-coder-0.5b", selector=SelectorSpec(cascade="auto"))
