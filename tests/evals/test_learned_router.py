@@ -196,3 +196,31 @@ def test_the_live_page_pairs_the_cascade_with_the_larger_model_on_the_same_cases
     assert row["cascade: primary + secondary s"] == "1.00 + 0.75"
     slower = table.assign(cascade_s=5.0)
     assert cascade_table(slower, "mini")["pays"] == "no"  # as accurate, but not cheaper
+
+
+def test_the_live_page_is_made_from_kept_runs_and_names_each_command(tmp_path):
+    import json as json_module
+
+    from evals.benchmarks.live_cascade import main as live_main
+
+    def write(folder, rows):
+        folder.mkdir(parents=True)
+        (folder / "results.jsonl").write_text("".join(json_module.dumps(r) + "\n" for r in rows))
+        (folder / "summary.json").write_text(json_module.dumps({"params": {"cases": len(rows)}}))
+
+    for suite in ("multiple", "irrelevance"):
+        ids = [f"{suite}_{i}" for i in range(20)]
+        escalate = [i < 5 for i in range(20)]
+        write(tmp_path / f"cascade-{suite}", [
+            {"id": c, "full_match": 1.0, "latency_s": 4.0 if e else 1.0, "cascade_escalated": float(e),
+             "cascade_wrong_p": 0.9 if e else 0.1, "cascade_primary_seconds": 1.0,
+             "cascade_secondary_seconds": 3.0 if e else 0.0} for c, e in zip(ids, escalate, strict=True)])
+        write(tmp_path / f"large-{suite}", [{"id": c, "full_match": 1.0, "latency_s": 3.0} for c in ids])
+        write(tmp_path / f"small-{suite}", [{"id": c, "full_match": 0.0 if e else 1.0, "latency_s": 1.0}
+                                           for c, e in zip(ids, escalate, strict=True)])
+    out = tmp_path / "cascade.md"
+    assert live_main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "| both | 40 | 75.0 | 100.0 | 100.0 | +0.0 [+0.0, +0.0]" in page  # the cascade recovers every mistake
+    assert "| 20.0 | 95.0 | 100.0 | 1.60 (0.53x) |" in page  # the frontier: 8 of the 10 mistakes escalated
+    assert "| yes |" in page and "(no agreement run kept)" in page and "--cascade auto" in page
