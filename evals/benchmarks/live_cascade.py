@@ -204,7 +204,7 @@ COMMANDS = {
              "its test cases)",
     "large": "--suite bfcl:SUITE --model local:qwen2.5-coder-1.5b --split test --no-cache",
     "agree": "--suite bfcl:multiple --model local:qwen2.5-coder-0.5b --strategy native-strict --relevance none "
-             "--cascade auto --split test --limit 30 --no-cache",
+             "--cascade auto --split test --no-cache",
 }
 
 
