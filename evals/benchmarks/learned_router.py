@@ -339,7 +339,7 @@ class GroupData:
     sources: list[dict]
 
 
-def _run_rows(results: Path, model: str, suite: str, signals: Sequence[str]) -> tuple[pd.DataFrame, dict]:
+def run_rows(results: Path, model: str, suite: str, signals: Sequence[str]) -> tuple[pd.DataFrame, dict]:
     from evals.relevance import fill_decision_signals
     from evals.runner import load_results
     from tool_selection.relevance.signals import DECISION_SIGNALS
@@ -379,8 +379,8 @@ def load_group(results: Path, group: str, suites: Sequence[str], signals: Sequen
     """The paired rows of ``suites`` for ``primary`` and ``secondary`` (``results/<model>/<suite>/``)."""
     tables, sources = [], []
     for suite in suites:
-        primary_rows, primary_source = _run_rows(results, primary, suite, signals)
-        secondary_rows, secondary_source = _run_rows(results, secondary, suite, ())
+        primary_rows, primary_source = run_rows(results, primary, suite, signals)
+        secondary_rows, secondary_source = run_rows(results, secondary, suite, ())
         tables.append(pair_rows(primary_rows, secondary_rows, suite, signals))
         sources += [primary_source, secondary_source]
     return GroupData(group, pd.concat(tables, ignore_index=True), sources)

@@ -9,8 +9,8 @@ Reads kept runs under ``--runs`` named ``<kind>-<suite>``: ``cascade`` (the 0.5B
 recorded with: ``native-strict``, no relevance model). For each suite and
 pooled: accuracy of each, the cascade against the 1.5B (paired bootstrap interval, McNemar's exact p), escalation
 and seconds per case, and the verdict of ``learned_router.pays``. The agreement run is set against the router
-applied offline to the kept relevance rows of the same cases (``results/relevance``): the same escalations, the
-same primary decisions, the same final scores.
+applied offline to the kept relevance rows of the same cases (``results/relevance``, a signal those rows lack computed as
+the offline page computes it): the same escalations, the same primary decisions, the same final scores.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evals.benchmarks.learned_router import PRIMARY, RESULTS, SECONDARY, compare_to_secondary, pays
+from evals.benchmarks.learned_router import PRIMARY, RESULTS, SECONDARY, compare_to_secondary, pays, run_rows
 from evals.runner import load_results
 from tool_selection.errors import ToolSelectionError
 from tool_selection.stuck.learned import shipped_router
@@ -94,7 +94,15 @@ def cascade_table(table: pd.DataFrame, label: str) -> dict:
             "cascade: primary + secondary s": f"{table['primary_seconds'].mean():.2f} + "
                                               f"{table['secondary_seconds'].mean():.2f}",
             "ratio to 1.5B": f"{cascade_s / large_s:.2f}",
+            "not escalated: scored as the 0.5B alone": _same_as_alone(table),
             "pays": "yes" if pays(comparison, cascade_s, large_s) else "no"}
+
+
+def _same_as_alone(table: pd.DataFrame) -> str:
+    """On the cases the router kept, how many the cascade scored as the 0.5B alone did (all, where the primary
+    answers as the 0.5B's own run did)."""
+    kept = table[table["escalated"] == 0]
+    return f"{int((kept['cascade_correct'] == kept['small_correct']).sum())} of {len(kept)}"
 
 
 def frontier_rows(table: pd.DataFrame, shares=FRONTIER) -> list[dict]:
@@ -127,7 +135,7 @@ def agreement(runs: Path, relevance: Path, suite: str) -> dict | None:
         return None
     live = load_results(folder).set_index("id")
     router = shipped_router(PRIMARY)
-    kept = load_results(relevance / PRIMARY / f"bfcl_{suite}").set_index("id").loc[live.index]
+    kept = run_rows(relevance, PRIMARY, f"bfcl_{suite}", router.signals)[0].set_index("id").loc[live.index]
     large = load_results(relevance / SECONDARY / f"bfcl_{suite}").set_index("id").loc[live.index]
     offline_p = router.probabilities(kept)
     offline_escalated = offline_p >= router.threshold

@@ -223,4 +223,4 @@ def test_the_live_page_is_made_from_kept_runs_and_names_each_command(tmp_path):
     page = out.read_text()
     assert "| both | 40 | 75.0 | 100.0 | 100.0 | +0.0 [+0.0, +0.0]" in page  # the cascade recovers every mistake
     assert "| 20.0 | 95.0 | 100.0 | 1.60 (0.53x) |" in page  # the frontier: 8 of the 10 mistakes escalated
-    assert "| yes |" in page and "(no agreement run kept)" in page and "--cascade auto" in page
+    assert "| 30 of 30 | yes |" in page and "(no agreement run kept)" in page and "--cascade auto" in page
