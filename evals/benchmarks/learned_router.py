@@ -36,6 +36,7 @@ from evals.stuck_bench.routing import (
     routing_metrics,
 )
 from tool_selection.errors import ToolSelectionError
+from tool_selection.relevance.signals import SIGNAL_PREFIX
 from tool_selection.stuck.learned import ROUTERS_DIR, RouterModel, fit_router
 
 __all__ = [
@@ -64,7 +65,7 @@ ALPHA = 0.05
 THRESHOLD_RULE = ("the lowest escalation rate whose dev cascade accuracy is within 1 point of the secondary's "
                   "own dev accuracy; if no threshold gets there, the best dev cascade accuracy (ties: less "
                   "escalation). Candidates: every distinct dev score, and escalating nothing")
-SIGNAL = "rel_"
+SIGNAL = SIGNAL_PREFIX
 CASE_COLUMNS = ("id", "split", "full_match", "latency_s")  # what each model's rows must hold
 
 

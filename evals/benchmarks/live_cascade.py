@@ -228,12 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     runs = Path(args.runs)
     tables = [_paired(runs, suite)[0] for suite in SUITES]
     rows = [cascade_table(t, f"bfcl_{suite}") for t, suite in zip(tables, SUITES, strict=True)]
-    rows.append(cascade_table(pd.concat(tables, ignore_index=True), "both"))
+    both = pd.concat(tables, ignore_index=True)
+    rows.append(cascade_table(both, "both"))
     agreements = [a for suite in SUITES if (a := agreement(runs, Path(args.relevance), suite)) is not None]
     command = " ".join(["python -m evals.benchmarks.live_cascade",
                         *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
     page = markdown_page(rows, agreements, COMMANDS, command=command, commit=git_commit(),
-                         today=date.today().isoformat(), frontier=frontier_rows(pd.concat(tables, ignore_index=True)))
+                         today=date.today().isoformat(), frontier=frontier_rows(both))
     if args.out:
         Path(args.out).write_text(page, encoding="utf-8")
         print(f"page: {args.out}")

@@ -19,10 +19,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tool_selection.errors import ToolSelectionError
-from tool_selection.relevance.signals import check_signals
+from tool_selection.relevance.signals import SIGNAL_PREFIX, check_signals
 from tool_selection.strict_files import read_json
 
-__all__ = ["FILE_FORMAT", "LogisticModel", "fit_logistic", "signal_number", "stored"]
+__all__ = ["FILE_FORMAT", "LogisticModel", "fit_logistic", "model_file_stem", "shipped_names", "signal_number", "stored"]
 
 FILE_FORMAT = 1
 # Fitted numbers are stored to 6 significant digits: signals recomputed on another CPU differ in their last bits,
@@ -87,7 +87,7 @@ class LogisticModel(BaseModel):
 
     def probabilities(self, table: Any) -> np.ndarray:
         """The probability per row of a table (pandas) holding one column per signal (or ``rel_<signal>``)."""
-        columns = {name: name if name in table else f"rel_{name}" for name in self.signals}
+        columns = {name: _column_name(table, name) for name in self.signals}
         return np.array([self.probability({name: signal_number(row.get(column)) for name, column in columns.items()})
                          for row in table.to_dict("records")])
 
@@ -122,6 +122,24 @@ class LogisticModel(BaseModel):
     def load_fix(cls) -> str:
         """What to give instead of a file that cannot be read."""
         return f"give a {cls.what} file."
+
+    @classmethod
+    def shipped(cls, directory: Path, model: str) -> Self | None:
+        """The model shipped in ``directory`` for ``model`` (a spec such as ``local:qwen2.5-coder-0.5b``, or its
+        name), or None: each is fitted on one model's own signals."""
+        name = model_file_stem(model)
+        path = directory / f"{name}.json"
+        return cls.load(path) if name and path.is_file() else None
+
+
+def shipped_names(directory: Path) -> list[str]:
+    """The models something ships for in ``directory``: the names of its ``<model>.json`` files."""
+    return sorted(path.stem for path in directory.glob("*.json"))
+
+
+def model_file_stem(model: str) -> str:
+    """The name a model's shipped files are named by: a spec's model name, without ``local:`` or ``.gguf``."""
+    return model.rsplit(":", 1)[-1].removesuffix(".gguf")
 
 
 def signal_number(value: Any) -> float:
@@ -167,8 +185,13 @@ def fit_logistic(table: Any, labels: Sequence[int], signals: Sequence[str], *, C
     return fields
 
 
+def _column_name(table: Any, name: str) -> str:
+    """A signal's column in ``table``: the signal's own name, else its results-row name (``rel_<signal>``)."""
+    return name if name in table else f"{SIGNAL_PREFIX}{name}"
+
+
 def _column(table: Any, name: str, rows: int) -> np.ndarray:
-    column = name if name in table else f"rel_{name}"
+    column = _column_name(table, name)
     if column not in table:
         return np.full(rows, math.nan)
     return np.array([signal_number(v) for v in table[column]], dtype=float)

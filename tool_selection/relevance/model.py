@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
-from tool_selection.relevance.logistic import LogisticModel, fit_logistic
+from tool_selection.relevance.logistic import LogisticModel, fit_logistic, shipped_names
 
 __all__ = ["DEFAULT_RELEVANCE", "RelevanceModel", "RelevanceModelError", "fit_relevance_model", "resolve_relevance",
            "shipped_relevance_model", "shipped_relevance_models"]
@@ -42,15 +42,13 @@ class RelevanceModel(LogisticModel):
 
 def shipped_relevance_models() -> list[str]:
     """The model names a relevance model ships for."""
-    return sorted(path.stem for path in SHIPPED_DIR.glob("*.json"))
+    return shipped_names(SHIPPED_DIR)
 
 
 def shipped_relevance_model(model: str) -> RelevanceModel | None:
     """The relevance model shipped for ``model`` (a spec such as ``local:qwen2.5-coder-0.5b``, or its name), or
     None: each is fitted on that model's own signals, so it is never applied to another model."""
-    name = model.rsplit(":", 1)[-1].removesuffix(".gguf")
-    path = SHIPPED_DIR / f"{name}.json"
-    return RelevanceModel.load(path) if name and path.is_file() else None
+    return RelevanceModel.shipped(SHIPPED_DIR, model)
 
 
 _RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")

@@ -39,6 +39,7 @@ from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.gate import ask_yes_no
 
 __all__ = [
+    "SIGNAL_PREFIX",
     "CHEAP_SIGNALS",
     "DECISION_SIGNALS",
     "LOGPROB_SIGNALS",
@@ -57,6 +58,7 @@ VERIFY_QUESTION = ("Check that answer before it runs: does calling {calls} do ex
                    "function that really offers it? Answer Yes or No.")
 AGREEMENT_SAMPLES, AGREEMENT_TEMPERATURE = 4, 0.7
 CALL_OPENERS = ("<tool_call", "```", "{", "[{")
+SIGNAL_PREFIX = "rel_"  # a signal's column in a results row: rel_<signal>
 LOGIT_CAP = 20.0  # a probability of 0 or 1 in the top alternatives is read as +-LOGIT_CAP
 
 

@@ -24,6 +24,7 @@ from tool_selection.relevance.model import RelevanceModel
 from tool_selection.relevance.signals import (
     CHEAP_SIGNALS,
     LOGPROB_SIGNALS,
+    SIGNAL_PREFIX,
     SIGNALS,
     Evidence,
     capture_lm_call,
@@ -34,7 +35,6 @@ from tool_selection.strategies.gate import TOP_LOGPROBS
 
 __all__ = ["RelevanceStage", "SIGNAL_PREFIX", "recorded_signals"]
 
-SIGNAL_PREFIX = "rel_"
 
 
 def recorded_signals(extras: Mapping[str, Any] | None) -> dict[str, float]:

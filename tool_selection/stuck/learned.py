@@ -21,7 +21,7 @@ from pydantic import field_validator
 from tool_selection.defaults import AUTO_CASCADE, NO_CASCADE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec
-from tool_selection.relevance.logistic import LogisticModel, fit_logistic
+from tool_selection.relevance.logistic import LogisticModel, fit_logistic, model_file_stem, shipped_names
 from tool_selection.relevance.model import missing_retrieval_packages
 from tool_selection.stuck.base import Attempt, DetectorUnavailable, StuckDetector, StuckSignal
 from tool_selection.stuck.registry import DetectorConfigError, DetectorOptions, register_detector
@@ -74,20 +74,14 @@ def fit_router(table: Any, wrong: Sequence[int], signals: Sequence[str], *, prim
                        trained_on={**(trained_on or {}), "rows": len(wrong), "wrong": int(sum(map(int, wrong)))})
 
 
-def _model_name(model: str) -> str:
-    return model.rsplit(":", 1)[-1].removesuffix(".gguf")
-
-
 def shipped_routers() -> list[str]:
     """The primary models a router ships for."""
-    return sorted(path.stem for path in ROUTERS_DIR.glob("*.json"))
+    return shipped_names(ROUTERS_DIR)
 
 
 def shipped_router(model: str) -> RouterModel | None:
     """The router shipped for the primary ``model`` (a spec or its name), or None."""
-    name = _model_name(model)
-    path = ROUTERS_DIR / f"{name}.json"
-    return RouterModel.load(path) if name and path.is_file() else None
+    return RouterModel.shipped(ROUTERS_DIR, model)
 
 
 def resolve_router(setting: RouterModel | str | Path | None, model: str) -> RouterModel | None:
@@ -106,7 +100,7 @@ def resolve_router(setting: RouterModel | str | Path | None, model: str) -> Rout
                                    f"(fitted on that model's rows, '{SAVE_COMMAND}'), or cascade 'none'.")
     else:
         router = RouterModel.load(setting)
-    if _model_name(router.primary) != _model_name(model):
+    if model_file_stem(router.primary) != model_file_stem(model):
         raise RouterModelError(f"The router was fitted on the decisions of {router.primary}, and the selector runs "
                                f"{model}: fit one on {model}'s rows, or run {router.primary}.")
     missing = missing_retrieval_packages(router.signals)
@@ -118,7 +112,7 @@ def resolve_router(setting: RouterModel | str | Path | None, model: str) -> Rout
 
 def _router_option(value: str) -> RouterModel:
     """A router named by a detector option: a file, or the model a router ships for."""
-    return shipped_router(value) if _model_name(value) in shipped_routers() else RouterModel.load(value)
+    return shipped_router(value) if model_file_stem(value) in shipped_routers() else RouterModel.load(value)
 
 
 @register_detector
