@@ -7,7 +7,9 @@ is the share of requests where an extra call is attempted (and must be refused b
 adds something new). Asked with every expected call but the last made, "yes" is the chance to make the last one. Asked again with every expected call made, "yes" is a call opened that nothing asks for.
 Last, for requests that expect several calls: would every expected call after the first pass the check that a
 forced call writes only values the request (or an earlier call) holds, with some allowed value per argument? A
-"no" is a right call that the strategy would refuse as made up.
+"no" is a right call that the strategy would refuse as made up. The pairing check (``unpaired``: two lists the
+request writes, paired by the calls only in part) is read the same two ways: before the last expected call (the
+chance to make it) and after all of them (a call opened that nothing asks for).
 
     python -m evals.benchmarks.coverage_probe
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from evals.bfcl import BFCL_CATEGORIES, bfcl_records, load_bfcl
 from tool_selection.decision import ToolCall
-from tool_selection.lm.strict_calls import _grounded, uncovered
+from tool_selection.lm.strict_calls import _grounded, uncovered, unpaired
 
 __all__ = ["expected_calls", "first_expected_call", "later_calls_grounded", "main"]
 
@@ -54,8 +56,9 @@ def later_calls_grounded(request: str, ground_truth: list[dict]) -> bool:
 def main() -> int:
     print("| category | cases | expects several calls | another call opened after the first | "
           "the last call opened after the others | a call still opened after all of them | "
-          "later expected calls pass the grounding check |")
-    print("|---|---|---|---|---|---|---|")
+          "later expected calls pass the grounding check | a pairing left out before the last call | "
+          "a pairing left out after all of them |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for category in BFCL_CATEGORIES:
         _, truth = bfcl_records(category)
         if not truth:
@@ -67,10 +70,17 @@ def main() -> int:
         before_last = sum(bool(uncovered(requests[key], expected_calls(calls)[:-1]))
                           for key, calls in truth.items() if len(calls) > 1)
         grounded = sum(later_calls_grounded(requests[key], calls) for key, calls in truth.items() if len(calls) > 1)
+        paired_last = sum(bool(unpaired(requests[key], expected_calls(calls)[:-1]))
+                          for key, calls in truth.items() if len(calls) > 1)
+        paired_after = sum(bool(unpaired(requests[key], expected_calls(calls))) for key, calls in truth.items())
         print(f"| {category} | {len(truth)} | {several} | {100 * opened / len(truth):.0f}% | "
-              f"{f'{100 * before_last / several:.0f}%' if several else '-'} | {100 * after_all / len(truth):.0f}% | "
-              f"{f'{100 * grounded / several:.0f}%' if several else '-'} |")
+              f"{_share(before_last, several)} | {100 * after_all / len(truth):.0f}% | {_share(grounded, several)} | "
+              f"{_share(paired_last, several)} | {100 * paired_after / len(truth):.0f}% |")
     return 0
+
+
+def _share(count: int, total: int) -> str:
+    return f"{100 * count / total:.0f}%" if total else "-"
 
 
 if __name__ == "__main__":

@@ -269,3 +269,18 @@ def test_an_evaluation_records_the_strategy_that_ran(tmp_path):
                       run=RunConfig(run_dir=tmp_path / "run", mlflow=False, progress=False))
     assert result.params["strategy"] == "native-strict-cover" and llama.calls[1]["grammar"] is not None
     assert result.results.iloc[0]["full_match"] == 1.0
+
+
+def test_a_call_refused_by_keep_call_ends_the_answer_in_a_fence_too():
+    from tool_selection.lm.strict_calls import new_call
+
+    other = CALL.replace("Oslo", "Bergen")
+    looping = ["```json\n", "\n" + CALL, '\n{"', other, '\n{"', CALL, '\n{"', other, "\n```"]
+    llama = StagedLlama(looping)
+    llama.trace = GenerationTrace(top_logprobs=0)
+    result = strict_tool_completion(llama, "<user>rain?\n<assistant>", grammar="G", max_tokens=200,
+                                    stop=["<|im_end|>"], keep_call=new_call)
+    assert result["choices"][0] == {"text": "```json\n" + CALL + "\n" + other + "\n```", "finish_reason": "stop"}
+    assert len(llama.calls) == 6  # the repeat was the last call decoded
+    assert "".join(token.piece.decode() for token in llama.trace.tokens) == "```json\n" + CALL + "\n" + other + "\n"
+    assert complete(StagedLlama(looping))["choices"][0]["text"].count(CALL) == 2  # without it, repeats are kept

@@ -284,3 +284,36 @@ def test_cover_opens_a_call_for_a_function_the_request_names_and_no_call_uses(tm
     prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(news), _json(EUR)],
                                              strategy="native-strict-cover", request="The EUR to USD rate, and news on it")
     assert prediction.decision.tool_calls == [EUR, news] and len(llama.calls) == 4  # nothing named is left after it
+
+
+def _rate(base: str, quote: str) -> ToolCall:
+    return ToolCall(tool_name="get_exchange_rate", arguments={"base": base, "quote": quote})
+
+
+@pytest.mark.parametrize(("request_text", "made", "left"), [
+    ("Rates of EUR and GBP to USD and JPY", [_rate("EUR", "USD"), _rate("GBP", "JPY")],
+     ["get_exchange_rate: base=eur, quote=jpy", "get_exchange_rate: base=gbp, quote=usd"]),
+    ("Rates of EUR and GBP to USD and JPY", [_rate("EUR", "USD"), _rate("GBP", "JPY"), _rate("GBP", "USD")],
+     ["get_exchange_rate: base=eur, quote=jpy"]),
+    ("Rates of EUR and GBP to USD and JPY respectively", [_rate("EUR", "USD"), _rate("GBP", "JPY")], []),
+    ("The EUR to USD rate, then the GBP to JPY one", [_rate("EUR", "USD"), _rate("GBP", "JPY")], []),  # not listed
+    ("Rates of EUR and GBP to USD", [_rate("EUR", "USD"), _rate("GBP", "USD")], []),  # one list
+])
+def test_unpaired_lists_the_pairings_of_two_listed_lists_no_call_makes(request_text, made, left):
+    from tool_selection.lm.strict_calls import unpaired
+
+    assert unpaired(request_text, made) == left
+
+
+def test_cover_opens_calls_for_the_pairings_the_models_own_calls_leave_out(tmp_path):
+    own = ["<tool_call>\n", _json(_rate("EUR", "USD")), "\n</tool_call>\n<tool_call>\n", _json(_rate("GBP", "JPY")), ""]
+    prediction, llama = _strict_selector_run(
+        tmp_path, [*own, _json(_rate("EUR", "JPY")), _json(_rate("GBP", "USD")), _json(_rate("EUR", "USD"))],
+        strategy="native-strict-cover", request="Rates of EUR and GBP to USD and JPY")
+    assert prediction.decision.tool_calls == [_rate("EUR", "USD"), _rate("GBP", "JPY"), _rate("EUR", "JPY"),
+                                              _rate("GBP", "USD")]
+    assert len(llama.calls) == 7  # five stages of its own, two forced; every pairing made: no further call
+    prediction, llama = _strict_selector_run(tmp_path, [*own, _json(_rate("EUR", "JPY"))],
+                                             strategy="native-strict-cover",
+                                             request="Rates of EUR and GBP to USD and JPY respectively")
+    assert prediction.decision.tool_calls == [_rate("EUR", "USD"), _rate("GBP", "JPY")] and len(llama.calls) == 5

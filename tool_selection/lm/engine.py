@@ -55,6 +55,7 @@ from tool_selection.lm.strict_calls import (
     UNTIL_COVERED,
     CallBudget,
     more_calls,
+    new_call,
     render_chat,
     strict_tool_completion,
 )
@@ -380,15 +381,16 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     rendered = render_chat(llama, messages, tools)
     budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False), _function_names(tools))
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
+    request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
+    request = request if isinstance(request, str) else ""
     completion = strict_tool_completion(
         llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
         stop=[*options.pop("stop", []), *rendered.stop],  # Jinja2ChatFormatter's stop is always a list
-        stopping_criteria=rendered.stopping_criteria, required=required, **options)
+        stopping_criteria=rendered.stopping_criteria, required=required,
+        keep_call=new_call if budget.until_covered else None, **options)
     if budget.count:
-        request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
-                                request=request if isinstance(request, str) else "", max_tokens=max_tokens,
-                                options=options)
+                                request=request, max_tokens=max_tokens, options=options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}

@@ -19,18 +19,19 @@ as ``strategies.native.call_schema`` writes it) asks the local engine for it.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import combinations
 from typing import Any
 
 from tool_selection.decision import ToolCall
 from tool_selection.lm.request_values import coordinated, meanings, same_meaning, written_values
 from tool_selection.parsing import name_words, parse_native, words
 
-__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "render_chat", "strict_tool_completion",
-           "uncalled", "uncovered"]
+__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "new_call", "render_chat",
+           "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -68,12 +69,16 @@ def _piece(llama: Any, token: int) -> str:
 
 def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens: int, stop: list[str],
                            stopping_criteria: Callable | None = None, required: bool = False,
+                           keep_call: Callable[[ToolCall, list[ToolCall]], bool] | None = None,
                            **options: Any) -> dict[str, Any]:
     """Complete ``prompt`` (the chat template's rendering) with every call opened decoded under ``grammar``.
 
     Returns llama-cpp-python's completion shape (``choices[0]["text"]``, ``finish_reason``, ``usage``) for the
     whole answer. ``max_tokens`` bounds the answer, all stages together; ``stop`` ends it as usual. ``required``
     (``tool_choice="required"``): the answer opens with a call (``<tool_call>`` is written for the model).
+    ``keep_call(call, calls before it)``: a call after the first for which it is false ends the answer and is not
+    kept, however it was opened (``new_call``: a small model that loops writes the same calls again until
+    ``max_tokens``, in a fence as well).
     """
     from llama_cpp import StoppingCriteriaList
 
@@ -81,9 +86,10 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
     called = bare = False  # a call was written; the last one was a bare object
     bare_calls: list[ToolCall] = []  # bare calls written outside a fence, as the parser reads them: a repeat ends the answer
+    made: list[ToolCall] = []  # with ``keep_call``: every call so far
     if required:
         text, produced, prompt_tokens, finish = _forced_call(llama, prompt, grammar, max_tokens, options)
-        called = True
+        called, made = True, parse_native(text).calls
     while produced < max_tokens and finish != "length":
         tokens = _tokens(llama, prompt + text)
         opener = _CallOpener(llama, start=len(tokens), bare_opens=in_fence or not text.strip(), after_call=called,
@@ -106,13 +112,16 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         in_fence = opener.kind == "fence" or (opener.kind == "bare" and in_fence)
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
-        if bare and not in_fence and finish != "length":  # a bare call outside a fence: the parser drops repeats
+        if finish != "length" and (keep_call or (bare and not in_fence)):
             calls = parse_native(written).calls
-            if calls and calls[0] in bare_calls:
-                for _ in range(spent + 1):  # the repeat and the end of its grammar are not kept
+            # a bare call outside a fence: the parser drops repeats
+            if calls and (calls[0] in bare_calls if keep_call is None else made and not keep_call(calls[0], made)):
+                for _ in range(spent + 1):  # the call and the end of its grammar are not kept
                     _forget_last_scored_token(llama)
+                text = _ended(text)
                 break
-            bare_calls += calls
+            bare_calls += calls if bare and not in_fence else []
+            made += calls
         text, produced = text + written, produced + spent
         if finish == "length":
             break
@@ -156,14 +165,15 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     for _ in range(budget.count if calls and choice["finish_reason"] != "length" else 0):
         left = uncovered(request, calls) if budget.until_covered else []
         named = uncalled(request, calls, budget.functions) if budget.until_covered else []
-        if budget.until_covered and not left and not named:
+        pairs = unpaired(request, calls) if budget.until_covered else []
+        if budget.until_covered and not left and not named and not pairs:
             break
         opened = _closed_calls(text) + "\n"
         written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
                                                  opener=opener)
         new = parse_native(written).calls
         if (finish == "length" or not new or not _grounded(new[0], request, calls)
-                or not (_answers(new[0], request, calls, left, named) if budget.until_covered
+                or not (_answers(new[0], request, calls, left, named, pairs) if budget.until_covered
                         else _adds_to(calls, new[0]))):
             for _ in range(spent):
                 _forget_last_scored_token(llama)
@@ -175,13 +185,23 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
                       "total_tokens": usage["prompt_tokens"] + produced}}
 
 
-def _answers(call: ToolCall, request: str, calls: list[ToolCall], left: list[str], named: list[str]) -> bool:
+def new_call(call: ToolCall, calls: list[ToolCall]) -> bool:
+    """``strict_tool_completion``'s ``keep_call`` for the cover strategy: a call that repeats one already made is
+    not kept, and ends the answer."""
+    return call not in calls
+
+
+def _answers(call: ToolCall, request: str, calls: list[ToolCall], left: list[str], named: list[str],
+             pairs: Sequence[str] = ()) -> bool:
     """Whether ``call`` does something the calls before it left undone: uses a value ``left`` holds (a value written
-    twice may come back in another pairing: the way back of "from A to B and back"), or does something new
-    (``_adds_to``) with a function ``named`` holds or an earlier call's function."""
+    twice may come back in another pairing: the way back of "from A to B and back"), makes a pairing ``pairs`` holds
+    (``unpaired``), or does something new (``_adds_to``) with a function ``named`` holds or an earlier call's
+    function."""
     if len(uncovered(request, [*calls, call])) < len(left):
         return not any(_by_argument(call) == _by_argument(earlier) for earlier in calls
                        if earlier.tool_name == call.tool_name)
+    if pairs and len(unpaired(request, [*calls, call])) < len(pairs):
+        return True
     return _adds_to(calls, call) and (call.tool_name in named or call.tool_name in {c.tool_name for c in calls})
 
 
@@ -271,6 +291,50 @@ def uncovered(request: str, calls: list[ToolCall]) -> list[str]:
                    and f" {words(item)} " not in held and not same_meaning(meanings(item), held_meanings)]
 
 
+RESPECTIVELY = re.compile(r"\brespective(?:ly)?\b", re.IGNORECASE)
+
+
+def unpaired(request: str, calls: list[ToolCall]) -> list[str]:
+    """The pairings the calls of one function leave out where they pair the items of two lists ``request`` writes:
+    calls for Lakers 2018, Bulls 2020 and Lakers 2020 after "the Lakers and Bulls in 2018 and 2020" leave out Bulls
+    2018 (each pairing once, as "function: argument=value, argument=value"). Two arguments count where each holds
+    two or more values across the calls and the request lists those values together ("X and Y", "X, Y or Z",
+    ``coordinated``); a request that pairs its lists itself ("... respectively") leaves none out."""
+    if RESPECTIVELY.search(request):
+        return []
+    by_function: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for call in calls:  # each argument that holds one string or number, as written
+        by_function[call.tool_name].append({argument: values[0] for argument, value in call.arguments.items()
+                                            if len(values := _argument_values(value)) == 1})
+    missing = []
+    for name, held in by_function.items():
+        lists = {}
+        for argument in dict.fromkeys(key for pairing in held for key in pairing):
+            spelled = {words(pairing[argument]): pairing[argument] for pairing in held if argument in pairing}
+            if len(spelled) > 1 and _listed_together(request, list(spelled.values())):
+                lists[argument] = sorted(spelled)
+        for first, second in combinations(lists, 2):
+            if set(lists[first]) & set(lists[second]) or set(lists[second]) & _listed_beside(request, held, first):
+                continue  # one list, not two ("sides 3 and 4, and 5 and 12"; "from A to B and from B to A")
+            made = {(words(pairing[first]), words(pairing[second])) for pairing in held
+                    if first in pairing and second in pairing}
+            missing += [f"{name}: {first}={x}, {second}={y}" for x in lists[first] for y in lists[second]
+                        if (x, y) not in made]
+    return missing
+
+
+def _listed_together(request: str, values: list[str]) -> bool:
+    """Whether ``request`` lists each of ``values`` beside the others ("X, Y and Z")."""
+    return all({words(other) for other in values if other != value}
+               <= {words(item) for item in coordinated(request, [value])} for value in values)
+
+
+def _listed_beside(request: str, held: list[dict[str, str]], argument: str) -> set[str]:
+    """The items ``request`` lists beside the values ``argument`` holds across ``held``, as words."""
+    return {words(item) for item in coordinated(request, [pairing[argument] for pairing in held
+                                                         if argument in pairing])}
+
+
 def _adds_to(calls: list[ToolCall], call: ToolCall) -> bool:
     """Whether ``call`` does something ``calls`` do not: another function, a string or number none of them holds
     (booleans aside: a flipped flag asks for nothing the request wrote), or a new pairing of values the earlier calls
@@ -303,6 +367,15 @@ def _argument_values(value: Any) -> list[str]:
     if isinstance(value, float) and value.is_integer():
         return [str(int(value))]
     return [str(value)] if isinstance(value, str | int | float) and not isinstance(value, bool) else []
+
+
+def _ended(text: str) -> str:
+    """``text`` ended where a call that is not kept would start: the opener it ends with (a tag or fence) dropped,
+    and a call it leaves open closed."""
+    if opener := CALL_OPENERS.search(text.rstrip()):
+        text = text.rstrip()[:opener.start()]
+    closed = _closed_calls(text)
+    return closed if closed != text.rstrip() else text
 
 
 def _closed_calls(text: str) -> str:
