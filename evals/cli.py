@@ -79,12 +79,15 @@ def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore.add_argument("--undeclared-arguments", choices=["drop"],
                          help="Score the run as 'toolsel eval --undeclared-arguments drop' would have (the option "
                               "reads the same answers differently): written to a copy, --into DIR.")
-    rescore.add_argument("--into", metavar="DIR", help="With --undeclared-arguments: the copy's directory.")
+    rescore.add_argument("--rates", choices=["as-written", "decimal"],
+                         help="Score the run as 'toolsel eval --rates ...' would have: written to a copy, --into DIR.")
+    rescore.add_argument("--into", metavar="DIR",
+                         help="With --undeclared-arguments or --rates: the copy's directory.")
     rescore.set_defaults(handler=_rescore)
 
 
 OPTIMIZE_SKIPS = ("program", "allow_tool_changes", "gate_model", "gate_threshold", "retrieve", "retriever", "rerank",
-                  "groups", "undeclared_arguments", "relevance_signals")
+                  "groups", "undeclared_arguments", "rates", "relevance_signals")
 """Selector fields an optimization does not take: it compiles a zero-shot selector's prompt, with its strategy,
 decoding and relevance model, and scores the selection."""
 
@@ -185,13 +188,16 @@ def _load(ref: str, uri: str | None) -> pd.DataFrame:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    from evals.rescore import main, rescore_dropping
+    from evals.rescore import main, rescore_as
 
-    if args.undeclared_arguments or args.into:
-        if not (args.undeclared_arguments and args.into) or len(args.run_dirs) != 1:
-            raise ToolSelectionError("--undeclared-arguments drop and --into DIR go together, with one run directory.")
-        changed = rescore_dropping(args.run_dirs[0], args.into, suite=args.suite)
-        print(f"{args.into}: {changed} row(s) scored differently with undeclared arguments dropped")
+    settings = {name: value for name, value in (("undeclared_arguments", args.undeclared_arguments),
+                                                ("rates", args.rates)) if value}
+    if settings or args.into:
+        if not (settings and args.into) or len(args.run_dirs) != 1:
+            raise ToolSelectionError("--undeclared-arguments or --rates goes with --into DIR, and one run directory.")
+        changed = rescore_as(args.run_dirs[0], args.into, settings, suite=args.suite)
+        read = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in settings.items())
+        print(f"{args.into}: {changed} row(s) scored differently read with {read}")
         return 0
     return main(args.run_dirs, suite=args.suite)
 

@@ -22,12 +22,13 @@ from evals.suite import Suite, SuiteError, load_suite, registry_for
 from evals.tracking import write_json
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
+from tool_selection.rates import decimal_rates
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import check_decision, drop_undeclared
 from tool_selection.strategies.base import as_calls, inner_predict
 
-__all__ = ["rescore_run"]
+__all__ = ["rescore_as", "rescore_run"]
 
 
 def _reparse(selector: MultiToolSelector, raw: str):
@@ -101,6 +102,9 @@ def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
             decision, dropped = drop_undeclared(decision, registry)
             if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
                 fresh["undeclared_dropped"] = float(dropped)
+        if spec.rates == "decimal":  # a run made before rates were read is read as today's default reads it
+            decision, rewritten = decimal_rates(decision, registry, row.get("request") or case.request)
+            fresh["rates_as_decimals"] = float(rewritten + row.get("rates_as_decimals", 0.0))
         fresh.update(score_case(case, decision), **decision_fields(decision))
         differs = any(key in row and not _same(row[key], value) for key, value in fresh.items())
         if differs or not fresh.keys() <= row.keys():
@@ -120,10 +124,11 @@ def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
     return changed
 
 
-def rescore_dropping(run_dir: str | Path, into: str | Path, suite: str | Path | None = None) -> int:
-    """A copy of a finished run in ``into``, scored as if it had run with ``undeclared_arguments="drop"``: the
-    option only changes how the same answers are read, so the copy's rows are those such a run gives. Returns how
-    many rows changed."""
+def rescore_as(run_dir: str | Path, into: str | Path, settings: dict[str, str],
+               suite: str | Path | None = None) -> int:
+    """A copy of a finished run in ``into``, scored as if it had run with ``settings`` (``undeclared_arguments``,
+    ``rates``): these options only change how the same answers are read, so the copy's rows are those such a run
+    gives. Returns how many rows changed."""
     source, target = Path(run_dir), Path(into)
     if not (source / "summary.json").exists():
         raise ToolSelectionError(f"{source} has no summary.json: rescore reads finished runs of 'toolsel eval'.")
@@ -133,7 +138,7 @@ def rescore_dropping(run_dir: str | Path, into: str | Path, suite: str | Path | 
     for name in (RESULTS_FILE, "summary.json"):
         shutil.copy2(source / name, target / name)
     meta = json.loads((target / "summary.json").read_text(encoding="utf-8"))
-    meta["params"] = {**meta["params"], "undeclared_arguments": "drop", "derived_from": str(source)}
+    meta["params"] = {**meta["params"], **settings, "derived_from": str(source)}
     write_json(target / "summary.json", meta)
     return rescore_run(target, suite)
 

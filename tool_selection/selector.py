@@ -31,6 +31,7 @@ from tool_selection.demo_pool import DemoPool, refuse_unusable
 from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.divide import decide_in_groups
 from tool_selection.errors import ToolSelectionError
+from tool_selection.rates import decimal_rates
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage, resolve_relevance
 from tool_selection.relevance.model import configured_model
@@ -243,6 +244,10 @@ class MultiToolSelector(dspy.Module):
             extras.update(columns)
             if decision is not prediction.decision:
                 prediction.decision, prediction.tool_calls = decision, decision.tool_calls
+        if self.spec.rates == "decimal":
+            decision, rewritten = decimal_rates(prediction.decision, registry, request)
+            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
+            extras["rates_as_decimals"] = float(rewritten)
         if extras:
             prediction.row_extras = extras
         return prediction

@@ -141,6 +141,11 @@ class SelectorSpec(_Frozen, YamlValue):
         default="refuse", description="An argument a call's tool does not declare: refuse (the call is invalid, "
                                       "as the tool would refuse it) or drop it and check the call again (counted "
                                       "per case as undeclared_dropped).")
+    rates: Literal["decimal", "as-written"] = Field(
+        default="decimal", description="A rate argument (a number parameter its tool names or describes as a rate, "
+                                       "return, yield or growth, not as a percent) holding a percentage the request "
+                                       "writes (5%): decimal writes it as 0.05 (counted per case as "
+                                       "rates_as_decimals), as-written keeps the model's 5.")
     constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
                                                       "can.")
     max_calls: int | None = Field(

@@ -120,10 +120,10 @@ def test_a_finished_run_is_scored_again_as_a_dropping_run_would_score_it(tmp_pat
 def test_a_copy_counts_rows_scored_differently_not_rows_given_the_new_column(tmp_path):
     import pandas as pd
 
-    from evals.rescore import rescore_dropping
+    from evals.rescore import rescore_as
 
     _finance_run(tmp_path / "clean", extra={})
-    assert rescore_dropping(tmp_path / "clean", tmp_path / "clean-dropped") == 0
+    assert rescore_as(tmp_path / "clean", tmp_path / "clean-dropped", {"undeclared_arguments": "drop"}) == 0
     assert pd.read_parquet(tmp_path / "clean-dropped" / "results.parquet").iloc[0]["undeclared_dropped"] == 0.0
     _finance_run(tmp_path / "echoed")
-    assert rescore_dropping(tmp_path / "echoed", tmp_path / "echoed-dropped") == 1
+    assert rescore_as(tmp_path / "echoed", tmp_path / "echoed-dropped", {"undeclared_arguments": "drop"}) == 1
