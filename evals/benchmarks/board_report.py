@@ -71,16 +71,26 @@ def method_of(params: dict) -> str:
     return f"{params['strategy']} + demos {demos}" if demos not in (None, "", "None") else str(params["strategy"])
 
 
+EARLIER = "earlier"
+"""The folder under the board's root that keeps runs of an earlier default, paired against today's on the page."""
+
+
+def _board_runs(root: Path) -> list[Path]:
+    return [folder for folder in find_run_dirs(root) if EARLIER not in folder.relative_to(root).parts]
+
+
 def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
-    """``{(model, method, category): rows}`` for every run folder under ``root`` that ran one BFCL category; of two
-    runs of the same cell (a seeded sample and the whole category), the one with more cases."""
+    """``{(model, method, category): rows}`` for every run folder under ``root`` (but ``EARLIER``) that ran one BFCL
+    category; of two runs of the same cell (a seeded sample and the whole category), the one with more cases.
+    The rows carry the run's commit as ``attrs["commit"]``."""
     runs: dict[tuple[str, str, str], pd.DataFrame] = {}
-    for folder in find_run_dirs(root):
+    for folder in _board_runs(root):
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
         category = str(params.get("suite_ref", "")).removeprefix("bfcl:")
         if category in CATEGORIES + OTHER_LANGUAGES:
             key = (str(params["model"]).removeprefix("local:"), method_of(params), category)
             rows = load_results(folder).set_index("id")
+            rows.attrs["commit"] = str(params.get("git_commit") or "?")[:7]
             if key not in runs or len(rows) > len(runs[key]):
                 runs[key] = rows
     return runs
@@ -185,6 +195,25 @@ def paired_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | Non
         lines.append(f"| {model} | {category} | {strategy} | {len(shared)} | {100 * a.mean():.1f} | "
                      f"{100 * b.mean():.1f} | {change} | {sb:.2f} ({sb / sa:.2f}x){costly} | {per_right:.1f} | "
                      f"{'-' if math.isnan(abstained) else f'{100 * abstained:.1f}%'} |")
+    return "\n".join(lines)
+
+
+def earlier_table(runs: dict, earlier: dict) -> str:
+    """Each cell kept from an earlier default against the same cell today, on the cases both ran."""
+    head = ["model", "category", "method", "cases", "commits (earlier -> now)", "earlier %", "now %",
+            "change, points [95% CI]", "McNemar p", "s/case (earlier -> now)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, before in sorted(earlier.items()):
+        now = runs.get(key)
+        if now is None:
+            continue
+        shared = before.index.intersection(now.index)
+        a, b = _accuracy(before.loc[shared]), _accuracy(now.loc[shared])
+        (sa, _), (sb, _) = _seconds(before.loc[shared]), _seconds(now.loc[shared])
+        model, method, category = key
+        lines.append(f"| {model} | {category} | {method} | {len(shared)} | {before.attrs.get('commit')} -> "
+                     f"{now.attrs.get('commit')} | {100 * a.mean():.1f} | {100 * b.mean():.1f} | {_change(a, b)} | "
+                     f"{sa:.2f} -> {sb:.2f} |")
     return "\n".join(lines)
 
 
@@ -297,6 +326,25 @@ def board_page(runs: dict, root: Path) -> str:
             "",
             domain_table(domain, DEFAULT, built_on=DEFAULT),
         ]
+    earlier = load_board(root / EARLIER) if (root / EARLIER).is_dir() else {}
+    earlier_domain = load_domain(root / EARLIER / "domain")
+    if earlier or earlier_domain:
+        parts += [
+            "",
+            "## The default against its earlier self",
+            "",
+            f"Cells of an earlier default kept in `results/board/{EARLIER}/`, paired with today's rows on the same "
+            "cases (the commits each ran at; a later row may be an earlier run read again by `toolsel eval rescore`, "
+            "see the provenance).",
+            "",
+            earlier_table(runs, earlier),
+        ]
+        if earlier_domain:
+            paired = {}
+            for (model, method), rows in earlier_domain.items():
+                if (model, method) in domain:
+                    paired[(model, f"{method} (earlier)")], paired[(model, method)] = rows, domain[(model, method)]
+            parts += ["", "The domain suites' cases, per tag:", "", domain_table(paired, f"{DEFAULT} (earlier)")]
     if provenance.is_file():
         parts += ["", "## Provenance", "", provenance_table(provenance)]
     return "\n".join(parts) + "\n"

@@ -90,3 +90,22 @@ def test_a_whole_category_is_shown_over_its_seeded_sample(tmp_path):
         (run / "summary.json").write_text(json.dumps({"params": {
             "model": "local:m", "strategy": "native-strict-cover", "suite_ref": "bfcl:parallel"}, "summary": {}}))
     assert len(load_board(tmp_path)[("m", "native-strict-cover", "parallel")]) == 5
+
+
+def test_an_earlier_default_is_kept_apart_and_paired_with_todays_rows(tmp_path):
+    import json
+
+    from evals.benchmarks.board_report import EARLIER, board_page, load_board
+
+    for folder, matches, commit in (("m", [0, 0, 1, 1], "bbbbbbb1"), (f"{EARLIER}/m", [0, 1, 0, 0], "aaaaaaa1")):
+        run = tmp_path / folder
+        run.mkdir(parents=True)
+        (run / "results.jsonl").write_text(_rows(matches).reset_index().to_json(orient="records", lines=True))
+        (run / "summary.json").write_text(json.dumps({"params": {
+            "model": "local:m", "strategy": "native-strict-cover", "suite_ref": "bfcl:parallel",
+            "git_commit": commit}, "summary": {}}))
+    runs = load_board(tmp_path)
+    assert list(runs) == [("m", "native-strict-cover", "parallel")] and runs[list(runs)[0]]["full_match"].sum() == 2
+    page = board_page(runs, tmp_path)
+    line = next(line for line in page.splitlines() if "aaaaaaa -> bbbbbbb" in line)
+    assert line.startswith("| m | parallel | native-strict-cover | 4 | aaaaaaa -> bbbbbbb | 25.0 | 50.0 | +25.0 [")
