@@ -82,7 +82,8 @@ def _board_runs(root: Path) -> list[Path]:
 def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
     """``{(model, method, category): rows}`` for every run folder under ``root`` (but ``EARLIER``) that ran one BFCL
     category; of two runs of the same cell (a seeded sample and the whole category), the one with more cases.
-    The rows carry the run's commit as ``attrs["commit"]``."""
+    The rows carry the run's commit as ``attrs["commit"]`` ("... read again" for a run ``toolsel eval rescore``
+    read again with later rules)."""
     runs: dict[tuple[str, str, str], pd.DataFrame] = {}
     for folder in _board_runs(root):
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
@@ -90,7 +91,8 @@ def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
         if category in CATEGORIES + OTHER_LANGUAGES:
             key = (str(params["model"]).removeprefix("local:"), method_of(params), category)
             rows = load_results(folder).set_index("id")
-            rows.attrs["commit"] = str(params.get("git_commit") or "?")[:7]
+            rows.attrs["commit"] = str(params.get("git_commit") or "?")[:7] + (" read again" if params.get("rescored")
+                                                                               else "")
             if key not in runs or len(rows) > len(runs[key]):
                 runs[key] = rows
     return runs
