@@ -114,7 +114,8 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
         if finish != "length" and (keep_call or (bare and not in_fence)):
             calls = parse_native(written).calls
-            # a bare call outside a fence: the parser drops repeats
+            # a bare call outside a fence ends the answer where it repeats (the parser drops repeats); any call
+            # where keep_call refuses it
             if calls and (calls[0] in bare_calls if keep_call is None else made and not keep_call(calls[0], made)):
                 for _ in range(spent + 1):  # the call and the end of its grammar are not kept
                     _forget_last_scored_token(llama)
