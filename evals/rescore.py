@@ -61,6 +61,19 @@ def _same(before: object, after: object) -> bool:
     return both_nan or before == after
 
 
+def _read_as_run(spec: SelectorSpec, decision, registry, row: dict, fresh: dict):
+    """``decision`` read as the run's selector read it (undeclared arguments, rates), with the counts put in
+    ``fresh``. A run made before rates were read is read as today's default reads it."""
+    if spec.undeclared_arguments == "drop":
+        decision, dropped = drop_undeclared(decision, registry)
+        if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
+            fresh["undeclared_dropped"] = float(dropped)
+    if spec.rates == "decimal":
+        decision, rewritten = decimal_rates(decision, registry, row.get("request") or "")
+        fresh["rates_as_decimals"] = float(rewritten + row.get("rates_as_decimals", 0.0))
+    return decision
+
+
 def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
     """Re-read the run's parse failures and re-check and re-score its other rows; rewrite its results, table,
     summary and tag table. Returns how many rows hold a different value now (a column added to a row, such as
@@ -97,14 +110,7 @@ def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
             reasoning, calls, fresh = row.get("reasoning") or "", _calls(row), {}
         case = cases[case_id]
         registry = registry_for(case)
-        decision = check_decision(reasoning, calls, registry)
-        if dropping:  # as the run's selector did
-            decision, dropped = drop_undeclared(decision, registry)
-            if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
-                fresh["undeclared_dropped"] = float(dropped)
-        if spec.rates == "decimal":  # a run made before rates were read is read as today's default reads it
-            decision, rewritten = decimal_rates(decision, registry, row.get("request") or case.request)
-            fresh["rates_as_decimals"] = float(rewritten + row.get("rates_as_decimals", 0.0))
+        decision = _read_as_run(spec, check_decision(reasoning, calls, registry), registry, row, fresh)
         fresh.update(score_case(case, decision), **decision_fields(decision))
         differs = any(key in row and not _same(row[key], value) for key, value in fresh.items())
         if differs or not fresh.keys() <= row.keys():

@@ -8,7 +8,7 @@ from tests.lm.conftest import StagedLlama, staged_lm
 from tool_selection import MultiToolSelector, ToolSelectionError
 from tool_selection.lm import LocalEngine
 from tool_selection.lm.engine import GenerationTrace
-from tool_selection.lm.strict_calls import strict_tool_completion
+from tool_selection.lm.strict_calls import OwnCalls, strict_tool_completion
 from tool_selection.run_config import RunConfig
 from tool_selection.strategies.native import call_schema
 
@@ -162,7 +162,7 @@ def test_tools_with_a_response_format_make_the_engine_decode_calls_strictly(tmp_
 def test_a_required_call_is_opened_for_the_model_then_it_goes_on_freely():
     llama = StagedLlama([CALL, "\n</tool_call>"])
     result = strict_tool_completion(llama, "<user>rain in Oslo?\n<assistant>", grammar="G", max_tokens=200,
-                                    stop=["<|im_end|>"], required=True)
+                                    stop=["<|im_end|>"], rules=OwnCalls(required=True))
     assert result["choices"][0]["text"] == "<tool_call>\n" + CALL + "\n</tool_call>"
     assert [call["grammar"] for call in llama.calls] == ["G", None]
     assert llama.calls[0]["prompt"].endswith("<assistant><tool_call>\n")  # no free stage before the call
@@ -279,7 +279,7 @@ def test_a_call_refused_by_keep_call_ends_the_answer_in_a_fence_too():
     llama = StagedLlama(looping)
     llama.trace = GenerationTrace(top_logprobs=0)
     result = strict_tool_completion(llama, "<user>rain?\n<assistant>", grammar="G", max_tokens=200,
-                                    stop=["<|im_end|>"], keep_call=new_call)
+                                    stop=["<|im_end|>"], rules=OwnCalls(keep=new_call))
     assert result["choices"][0] == {"text": "```json\n" + CALL + "\n" + other + "\n```", "finish_reason": "stop"}
     assert len(llama.calls) == 6  # the repeat was the last call decoded
     assert "".join(token.piece.decode() for token in llama.trace.tokens) == "```json\n" + CALL + "\n" + other + "\n"

@@ -54,6 +54,7 @@ from tool_selection.lm.strict_calls import (
     MORE_CALLS,
     UNTIL_COVERED,
     CallBudget,
+    OwnCalls,
     more_calls,
     new_call,
     render_chat,
@@ -386,8 +387,8 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     completion = strict_tool_completion(
         llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
         stop=[*options.pop("stop", []), *rendered.stop],  # Jinja2ChatFormatter's stop is always a list
-        stopping_criteria=rendered.stopping_criteria, required=required,
-        keep_call=new_call if budget.until_covered else None, **options)
+        stopping_criteria=rendered.stopping_criteria,
+        rules=OwnCalls(required, new_call if budget.until_covered else None), **options)
     if budget.count:
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
                                 request=request, max_tokens=max_tokens, options=options)

@@ -30,7 +30,7 @@ from tool_selection.decision import ToolCall
 from tool_selection.lm.request_values import coordinated, meanings, same_meaning, written_values
 from tool_selection.parsing import name_words, parse_native, words
 
-__all__ = ["MORE_CALLS", "CallBudget", "UNTIL_COVERED", "more_calls", "new_call", "render_chat",
+__all__ = ["MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED", "more_calls", "new_call", "render_chat",
            "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
@@ -67,18 +67,26 @@ def _piece(llama: Any, token: int) -> str:
     return llama.detokenize([token], special=True).decode("utf-8", errors="ignore") if token != -1 else ""
 
 
+@dataclass(frozen=True)
+class OwnCalls:
+    """How ``strict_tool_completion`` takes the model's own calls. ``required`` (``tool_choice="required"``): the
+    answer opens with a call (``<tool_call>`` is written for the model). ``keep(call, calls before it)``: a call
+    after the first for which it is false ends the answer and is not kept, however it was opened (``new_call``: a
+    small model that loops writes the same calls again until ``max_tokens``, in a fence as well); without it, only
+    a bare call outside a fence that repeats one ends the answer (the parser drops such repeats)."""
+
+    required: bool = False
+    keep: Callable[[ToolCall, list[ToolCall]], bool] | None = None
+
+
 def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens: int, stop: list[str],
-                           stopping_criteria: Callable | None = None, required: bool = False,
-                           keep_call: Callable[[ToolCall, list[ToolCall]], bool] | None = None,
+                           stopping_criteria: Callable | None = None, rules: OwnCalls = OwnCalls(),
                            **options: Any) -> dict[str, Any]:
-    """Complete ``prompt`` (the chat template's rendering) with every call opened decoded under ``grammar``.
+    """Complete ``prompt`` (the chat template's rendering) with every call opened decoded under ``grammar``, the
+    model's own calls taken by ``rules``.
 
     Returns llama-cpp-python's completion shape (``choices[0]["text"]``, ``finish_reason``, ``usage``) for the
-    whole answer. ``max_tokens`` bounds the answer, all stages together; ``stop`` ends it as usual. ``required``
-    (``tool_choice="required"``): the answer opens with a call (``<tool_call>`` is written for the model).
-    ``keep_call(call, calls before it)``: a call after the first for which it is false ends the answer and is not
-    kept, however it was opened (``new_call``: a small model that loops writes the same calls again until
-    ``max_tokens``, in a fence as well).
+    whole answer. ``max_tokens`` bounds the answer, all stages together; ``stop`` ends it as usual.
     """
     from llama_cpp import StoppingCriteriaList
 
@@ -86,8 +94,8 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
     called = bare = False  # a call was written; the last one was a bare object
     bare_calls: list[ToolCall] = []  # bare calls written outside a fence, as the parser reads them: a repeat ends the answer
-    made: list[ToolCall] = []  # with ``keep_call``: every call so far
-    if required:
+    made: list[ToolCall] = []  # every call so far
+    if rules.required:
         text, produced, prompt_tokens, finish = _forced_call(llama, prompt, grammar, max_tokens, options)
         called, made = True, parse_native(text).calls
     while produced < max_tokens and finish != "length":
@@ -112,11 +120,9 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
         in_fence = opener.kind == "fence" or (opener.kind == "bare" and in_fence)
         written, spent, finish = _stage(llama.create_completion(
             _tokens(llama, prompt + text), max_tokens=max_tokens - produced, grammar=grammar, **options))
-        if finish != "length" and (keep_call or (bare and not in_fence)):
-            calls = parse_native(written).calls
-            # a bare call outside a fence ends the answer where it repeats (the parser drops repeats); any call
-            # where keep_call refuses it
-            if calls and (calls[0] in bare_calls if keep_call is None else made and not keep_call(calls[0], made)):
+        if finish != "length" and (rules.keep or (bare and not in_fence)):
+            calls, before = parse_native(written).calls, made if rules.keep else bare_calls
+            if calls and before and not (rules.keep or new_call)(calls[0], before):
                 for _ in range(spent + 1):  # the call and the end of its grammar are not kept
                     _forget_last_scored_token(llama)
                 text = _ended(text)
