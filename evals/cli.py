@@ -22,6 +22,7 @@ from tool_selection.cli import add_deferred_command
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import add_flags, given
+from tool_selection.rates import RATES
 from tool_selection.run_config import add_tracking_flag
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore.add_argument("--undeclared-arguments", choices=["drop"],
                          help="Score the run as 'toolsel eval --undeclared-arguments drop' would have (the option "
                               "reads the same answers differently): written to a copy, --into DIR.")
-    rescore.add_argument("--rates", choices=["as-written", "decimal"],
+    rescore.add_argument("--rates", choices=RATES,
                          help="Score the run as 'toolsel eval --rates ...' would have: written to a copy, --into DIR.")
     rescore.add_argument("--into", metavar="DIR",
                          help="With --undeclared-arguments or --rates: the copy's directory.")

@@ -21,7 +21,7 @@ from tool_selection.registry import ToolRegistry
 __all__ = ["RATES", "Rates", "decimal_rates", "percentages", "rate_parameters"]
 
 Rates = Literal["as-written", "decimal"]
-RATES: tuple[str, ...] = ("as-written", "decimal")
+RATES: tuple[str, ...] = Rates.__args__
 _RATE = re.compile(r"\b(?:rates?|returns?|yields?|growth|interest|discount|inflation|apr|apy)\b", re.IGNORECASE)
 _PERCENT = re.compile(r"percent|\bpct\b|%", re.IGNORECASE)
 
@@ -40,8 +40,8 @@ def rate_parameters(schema: dict[str, Any]) -> set[str]:
 
 def percentages(request: str) -> set[float]:
     """The numbers ``request`` writes with a percent sign (5% gives 5.0)."""
-    return {number_of(match.group())[0] for match in REQUEST_NUMBER.finditer(request)
-            if match.group().endswith("%") and number_of(match.group())}
+    return {meanings[0] for match in REQUEST_NUMBER.finditer(request)
+            if match.group().endswith("%") and (meanings := number_of(match.group()))}
 
 
 def decimal_rates(decision: MultiToolDecision, registry: ToolRegistry,

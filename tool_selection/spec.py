@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, DEFAULT_STRATEGY, NO_CASCADE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import flat_fields, nest
+from tool_selection.rates import Rates
 from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
 
@@ -141,7 +142,7 @@ class SelectorSpec(_Frozen, YamlValue):
         default="refuse", description="An argument a call's tool does not declare: refuse (the call is invalid, "
                                       "as the tool would refuse it) or drop it and check the call again (counted "
                                       "per case as undeclared_dropped).")
-    rates: Literal["decimal", "as-written"] = Field(
+    rates: Rates = Field(
         default="decimal", description="A rate argument (a number parameter its tool names or describes as a rate, "
                                        "return, yield or growth, not as a percent) holding a percentage the request "
                                        "writes (5%): decimal writes it as 0.05 (counted per case as "

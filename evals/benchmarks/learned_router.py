@@ -65,7 +65,6 @@ ALPHA = 0.05
 THRESHOLD_RULE = ("the lowest escalation rate whose dev cascade accuracy is within 1 point of the secondary's "
                   "own dev accuracy; if no threshold gets there, the best dev cascade accuracy (ties: less "
                   "escalation). Candidates: every distinct dev score, and escalating nothing")
-SIGNAL = SIGNAL_PREFIX
 CASE_COLUMNS = ("id", "split", "full_match", "latency_s")  # what each model's rows must hold
 
 
@@ -75,7 +74,7 @@ def _require_columns(rows: pd.DataFrame, columns: Sequence[str], what: str) -> N
     missing = [column for column in columns if column not in rows]
     if not missing:
         return
-    signals = [c for c in missing if c.startswith(SIGNAL)]
+    signals = [c for c in missing if c.startswith(SIGNAL_PREFIX)]
     fix = ("record the signal with `toolsel eval --split all --relevance-signals cheap` "
            "(evals/benchmarks/measure_relevance.sh MODEL SUITE), or leave it out of the detector's signals"
            if signals else "give the per-case rows of `toolsel eval` (results.parquet), which hold them")
@@ -110,7 +109,7 @@ def _side(rows: pd.DataFrame, role: str, signals: Sequence[str]) -> pd.DataFrame
                          f"{role}_seconds": pd.to_numeric(rows["latency_s"]).astype(float) - stage,
                          f"{role}_stage_seconds": stage})
     for name in signals:
-        side[SIGNAL + name] = pd.to_numeric(rows[SIGNAL + name], errors="coerce")
+        side[SIGNAL_PREFIX + name] = pd.to_numeric(rows[SIGNAL_PREFIX + name], errors="coerce")
     return side.reset_index(drop=True)
 
 
@@ -118,7 +117,7 @@ def pair_rows(primary: pd.DataFrame, secondary: pd.DataFrame, suite: str, signal
     """One row per case of ``suite`` answered by both models (paired by ``id``): ``primary_correct``,
     ``secondary_correct``, each model's seconds without its relevance stage, the stage's ``detector_seconds``
     (the primary's) and the primary's ``rel_<signal>`` columns. Refuses rows that do not pair."""
-    _require_columns(primary, [*CASE_COLUMNS, *(SIGNAL + s for s in signals)], f"The primary's {suite} rows")
+    _require_columns(primary, [*CASE_COLUMNS, *(SIGNAL_PREFIX + s for s in signals)], f"The primary's {suite} rows")
     _require_columns(secondary, CASE_COLUMNS, f"The secondary's {suite} rows")
     for name, rows in (("primary", primary), ("secondary", secondary)):
         _check_unique(rows, f"The {name}'s {suite} rows")
@@ -143,7 +142,7 @@ def pair_rows(primary: pd.DataFrame, secondary: pd.DataFrame, suite: str, signal
 # --- the detector ---------------------------------------------------------------------------------------------
 
 def _features(rows: pd.DataFrame, signals: Sequence[str]) -> pd.DataFrame:
-    return rows[[SIGNAL + name for name in signals]].astype(float).replace([np.inf, -np.inf], np.nan)
+    return rows[[SIGNAL_PREFIX + name for name in signals]].astype(float).replace([np.inf, -np.inf], np.nan)
 
 
 def fit_detector(train: pd.DataFrame, signals: Sequence[str], *, C: float = 1.0, primary: str = PRIMARY,
@@ -152,7 +151,7 @@ def fit_detector(train: pd.DataFrame, signals: Sequence[str], *, C: float = 1.0,
     (1 - ``primary_correct``) on the primary's standardised signals, a missing value read as the train mean plus a
     learned weight for its being missing (a signal is missing where the primary made no call)."""
     features = _features(train, signals)
-    empty = [name for name in signals if not features[SIGNAL + name].notna().any()]
+    empty = [name for name in signals if not features[SIGNAL_PREFIX + name].notna().any()]
     if empty:
         raise ToolSelectionError(f"The signals {', '.join(empty)} have no value on the train rows: record them "
                                  "(--relevance-signals) or leave them out of the detector.")
@@ -185,7 +184,7 @@ def signal_aurocs(train: pd.DataFrame, test: pd.DataFrame, signals: Sequence[str
     and its test AUROC for the primary's mistakes, a missing value read as the train median (as the detector does)."""
     rows = []
     for name in signals:
-        column = SIGNAL + name
+        column = SIGNAL_PREFIX + name
         median = train[column].median()
         on_train = auroc(train[column].fillna(median), 1 - train["primary_correct"])
         direction = -1.0 if on_train < 0.5 else 1.0
@@ -352,7 +351,7 @@ def run_rows(results: Path, model: str, suite: str, signals: Sequence[str]) -> t
     rows = load_results(run_dir)
     summary = run_dir / "summary.json"
     params = json.loads(summary.read_text()).get("params", {}) if summary.is_file() else {}
-    fillable = [name for name in signals if SIGNAL + name not in rows and name in DECISION_SIGNALS]
+    fillable = [name for name in signals if SIGNAL_PREFIX + name not in rows and name in DECISION_SIGNALS]
     if fillable:  # a signal the run did not record yet, computed from the request, the tools and the decision
         rows = fill_decision_signals(rows, _suite_cases(params, run_dir))
     source = {"model": model, "suite": suite, "path": run_dir.as_posix(), "rows": len(rows),

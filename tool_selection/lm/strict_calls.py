@@ -94,7 +94,7 @@ def strict_tool_completion(llama: Any, prompt: str, *, grammar: Any, max_tokens:
     in_fence = False  # the last call was written inside a fence, so an object next to it is the next call
     called = bare = False  # a call was written; the last one was a bare object
     bare_calls: list[ToolCall] = []  # bare calls written outside a fence, as the parser reads them: a repeat ends the answer
-    made: list[ToolCall] = []  # every call so far
+    made: list[ToolCall] = []  # with ``rules.keep``: every call so far
     if rules.required:
         text, produced, prompt_tokens, finish = _forced_call(llama, prompt, grammar, max_tokens, options)
         called, made = True, parse_native(text).calls
@@ -193,8 +193,8 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
 
 
 def new_call(call: ToolCall, calls: list[ToolCall]) -> bool:
-    """``strict_tool_completion``'s ``keep_call`` for the cover strategy: a call that repeats one already made is
-    not kept, and ends the answer."""
+    """``OwnCalls.keep`` for the cover strategy: a call that repeats one already made is not kept, and ends the
+    answer."""
     return call not in calls
 
 
@@ -315,31 +315,20 @@ def unpaired(request: str, calls: list[ToolCall]) -> list[str]:
                                             if len(values := _argument_values(value)) == 1})
     missing = []
     for name, held in by_function.items():
-        lists = {}
+        lists, beside = {}, {}  # per argument: its values the request lists together; the items listed beside them
         for argument in dict.fromkeys(key for pairing in held for key in pairing):
             spelled = {words(pairing[argument]): pairing[argument] for pairing in held if argument in pairing}
-            if len(spelled) > 1 and _listed_together(request, list(spelled.values())):
-                lists[argument] = sorted(spelled)
+            listed = {value: {words(item) for item in coordinated(request, [text])} for value, text in spelled.items()}
+            if len(spelled) > 1 and all(set(spelled) - {value} <= items for value, items in listed.items()):
+                lists[argument], beside[argument] = sorted(spelled), set().union(*listed.values())
         for first, second in combinations(lists, 2):
-            if set(lists[first]) & set(lists[second]) or set(lists[second]) & _listed_beside(request, held, first):
+            if set(lists[first]) & set(lists[second]) or set(lists[second]) & beside[first]:
                 continue  # one list, not two ("sides 3 and 4, and 5 and 12"; "from A to B and from B to A")
             made = {(words(pairing[first]), words(pairing[second])) for pairing in held
                     if first in pairing and second in pairing}
             missing += [f"{name}: {first}={x}, {second}={y}" for x in lists[first] for y in lists[second]
                         if (x, y) not in made]
     return missing
-
-
-def _listed_together(request: str, values: list[str]) -> bool:
-    """Whether ``request`` lists each of ``values`` beside the others ("X, Y and Z")."""
-    return all({words(other) for other in values if other != value}
-               <= {words(item) for item in coordinated(request, [value])} for value in values)
-
-
-def _listed_beside(request: str, held: list[dict[str, str]], argument: str) -> set[str]:
-    """The items ``request`` lists beside the values ``argument`` holds across ``held``, as words."""
-    return {words(item) for item in coordinated(request, [pairing[argument] for pairing in held
-                                                         if argument in pairing])}
 
 
 def _adds_to(calls: list[ToolCall], call: ToolCall) -> bool:
