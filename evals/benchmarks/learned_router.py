@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evals.stats import mcnemar_exact, paired_bootstrap_ci
 from evals.stuck_bench.routing import (
     RoutingMetrics,
     auroc,
@@ -35,6 +34,7 @@ from evals.stuck_bench.routing import (
     routing_curve,
     routing_metrics,
 )
+from evals.stuck_bench.verdict import Comparison, compare_to_secondary, pays
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import SIGNAL_PREFIX
 from tool_selection.stuck.learned import ROUTERS_DIR, RouterModel, fit_router
@@ -61,7 +61,6 @@ LEFT_OUT = {
 }
 TEST_ONLY = ("ecommerce", "finance", "language")
 TOLERANCE = 0.01
-ALPHA = 0.05
 THRESHOLD_RULE = ("the lowest escalation rate whose dev cascade accuracy is within 1 point of the secondary's "
                   "own dev accuracy; if no threshold gets there, the best dev cascade accuracy (ties: less "
                   "escalation). Candidates: every distinct dev score, and escalating nothing")
@@ -238,37 +237,6 @@ def run_cascade(table: pd.DataFrame, scores: Sequence[float], threshold: float,
     return Cascade(escalated, correct, seconds)
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """The cascade against the secondary alone on the same cases (cascade - secondary)."""
-
-    difference: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    cascade_only: int
-    secondary_only: int
-
-    @property
-    def significantly_below(self) -> bool:
-        return self.ci_high < 0 and self.p_value < ALPHA
-
-
-def compare_to_secondary(cascade_correct: Sequence[float], secondary_correct: Sequence[float],
-                         seed: int = 0) -> Comparison:
-    """Paired bootstrap 95% interval of the mean difference and McNemar's exact p."""
-    c, s = np.asarray(cascade_correct, dtype=float), np.asarray(secondary_correct, dtype=float)
-    low, high = paired_bootstrap_ci(c - s, seed=seed)
-    p_value, cascade_only, secondary_only = mcnemar_exact(c, s)
-    return Comparison(float((c - s).mean()), low, high, p_value, cascade_only, secondary_only)
-
-
-def pays(comparison: Comparison, cascade_seconds: float, secondary_seconds: float) -> bool:
-    """The cascade pays when its accuracy is not significantly below the secondary's (paired: p >= 0.05 or the
-    interval holds 0) at fewer seconds per case."""
-    return not comparison.significantly_below and cascade_seconds < secondary_seconds
-
-
 # --- one detector on one group ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -416,15 +384,11 @@ def verdict_line(result: VariantResult) -> str:
     accuracy = ("significantly below" if c.significantly_below else "not significantly below") + " the secondary's"
     return (f"**{result.group}, {result.variant}: {'pays' if result.pays else 'does not pay'}** - "
             f"{_pct(cascade.accuracy)}% against {_pct(result.metrics.secondary_accuracy)}% ({accuracy}: "
-            f"{_difference(c)} points, McNemar p {c.p_value:.3g}) at {ratio:.2f}x the secondary's seconds per case, "
+            f"{c.points()} points, McNemar p {c.p_value:.3g}) at {ratio:.2f}x the secondary's seconds per case, "
             f"escalating {_pct(cascade.escalation_rate)}% of the test cases. Detector AUROC "
             f"{_rate(result.metrics.auroc)} (best single signal: {best['signal']} {_rate(best['auroc'])}). A perfect "
             f"detector would match the secondary escalating {_pct(result.metrics.oracle_escalation)}%"
             f"{already}, and reach {_pct(ceiling[1])}% escalating {_pct(rates[1])}%.")
-
-
-def _difference(c: Comparison) -> str:
-    return f"{100 * c.difference:+.1f} [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}]"
 
 
 def cascade_rows(results: Sequence[VariantResult]) -> list[dict]:
@@ -435,7 +399,7 @@ def cascade_rows(results: Sequence[VariantResult]) -> list[dict]:
             "group": r.group, "detector": r.variant, "test cases": len(r.test),
             "escalated %": _pct(r.cascade.escalation_rate), "primary %": _pct(r.metrics.primary_accuracy),
             "secondary %": _pct(r.metrics.secondary_accuracy), "cascade %": _pct(r.cascade.accuracy),
-            "cascade - secondary [95% CI]": _difference(c),
+            "cascade - secondary [95% CI]": c.points(),
             "McNemar p": f"{c.p_value:.3g} ({c.cascade_only} vs {c.secondary_only})",
             "s/case cascade": f"{r.cascade.seconds_per_case:.2f}", "s/case secondary": f"{r.secondary_seconds:.2f}",
             "ratio": f"{r.cascade.seconds_per_case / r.secondary_seconds:.2f}", "pays": "yes" if r.pays else "no"})

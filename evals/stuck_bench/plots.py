@@ -1,5 +1,6 @@
 """The stuck benchmark's figures, per pair on the test split: accuracy against escalation rate per detector (with
-the random and the perfect router), and the cost-quality curve."""
+the random and the perfect router), and the cost-quality frontier (in measured seconds per case where the rows carry
+them, else in price)."""
 
 from __future__ import annotations
 
@@ -42,17 +43,20 @@ def plot(result: BenchResult) -> list[Path]:
 
         fig = Figure(figsize=(6.5, 4.5))
         ax = fig.subplots()
+        measure = "seconds" if sweep["seconds_vs_secondary"].notna().all() else "cost"
         for detector, rows in sweep.groupby("detector", sort=False):
-            ordered = rows.sort_values("cost_vs_secondary")
-            ax.plot(ordered["cost_vs_secondary"], ordered["accuracy"], marker="o", ms=3, label=detector)
+            ordered = rows.sort_values(f"{measure}_vs_secondary")
+            ax.plot(ordered[f"{measure}_vs_secondary"], ordered["accuracy"], marker="o", ms=3, label=detector)
         base = result.baselines[result.baselines["split"] == test].set_index("model")
-        s_cost = base.loc[sweep["secondary"].iloc[0], "cost"]
+        s_spent = base.loc[sweep["secondary"].iloc[0], measure]
         for role, color in (("primary", "black"), ("secondary", "grey")):
             name = sweep[role].iloc[0]
-            x = base.loc[name, "cost"] / s_cost if s_cost > 0 else math.nan
+            x = base.loc[name, measure] / s_spent if s_spent > 0 else math.nan
             ax.scatter([x], [base.loc[name, "accuracy"]], marker="*", s=140, color=color, zorder=3,
                        label=f"{role} alone")
-        ax.set(xlabel="cost relative to always using the secondary", ylabel="accuracy",
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        what = "measured seconds per case" if measure == "seconds" else "cost"
+        ax.set(xlabel=f"{what} relative to always using the secondary", ylabel="accuracy",
                title=f"cost-quality: {label} ({test})")
         ax.legend(fontsize=8)
         fig.tight_layout()

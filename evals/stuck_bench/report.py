@@ -21,7 +21,7 @@ def format_report(result: BenchResult) -> str:
             name = group[role].iloc[0]
             base = result.baselines[result.baselines["model"] == name].set_index("split")
             cells = ", ".join(f"{split} {100 * r['accuracy']:.1f}% [{100 * r['accuracy_ci_low']:.1f}, "
-                              f"{100 * r['accuracy_ci_high']:.1f}] cost {r['cost']:.4g}"
+                              f"{100 * r['accuracy_ci_high']:.1f}] cost {r['cost']:.4g}, {r['seconds']:.2f} s/case"
                               for split, r in base.iterrows())
             lines.append(f"   {role:<9} {name}: {cells}")
         shown = group[group["available"]]
@@ -36,8 +36,12 @@ def format_report(result: BenchResult) -> str:
                 "met": shown["criterion_met_on_dev"],
                 "test acc": shown["test_accuracy"], "test esc": shown["test_escalation_rate"],
                 "cost/secondary": shown["test_cost_vs_secondary"],
+                "s/secondary": shown["test_seconds_vs_secondary"],
+                "pays": shown["test_pays"].map({True: "yes", False: "no"}),
             })
             lines.append(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+            lines.append("   verdict on test, per detector at its dev threshold:")
+            lines += [f"   - {line}" for line in shown["test_verdict"]]
         missing = group[~group["available"]]["detector"].tolist()
         if missing:
             lines.append(f"   unavailable: {', '.join(missing)}")
@@ -47,8 +51,9 @@ def format_report(result: BenchResult) -> str:
             lines.append(f"   {row['pair']}: {row['detector']} at {row['recommended_threshold']:.2f} -> test accuracy "
                          f"{100 * row['test_accuracy']:.1f}% (secondary {100 * row['test_secondary_accuracy']:.1f}%), "
                          f"escalation {100 * row['test_escalation_rate']:.0f}%, "
-                         f"cost {row['test_cost_vs_secondary']:.2f}x "
-                         "the secondary's")
+                         f"cost {row['test_cost_vs_secondary']:.2f}x, seconds "
+                         f"{row['test_seconds_vs_secondary']:.2f}x the secondary's; "
+                         f"{'pays' if row['test_pays'] else 'does not pay'}")
     if result.live is not None:
         lines.append("\nLive protocol runs:")
         lines.append(result.live.drop(columns=["run_dir"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))

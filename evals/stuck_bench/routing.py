@@ -27,6 +27,7 @@ __all__ = [
     "RoutingMetrics",
     "apgr",
     "auroc",
+    "cheapest_by",
     "escalation_to_recover",
     "oracle_escalation",
     "parse_thresholds",
@@ -38,9 +39,10 @@ __all__ = [
     "threshold_candidates",
 ]
 
-RECOMMENDATION_CRITERION = ("the cheapest threshold whose accuracy is within 1 point of the secondary's accuracy; "
-                            "if none, the one with the best accuracy (chosen on dev among the grid and every "
-                            "distinct dev score, reported on test)")
+RECOMMENDATION_CRITERION = ("the cheapest threshold (in measured seconds per case where the rows carry them, else "
+                            "in price) whose accuracy is within 1 point of the secondary's accuracy; if none, the "
+                            "one with the best accuracy (chosen on dev among the grid and every distinct dev score, "
+                            "reported on test)")
 TOLERANCE = 0.01
 
 
@@ -143,17 +145,29 @@ def perfect_router_curve(primary_correct: Sequence[float], secondary_correct: Se
     return [0.0, gain, 1.0 - loss, 1.0], [base, base + gain, base + gain, base + gain - loss]
 
 
+def _spent(table: pd.DataFrame, role: str, overhead: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per case: the primary's, the secondary's and the detector's ``role`` (cost or seconds); NaN where the
+    table has no such column."""
+    missing = np.full(len(table), math.nan)
+    primary, secondary = (table[f"{who}_{role}"].to_numpy(dtype=float) if f"{who}_{role}" in table else missing
+                          for who in ("primary", "secondary"))
+    detector = table[overhead].fillna(0.0).to_numpy(dtype=float) if overhead in table else np.zeros(len(table))
+    return primary, secondary, detector
+
+
 def sweep_thresholds(table: pd.DataFrame, score: str, thresholds: Sequence[float], *,
-                     overhead: str | None = None, seed: int = 0) -> pd.DataFrame:
-    """Routed accuracy (with its bootstrap CI), escalation rate and mean cost per case at each threshold.
+                     overhead: str | None = None, overhead_seconds: str | None = None, seed: int = 0) -> pd.DataFrame:
+    """Routed accuracy (with its bootstrap CI), escalation rate, mean cost and seconds per case at each threshold.
 
     ``table`` has one row per case: ``primary_correct``, ``secondary_correct``, ``primary_cost``,
-    ``secondary_cost`` and the ``score`` column (NaN counts as stuck); ``overhead`` names a detector-cost column."""
+    ``secondary_cost`` (and ``primary_seconds``, ``secondary_seconds`` where measured; else the seconds are NaN)
+    and the ``score`` column (NaN counts as stuck); ``overhead`` and ``overhead_seconds`` name the detector's own
+    cost and seconds."""
     scores = table[score].fillna(1.0).to_numpy(dtype=float)
     p, s = table["primary_correct"].to_numpy(dtype=float), table["secondary_correct"].to_numpy(dtype=float)
-    pc, sc = table["primary_cost"].to_numpy(dtype=float), table["secondary_cost"].to_numpy(dtype=float)
-    oc = table[overhead].fillna(0.0).to_numpy(dtype=float) if overhead else np.zeros(len(table))
-    secondary_cost = float(sc.mean())
+    pc, sc, oc = _spent(table, "cost", overhead)
+    ps, ss, os_ = _spent(table, "seconds", overhead_seconds)
+    secondary_cost, secondary_seconds = float(sc.mean()), float(ss.mean()) if len(ss) else math.nan
     gap = _gap(float(p.mean()), float(s.mean()))
     rows = []
     for t in thresholds:
@@ -161,10 +175,13 @@ def sweep_thresholds(table: pd.DataFrame, score: str, thresholds: Sequence[float
         correct = np.where(escalated, s, p)
         accuracy, low, high = bootstrap_ci(correct, seed=seed)
         cost = float((pc + oc + escalated * sc).mean())
+        seconds = float((ps + os_ + escalated * ss).mean()) if len(ss) else math.nan
         rows.append({
             "threshold": float(t), "accuracy": accuracy, "accuracy_ci_low": low, "accuracy_ci_high": high,
             "escalation_rate": float(escalated.mean()), "cost": cost,
             "cost_vs_secondary": cost / secondary_cost if secondary_cost > 0 else math.nan,
+            "seconds": seconds,
+            "seconds_vs_secondary": seconds / secondary_seconds if secondary_seconds > 0 else math.nan,
             "pgr": (accuracy - p.mean()) / gap if gap > 0 else math.nan,
         })
     return pd.DataFrame(rows)
@@ -177,15 +194,22 @@ def threshold_candidates(scores: pd.Series, grid: Sequence[float]) -> list[float
     return sorted(set(map(float, grid)) | set(seen))
 
 
+def cheapest_by(sweep: pd.DataFrame) -> str:
+    """What "cheapest" means for a sweep: measured seconds per case where every row has them, else price."""
+    seconds = sweep.get("seconds")
+    return "seconds" if seconds is not None and len(sweep) and bool((seconds > 0).all()) else "cost"
+
+
 def recommend(sweep: pd.DataFrame, secondary_accuracy: float, tolerance: float = TOLERANCE) -> tuple[pd.Series, bool]:
     """The recommended row of a sweep and whether it met the tolerance (``RECOMMENDATION_CRITERION``): the
-    cheapest row within ``tolerance`` of the secondary's accuracy (ties: more accurate, then higher threshold);
-    if there is none, the most accurate (ties: cheaper, then higher threshold)."""
+    cheapest row (``cheapest_by``) within ``tolerance`` of the secondary's accuracy (ties: more accurate, then
+    higher threshold); if there is none, the most accurate (ties: cheaper, then higher threshold)."""
+    by = cheapest_by(sweep)
     close = sweep[sweep["accuracy"] >= secondary_accuracy - tolerance - 1e-12]
     if len(close):
-        ranked = close.sort_values(["cost", "accuracy", "threshold"], ascending=[True, False, False])
+        ranked = close.sort_values([by, "accuracy", "threshold"], ascending=[True, False, False])
         return ranked.iloc[0], True
-    ranked = sweep.sort_values(["accuracy", "cost", "threshold"], ascending=[False, True, False])
+    ranked = sweep.sort_values(["accuracy", by, "threshold"], ascending=[False, True, False])
     return ranked.iloc[0], False
 
 

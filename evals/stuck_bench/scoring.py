@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +31,9 @@ class StuckScoredSelector(MultiToolSelector):
     """A ``MultiToolSelector`` that also scores its decision with each detector. Scores go to ``row_extras``
     (``stuck_<name>``, ``stuck_<name>_evidence``; NaN with ``stuck_<name>_unavailable`` where a detector cannot
     score); detector calls (consistency samples) are tracked apart, as ``stuck_<name>_overhead_*_tokens``, so
-    the harness's token counts stay those of the decision itself. A detector that crashes stops the run
+    the harness's token counts stay those of the decision itself; each detector's seconds go to
+    ``stuck_<name>_seconds`` (a composite's with its components') and all of them to ``stuck_seconds``, so that the
+    decision's own seconds are the row's ``latency_s`` less those. A detector that crashes stops the run
     (``DetectorFailed``)."""
 
     def __init__(self, detectors: Sequence[StuckDetector], tools: ToolRegistry | ToolSet | None = None, *,
@@ -54,32 +57,40 @@ class StuckScoredSelector(MultiToolSelector):
                           features=recorded_signals(getattr(prediction, "row_extras", None)),
                           sampler=make_sampler(lambda r, t: MultiToolSelector.forward(self, r, t), request, registry))
         extras: dict[str, Any] = {}
+        started = time.perf_counter()
         with dspy.context(usage_tracker=UsageTracker()):  # detector calls are not the decision's cost
             for detector in self.detectors:
-                extras.update(detector_columns(detector, attempt))
+                extras.update(detector_columns(detector, attempt, extras))
+        extras["stuck_seconds"] = time.perf_counter() - started
         prediction.row_extras = {**(getattr(prediction, "row_extras", None) or {}), **extras}
         return prediction
 
 
-def detector_columns(detector: StuckDetector, attempt: Attempt) -> dict[str, Any]:
-    """One detector's columns of a case's row: its score, evidence and overhead tokens; NaN and the reason when it
-    is unavailable. Any other exception is re-raised as ``DetectorFailed``."""
+def detector_columns(detector: StuckDetector, attempt: Attempt,
+                     earlier: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One detector's columns of a case's row: its score, evidence, overhead tokens and seconds (a composite's
+    with its components' seconds, read from the ``earlier`` detectors' columns); NaN and the reason when it is
+    unavailable. Any other exception is re-raised as ``DetectorFailed``."""
     key = f"stuck_{detector.name}"
+    started = time.perf_counter()
     try:
         signal = detector(attempt)
     except DetectorUnavailable as error:
-        return {key: math.nan, f"{key}_unavailable": str(error)}
+        return {key: math.nan, f"{key}_unavailable": str(error), f"{key}_seconds": time.perf_counter() - started}
     except ToolSelectionError:
         raise
     except Exception as error:  # re-raised: the harness records other exceptions as the model's failures
         raise DetectorFailed(f"The stuck detector {detector.name!r} crashed on the request {attempt.request[:80]!r} "
                              f"({type(error).__name__}: {error}); a crash is not a score, so the run stops. Fix "
                              "the detector, or raise DetectorUnavailable where it cannot score.") from error
+    seconds = time.perf_counter() - started
     parts = signal.evidence.get("components", {}) if detector.composite else {}
     used = [attempt.signals[n] for n in parts] or [signal]
+    seconds += sum(float((earlier or {}).get(f"stuck_{n}_seconds", 0.0)) for n in parts)
     return {
         key: signal.score,
         f"{key}_evidence": json.dumps(signal.evidence, ensure_ascii=False, default=str),
         f"{key}_overhead_input_tokens": sum(int(s.evidence.get("input_tokens", 0)) for s in used),
         f"{key}_overhead_output_tokens": sum(int(s.evidence.get("output_tokens", 0)) for s in used),
+        f"{key}_seconds": seconds,
     }

@@ -57,12 +57,31 @@ def test_summary_ranks_the_informative_detectors(bench_run):
     assert recommendation["pair"] == PAIR and recommendation["test_cost_vs_secondary"] < 1
 
 
+def test_the_verdict_is_in_measured_seconds(bench_run):
+    result, _ = bench_run
+    summary = result.summary.set_index("detector")
+    assert (summary["cheapest_by"] == "seconds").all()
+    chosen = summary.loc["confidence"]
+    assert chosen["test_seconds"] > 0 and chosen["test_secondary_seconds"] > 0
+    assert chosen["test_seconds_vs_secondary"] == pytest.approx(chosen["test_seconds"] / chosen["test_secondary_seconds"])
+    assert chosen["test_verdict"].startswith(("confidence: pays", "confidence: does not pay"))
+    assert chosen["test_pays"] == (chosen["test_seconds_vs_secondary"] < 1 and chosen["test_vs_secondary_p"] >= 0.05
+                                   or chosen["test_seconds_vs_secondary"] < 1 and chosen["test_vs_secondary_ci_high"] >= 0)
+    curves = result.curves
+    assert curves["seconds"].gt(0).all()
+    assert stuck_bench.format_report(result).count("verdict on test") == 1
+
+
 def test_the_primary_runs_through_the_harness_with_detector_scores(bench_run):
     result, _ = bench_run
     run_dirs = sorted((result.out_dir / "runs" / "test").iterdir())
     scored = load_results(next(d for d in run_dirs if "scored" in d.name))
     assert {f"stuck_{d}" for d in detector_names(fitted=False)} <= set(scored.columns)
     assert scored["stuck_consistency_overhead_output_tokens"].gt(0).all()
+    own = scored[[f"stuck_{d}_seconds" for d in ("heuristic", "validation", "confidence")]].sum(axis=1)
+    assert scored["stuck_combined_seconds"].ge(own).all()  # a composite's seconds include its components'
+    assert scored["stuck_seconds"].ge(own + scored["stuck_consistency_seconds"]).all()
+    assert scored["latency_s"].gt(scored["stuck_seconds"]).all()
     cases = result.cases[(result.cases["split"] == "test")].set_index("id")
     assert cases.loc["w-hanoi", "primary_correct"] == 0 and cases.loc["w-hanoi", "score_validation"] == 1.0
 
@@ -112,6 +131,7 @@ def test_cli_runs_the_benchmark(suite_path, tmp_path, fake_catalog, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "confidence" in out and "Recommended per pair" in out and "live runs" in out
+    assert "- validation: " in out and "s per case against" in out
     assert set(pd.read_parquet(tmp_path / "o" / "sweep.parquet")["detector"]) == {"validation", "confidence"}
 
 
