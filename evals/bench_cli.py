@@ -80,6 +80,9 @@ def _register_stuck(sub: argparse._SubParsersAction) -> None:
                        help="Samples per decision for consistency (default: 3).")
     stuck.add_argument("--temperature", type=float, default=0.7,
                        help="Sampling temperature of consistency samples and retries (default: 0.7).")
+    stuck.add_argument("--router", metavar="ROUTER_JSON|MODEL",
+                       help="The learned detector's router: a router file, or the model a router ships for (default: "
+                            "the one shipped for each primary).")
     stuck.add_argument("--live-threshold", type=float,
                        help="Also run the collaboration protocol live on the test split at this threshold.")
     stuck.add_argument("--live-strategy", choices=LIVE_STRATEGIES, default="guide",
@@ -88,6 +91,7 @@ def _register_stuck(sub: argparse._SubParsersAction) -> None:
     selector = stuck.add_argument_group("the selector (a SelectorSpec: the benchmark asks both models in its "
                                         "strategy)")
     add_field_flag(selector, spec_type(), "strategy")
+    add_field_flag(selector, spec_type(), "relevance")
     add_run_flags(stuck, skip=BENCH_SKIPS)
     stuck.set_defaults(handler=_stuck)
 
@@ -117,7 +121,8 @@ def _stuck(args: argparse.Namespace) -> int:
         selector=selector_spec(args), run=run_config(args),
         **({"detectors": args.detectors.split(",")} if args.detectors else {}),
         thresholds=args.thresholds, dev_split=args.dev_split, test_split=args.test_split,
-        consistency_k=args.consistency_k, temperature=args.temperature, live_threshold=args.live_threshold,
+        consistency_k=args.consistency_k, temperature=args.temperature, router=args.router,
+        live_threshold=args.live_threshold,
         strategy=args.live_strategy, live_detector=args.live_detector,
     )
     print(format_report(result))

@@ -34,11 +34,13 @@ from tool_selection.collaboration import (
     model_name,
     resolve_lm,
 )
+from tool_selection.defaults import NO_CASCADE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import STRUCTURED_STRATEGY
+from tool_selection.stuck import detector_class
 
 __all__ = ["GUIDE_NOTE", "run_stuck_bench"]
 
@@ -66,7 +68,8 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
                                  "not a sample.")
     if "cache" not in run.model_fields_set:
         run = run.replace(cache=True)
-    strategy = (selector or SelectorSpec()).strategy_or_default
+    spec = selector or SelectorSpec()
+    strategy = spec.strategy_or_default
     settings = BenchSettings.build(settings, **fields)
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
     splits = list(dict.fromkeys([settings.dev_split, settings.test_split]))
@@ -76,7 +79,8 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
                                      f"{dict(suite_obj.split_counts())}); choose splits with --dev-split/--test-split.")
     cost_fn = cost_fn or catalog_cost
     names, models = _checked_pairs(pairs, cost_fn)
-    params = _params(settings, suite_obj, names, strategy=strategy, run=run)
+    _check_runnable(spec, settings, names)
+    params = _params(settings, suite_obj, names, spec=spec, run=run)
     out_dir = _out_dir(run, params, suite_obj)
     run = run.replace(run_dir=out_dir)
     notes = [GUIDE_NOTE, f"Recommended threshold: {RECOMMENDATION_CRITERION}."]
@@ -84,7 +88,7 @@ def run_stuck_bench(suite: str | Suite, pairs: Sequence[tuple[Model, Model]], se
     per_model = {}
     for split in splits:
         for name, lm in lms.items():
-            table = _run_model(suite_obj, name, lm, split, settings, strategy=strategy, run=run,
+            table = _run_model(suite_obj, name, lm, split, settings, spec=spec, run=run,
                                detectors=settings.detectors if name in {p for p, _ in names} else ())
             per_model[(name, split)] = price(table, name, cost_fn, settings.detectors)
             if not (table["input_tokens"] + table["output_tokens"]).any():
@@ -124,11 +128,35 @@ def _checked_pairs(pairs: Sequence[tuple[Model, Model]],
     return names, models
 
 
+def _check_runnable(spec: SelectorSpec, settings: BenchSettings, names: Sequence[tuple[str, str]]) -> None:
+    """Before any model runs: a selector with a cascade is refused (the benchmark is one, offline), every detector
+    is built for each primary (a learned one without a router fails now), and a live run is checked."""
+    if spec.cascade != NO_CASCADE:
+        raise ToolSelectionError("The stuck benchmark is the cascade, computed offline from each model alone: leave "
+                                 f"--cascade out (got {spec.cascade!r}); benchmark a router with --detectors learned.")
+    for primary, _ in names:
+        for detector in settings.detectors:
+            settings.detector(detector, primary=primary)
+    if settings.live_threshold is not None:
+        _check_live_selector(spec, names)
+
+
+def _check_live_selector(spec: SelectorSpec, names: Sequence[tuple[str, str]]) -> None:
+    """A live run asks both models through one selector, and a relevance model belongs to one model: refused
+    where either model would run one."""
+    for pair in names:
+        for name in pair:
+            if MultiToolSelector.from_spec(spec.model_copy(update={"cascade": NO_CASCADE}), model=name).relevance:
+                raise ToolSelectionError(f"A live run asks both models through one selector, and {name} would run "
+                                         "its own relevance model: add --relevance none to compare live runs, or "
+                                         "leave --live-threshold out (the offline sweep runs each model's own).")
+
+
 def _out_dir(run: RunConfig, params: dict[str, Any], suite: Suite) -> Path:
     """``run.run_dir``, else a folder named for the suite and a hash of what determines the results."""
     digest = hashlib.sha256(json.dumps({k: params[k] for k in ("suite_fingerprint", "pairs", "detectors", "limit",
                                                                "consistency_k", "temperature", "max_tokens",
-                                                               "selection_strategy")},
+                                                               "selection_strategy", "selector", "router")},
                                        sort_keys=True).encode()).hexdigest()[:8]
     out_dir = run.run_dir or DEFAULT_BENCH_DIR / f"{slug(suite.name)}-{digest}"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -140,7 +168,7 @@ def _loaded(models: dict[str, Model], primaries: set[str], settings: BenchSettin
     """Each model's LM, loaded now (primaries with log-probabilities when a detector reads them)."""
     from tool_selection.lm import prepare_lm
 
-    needs_logprobs = any(settings.detector(d).needs_logprobs for d in settings.detectors)
+    needs_logprobs = any(detector_class(d).needs_logprobs for d in settings.detectors)
     lms = {name: resolve_lm(model, logprobs=needs_logprobs and name in primaries, max_tokens=run.max_tokens,
                             cache=run.cache)
            for name, model in models.items()}
@@ -149,34 +177,42 @@ def _loaded(models: dict[str, Model], primaries: set[str], settings: BenchSettin
     return lms
 
 
-def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]], *, strategy: str,
+def _params(settings: BenchSettings, suite: Suite, names: list[tuple[str, str]], *, spec: SelectorSpec,
             run: RunConfig) -> dict[str, Any]:
     """How the run was built, as MLflow params (and part of its directory's name)."""
     return {
         "kind": "stuck_bench", "suite": suite.name, "suite_fingerprint": suite.fingerprint,
         "pairs": [list(p) for p in names], "detectors": list(settings.detectors), "thresholds": settings.thresholds,
         "dev_split": settings.dev_split, "test_split": settings.test_split, "limit": run.limit,
-        "consistency_k": settings.consistency_k, "temperature": settings.temperature,
+        "consistency_k": settings.consistency_k, "temperature": settings.temperature, "router": settings.router,
         "max_tokens": run.max_tokens, "live_threshold": settings.live_threshold,
         "strategy": settings.strategy if settings.live_threshold is not None else "delegate (offline)",
-        "selection_strategy": strategy,
+        "selection_strategy": spec.strategy_or_default, "selector": spec.describe(),
         "dspy_version": dspy.__version__, "git_commit": git_commit(),
     }
 
 
-def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, settings: BenchSettings, *, strategy: str,
-               detectors: Sequence[str], run: RunConfig) -> pd.DataFrame:
-    """One model alone on one split, through the harness; scored by ``detectors`` when it is a primary. Logged
-    as an ordinary zero-shot eval run (the detectors do not change the prompt), so ``toolsel eval compare`` and
-    the optimization notebook find it. Its folder is under ``run.run_dir``, the benchmark's."""
-    name, out_dir = slug(name), run.run_dir
+def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, settings: BenchSettings, *,
+               spec: SelectorSpec, detectors: Sequence[str], run: RunConfig) -> pd.DataFrame:
+    """One model alone on one split, through the harness, with the selector ``spec`` describes for it (its own
+    relevance model under ``auto``); scored by ``detectors`` when it is a primary, its relevance stage then also
+    recording the signals a learned detector's router reads. Logged as an ordinary zero-shot eval run (the
+    detectors do not change the prompt), so ``toolsel eval compare`` and the optimization notebook find it. Its
+    folder is under ``run.run_dir``, the benchmark's."""
+    built = [settings.detector(d, primary=name) for d in detectors]
+    read = sorted({signal for d in built for signal in getattr(getattr(d, "router", None), "signals", ())})
+    if read:
+        spec = spec.model_copy(update={"relevance_signals": tuple(dict.fromkeys([*(spec.relevance_signals or ()),
+                                                                                  *read]))})
+    selector = MultiToolSelector.from_spec(spec, model=name)
+    strategy, name, out_dir = spec.strategy_or_default, slug(name), run.run_dir
     if detectors:
         key = hashlib.sha256(json.dumps([list(detectors), settings.detector_options],
                                         sort_keys=True).encode()).hexdigest()[:6]
-        program = StuckScoredSelector([settings.detector(d) for d in detectors], strategy=strategy)
+        program = StuckScoredSelector.wrap(selector, built)
         run_dir = out_dir / "runs" / split / f"{name}-scored-{key}"
     else:
-        program, run_dir = MultiToolSelector(strategy=strategy), out_dir / "runs" / split / name
+        program, run_dir = selector, out_dir / "runs" / split / name
     if strategy != STRUCTURED_STRATEGY:
         run_dir = run_dir.with_name(f"{run_dir.name}-{slug(strategy)}")
     result = evaluate(suite, lm, split=split, selector=program,
@@ -195,7 +231,7 @@ def _live_runs(result: BenchResult, names: list[tuple[str, str]], lms: dict[str,
         if detector is None:
             chosen = result.recommendations[result.recommendations["pair"] == label]
             detector = str(chosen["detector"].iloc[0]) if len(chosen) else "validation"
-        policy = EscalationPolicy(detector=settings.detector(detector), threshold=threshold, strategy=live_strategy,
+        policy = EscalationPolicy(detector=settings.detector(detector, primary=primary), threshold=threshold, strategy=live_strategy,
                                   temperature=settings.temperature)
         protocol = ModelCollaborationProtocol(lms[primary], lms[secondary], escalation=policy, cost_fn=cost_fn,
                                               selector=MultiToolSelector(strategy=strategy),

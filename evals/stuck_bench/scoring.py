@@ -43,9 +43,12 @@ class StuckScoredSelector(MultiToolSelector):
 
     @classmethod
     def wrap(cls, selector: MultiToolSelector, detectors: Sequence[StuckDetector]) -> StuckScoredSelector:
-        """The same (possibly compiled) selector, with detectors."""
+        """The same (possibly compiled) selector, with detectors: its demonstrations, relevance stage, gate model
+        and spec."""
         scored = cls(detectors, selector.tools, constrain=selector.constrain, strategy=selector.strategy_name)
         scored.load_state(selector.dump_state())
+        for held in ("spec", "relevance", "gate_lm", "demo_pool"):
+            setattr(scored, held, getattr(selector, held))
         return scored
 
     def forward(self, request: str, tools: ToolRegistry | ToolSet | None = None) -> dspy.Prediction:

@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evals.stuck_bench.routing import parse_thresholds
 from tool_selection.collaboration.config import CollaborationStrategy, check_threshold
 from tool_selection.errors import ToolSelectionError
-from tool_selection.stuck import StuckDetector, check_detector_names, detector_names, make_detector
+from tool_selection.relevance.logistic import model_file_stem
+from tool_selection.stuck import StuckDetector, check_detector_names, detector_class, detector_names, make_detector
+from tool_selection.stuck.learned import SAVE_COMMAND, shipped_routers
 from tool_selection.stuck.registry import SampleCount, Temperature
 from tool_selection.validation import validation_problems
 
@@ -31,7 +33,8 @@ class BenchSettings(BaseModel):
     from a fitted file); ``thresholds``: a list within [0, 1], or ``START:STOP:STEP`` / ``a,b,c``
     (``parse_thresholds``); the threshold is chosen on
     ``dev_split`` and reported on ``test_split``. ``consistency_k`` and ``temperature``: the detectors' samples.
-    ``live_threshold``: also run the collaboration protocol on the test split at that threshold, with ``strategy``
+    ``router``: the ``learned`` detector's router (a router file, or the model a router ships for; default: the
+    one shipped for each primary). ``live_threshold``: also run the collaboration protocol on the test split at that threshold, with ``strategy``
     (``guide``, the one the offline sweep cannot measure, unless told otherwise) and ``live_detector`` (default:
     each pair's recommended one)."""
 
@@ -43,6 +46,7 @@ class BenchSettings(BaseModel):
     test_split: str = "test"
     consistency_k: SampleCount = 3
     temperature: Temperature = 0.7
+    router: str | None = None
     live_threshold: float | None = None
     strategy: CollaborationStrategy = "guide"
     live_detector: str | None = None
@@ -86,7 +90,24 @@ class BenchSettings(BaseModel):
     @property
     def detector_options(self) -> dict[str, Any]:
         """The options every detector is built with (part of each scored run's key)."""
-        return {"consistency_k": self.consistency_k, "temperature": self.temperature}
+        return {"consistency_k": self.consistency_k, "temperature": self.temperature,
+                **({"router": self.router} if self.router else {})}
 
-    def detector(self, name: str) -> StuckDetector:
-        return make_detector(name, **self.detector_options)
+    def detector(self, name: str, primary: str | None = None) -> StuckDetector:
+        """The detector ``name`` for the ``primary`` model's decisions: a learned detector's router is the one
+        given (refused when fitted on another model's decisions), else the one shipped for ``primary``."""
+        options = self.detector_options
+        if detector_class(name).needs_model_file and primary is not None and not self.router:
+            if model_file_stem(primary) not in shipped_routers():
+                raise BenchSettingsError(f"No router ships for {primary} (routers ship for: "
+                                         f"{', '.join(shipped_routers()) or 'none'}): give --router ROUTER_JSON "
+                                         f"(fitted on {primary}'s rows: '{SAVE_COMMAND}'), or leave {name} out of "
+                                         "--detectors.")
+            options = {"router": primary, **options}
+        detector = make_detector(name, **options)
+        fitted_on = getattr(getattr(detector, "router", None), "primary", None)
+        if fitted_on is not None and primary is not None and model_file_stem(fitted_on) != model_file_stem(primary):
+            raise BenchSettingsError(f"The {name} detector's router was fitted on the decisions of {fitted_on}, and "
+                                     f"the pair's primary is {primary}: give --router a router fitted on {primary}'s "
+                                     "rows, or benchmark a pair with that primary.")
+        return detector

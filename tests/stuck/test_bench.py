@@ -319,3 +319,55 @@ def test_the_cases_generation_limit_and_cache_come_from_the_run_config(suite_pat
     assert {(o["max_tokens"], o["cache"]) for o in loaded} == {(64, True)}  # the bench's cache is on unless told
     with pytest.raises(ToolSelectionError, match="first cases of each split"):
         stuck_bench.run_stuck_bench(str(suite_path), [(weak, strong)], run=RunConfig(sample=2, mlflow=False))
+
+
+def _router(primary, path):
+    from tool_selection.stuck.learned import RouterModel
+
+    # wrong where the call's argument values are not in the request (grounded_args 0: P 0.99; 1: P 0.007)
+    return RouterModel(signals=("grounded_args",), means=(0.5,), scales=(0.5,), coefficients=(-5.0,), intercept=0.0,
+                       missing=(3.0,), threshold=0.5, primary=primary, secondary="test/strong").save(path)
+
+
+def test_the_learned_detector_reads_the_signals_its_router_needs(suite_path, tmp_path):
+    weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
+    strong = ScriptedLM(strong_answers(), name="test/strong")
+    router = _router("test/weak", tmp_path / "router.json")
+    result = stuck_bench.run_stuck_bench(
+        str(suite_path), [(weak, strong)], detectors=["validation", "learned"], thresholds="0:1:0.5",
+        router=str(router), run=quiet_run(tmp_path / "o"), cost_fn=relative_cost,
+        selector=SelectorSpec(strategy="json-cot", relevance="none"))
+    scored = load_results(next(d for d in (result.out_dir / "runs" / "test").iterdir() if "scored" in d.name))
+    assert "rel_grounded_args" in scored and scored["stuck_learned"].notna().all()
+    assert scored["stuck_learned_seconds"].ge(0).all()
+    summary = result.summary.set_index("detector")
+    assert summary.loc["learned", "available"] and summary.loc["learned", "test_verdict"].startswith("learned: ")
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"detectors": ["learned"]}, r"No router ships for test/weak \(routers ship for: qwen2.5-coder-0.5b\): give --router"),
+    ({"detectors": ["learned"], "router": "local:qwen2.5-coder-0.5b"},
+     "fitted on the decisions of local:qwen2.5-coder-0.5b, and the pair's primary is test/weak"),
+    ({"selector": SelectorSpec(cascade="auto")}, "The stuck benchmark is the cascade"),
+])
+def test_a_detector_or_selector_the_bench_cannot_run_is_refused_before_any_model_runs(fields, message, suite_path,
+                                                                                         tmp_path):
+    weak, strong = ScriptedLM(weak_answers(), name="test/weak"), ScriptedLM(strong_answers(), name="test/strong")
+    with pytest.raises(Exception, match=message):
+        stuck_bench.run_stuck_bench(str(suite_path), [(weak, strong)], run=quiet_run(tmp_path / "o"),
+                                    cost_fn=relative_cost, **fields)
+    assert not weak.calls and not strong.calls
+
+
+def test_a_live_run_with_a_relevance_model_is_refused(suite_path, tmp_path, monkeypatch):
+    from tests.relevance.test_model import table
+    from tool_selection.relevance import fit_relevance_model
+
+    x, y = table()
+    relevance = fit_relevance_model(x, y, ["unlisted", "grounded_args"]).save(tmp_path / "tiny.json")
+    weak, strong = ScriptedLM(weak_answers(), name="test/weak"), ScriptedLM(strong_answers(), name="test/strong")
+    with pytest.raises(Exception, match="add --relevance none to compare live runs"):
+        stuck_bench.run_stuck_bench(str(suite_path), [(weak, strong)], detectors=["validation"],
+                                    run=quiet_run(tmp_path / "o"), cost_fn=relative_cost, live_threshold=0.5,
+                                    selector=SelectorSpec(relevance=str(relevance)))
+    assert not weak.calls and not strong.calls
