@@ -123,8 +123,9 @@ class Verdict:
         text += (f", at {self.seconds:.2f} s per case against {self.secondary_seconds:.2f} "
                  f"({self.seconds_vs_secondary:.2f}x).")
         if self.break_even <= 0:
-            return text + (f" The primary and the detector alone spend {self.primary_seconds + self.detector_seconds:.2f}"
-                           " s per case, as much as the secondary: no cascade of this pair can pay.")
+            spent = self.primary_seconds + self.detector_seconds
+            return text + (f" The primary and the detector alone spend {spent:.2f} s per case, no less than the "
+                           "secondary: no cascade of this pair can pay.")
         reach = (f" Even a perfect detector must escalate {100 * self.oracle_escalation:.1f}% to match the "
                  "secondary, more than that: no detector can make it pay" if self.out_of_reach
                  else f" A perfect detector would match the secondary escalating {100 * self.oracle_escalation:.1f}%")
