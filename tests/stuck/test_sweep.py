@@ -98,6 +98,22 @@ def test_recommendation_is_the_cheapest_within_a_point_else_the_most_accurate():
     assert met and row["threshold"] == 0.8
 
 
+def test_the_cheapest_is_in_measured_seconds_where_every_row_has_them_else_in_price():
+    sweep = pd.DataFrame({"threshold": [0.2, 0.4, 0.6], "accuracy": [0.90, 0.90, 0.90],
+                          "cost": [3.0, 2.0, 1.0], "seconds": [1.0, 2.0, 3.0]})
+    assert recommend(sweep, secondary_accuracy=0.90)[0]["threshold"] == 0.2
+    unmeasured = sweep.assign(seconds=[1.0, float("nan"), 3.0])
+    assert recommend(unmeasured, secondary_accuracy=0.90)[0]["threshold"] == 0.6
+
+
+def test_sweeps_carry_seconds_per_case_with_the_detectors_own():
+    frame = table(PRIMARY, SECONDARY, PERFECT).assign(primary_seconds=1.0, secondary_seconds=4.0, own=0.5)
+    row = sweep_thresholds(frame, "score", [0.5], overhead_seconds="own").iloc[0]
+    assert row["seconds"] == pytest.approx(1.0 + 0.5 + 0.5 * 4.0)
+    assert row["seconds_vs_secondary"] == pytest.approx(3.5 / 4.0)
+    assert np.isnan(sweep_thresholds(table(PRIMARY, SECONDARY, PERFECT), "score", [0.5]).iloc[0]["seconds"])
+
+
 def test_thresholds_parse_and_refuse_values_outside_the_unit_interval():
     assert parse_thresholds("0:1:0.25") == [0.0, 0.25, 0.5, 0.75, 1.0]
     assert len(GRID) == 21 and GRID[1] == 0.05
