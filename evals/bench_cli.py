@@ -60,9 +60,11 @@ def _register_stuck(sub: argparse._SubParsersAction) -> None:
         "stuck", help="Which stuck detector, at which threshold, routes best from a small model to a larger one.",
         description="Evaluate each model alone once per split, score every primary decision with each stuck "
                     "detector, and sweep thresholds offline (delegate strategy: the stuck cases take the secondary's "
-                    "answer). Reports accuracy, escalation rate and cost per threshold, AUROC, APGR, the escalation "
-                    "needed to recover 50%/80% of the accuracy gap, and the threshold recommended on dev, scored "
-                    "on test. The guide strategy needs live runs: add --live-threshold T --live-strategy guide.",
+                    "answer). Reports accuracy, escalation rate, price and measured seconds per threshold, AUROC, APGR, "
+                    "the escalation needed to recover 50%/80% of the accuracy gap, the threshold recommended on dev "
+                    "(the cheapest in seconds within 1 point of the secondary), and per detector whether the cascade "
+                    "pays on test (not significantly below the secondary, paired, at fewer seconds per case). The "
+                    "guide strategy needs live runs: add --live-threshold T --live-strategy guide.",
         epilog="example: toolsel bench stuck --suite events --pair local:qwen2.5-coder-0.5b,local:qwen2.5-coder-1.5b "
                "--detectors validation,confidence,heuristic --thresholds 0:1:0.05",
     )
