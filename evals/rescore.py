@@ -28,7 +28,7 @@ from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import check_decision, drop_undeclared
 from tool_selection.strategies.base import as_calls, inner_predict
 
-__all__ = ["rescore_as", "rescore_run"]
+__all__ = ["rescore_as", "rescore_run", "suite_of_run"]
 
 
 def _reparse(selector: MultiToolSelector, raw: str):
@@ -44,7 +44,7 @@ def _calls(row: dict) -> list[ToolCall]:
     return [ToolCall.model_validate(call) for call in json.loads(row.get("predicted") or "[]")]
 
 
-def _run_suite(run_dir: Path, params: dict, suite: str | Path | None) -> Suite:
+def suite_of_run(run_dir: Path, params: dict, suite: str | Path | None) -> Suite:
     """The suite a run was made on: ``suite`` if given, else where the run recorded it, else by its name (a BFCL
     suite is named bfcl_<categories>, loaded as bfcl:<categories>)."""
     name = params["suite"]
@@ -90,7 +90,7 @@ def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
                                  "the suite's own tools.")
     spec = SelectorSpec.from_params(params)
     selector = MultiToolSelector(strategy=spec.base_strategy)  # a gate's rows: its strategy's
-    cases = {case.id: case for case in _run_suite(run_dir, params, suite)}
+    cases = {case.id: case for case in suite_of_run(run_dir, params, suite)}
     rows = load_rows(run_dir / RESULTS_FILE)
     changed = 0  # rows whose stored values differ now
     rewritten = False  # rows changed, or given a column they lacked

@@ -1,0 +1,34 @@
+"""Relevance by catalog size, from rows: AUROC within each size group, and where a group cannot rank."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from evals.benchmarks.relevance_by_size import by_size, size_group
+
+
+def rows():
+    # one tool listed: two requests that need a call (high signal), two that need none (low); two to four tools
+    # listed: only requests that need a call, one of them answered with no call
+    return pd.DataFrame({
+        "id": list("abcdef"), "suite": ["s1"] * 4 + ["s2"] * 2, "tools_listed": [1, 1, 1, 1, 3, 4],
+        "abstention_correct": [math.nan, math.nan, 1.0, 0.0, math.nan, math.nan],
+        "predicted": ['[{"tool_name": "f"}]', '[{"tool_name": "f"}]', "[]", '[{"tool_name": "f"}]',
+                      '[{"tool_name": "g"}]', "[]"],
+        "rel_overlap": [0.9, 0.8, 0.1, 0.2, 0.7, 0.6], "relevance_p": [0.9, 0.7, 0.2, 0.4, 0.8, 0.3],
+    })
+
+
+def test_size_groups():
+    assert [size_group(n) for n in (0, 1, 2, 4, 5, 40)] == ["1", "1", "2-4", "2-4", "5+", "5+"]
+
+
+def test_aurocs_are_read_within_each_size_group_and_undefined_where_one_kind_is_listed():
+    table = by_size(rows()).set_index("tools listed")
+    assert list(table.index) == ["1", "2-4", "all"]
+    assert table.loc["1", "overlap"] == 1.0 and table.loc["1", "relevance_p"] == 1.0
+    assert math.isnan(table.loc["2-4", "overlap"])  # every case there needs a call: nothing to rank
+    assert table.loc["1", "need a call %"] == 50.0 and table.loc["2-4", "false abstention %"] == 50.0
+    assert table.loc["1", "mean P, cases needing a call"] == pytest.approx(0.8)
+    assert table.loc["all", "cases"] == 6
