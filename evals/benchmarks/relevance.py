@@ -13,6 +13,7 @@ import json
 import math
 import os
 import shlex
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
@@ -47,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cost", metavar="CSV", help="relevance_cost.csv (python -m evals.benchmarks."
                                                       "relevance_cost) for the page's cost table.")
     parser.add_argument("--cost-note", metavar="TEXT", help="How the cost was measured (the machine, its load).")
+    parser.add_argument("--section", action="append", default=[], metavar="MARKDOWN",
+                        help="With --markdown: a generated section (a file under results/ that opens with its own ## "
+                             "heading, such as python -m evals.benchmarks.relevance_by_size's) to include in the page; "
+                             "repeatable.")
 
 
 def load_runs(run_dirs: list[str]) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
@@ -97,7 +102,8 @@ def run_from_args(args: argparse.Namespace) -> int:
             figure = plot_tradeoff(curve, args.figure, title=title)
             figure = Path(os.path.relpath(figure, Path(args.markdown).parent)).as_posix()
         Path(args.markdown).write_text(markdown_report(report, params, command=_command(args), cost=args.cost,
-                                                       cost_note=args.cost_note, figure=figure, curve=curve))
+                                                       cost_note=args.cost_note, figure=figure, curve=curve,
+                                                       sections=args.section))
         print(f"report: {args.markdown}")
     return 0
 
@@ -112,6 +118,7 @@ def _command(args: argparse.Namespace) -> str:
     parts += [f"--cost {args.cost}"] if args.cost else []
     parts += [f"--markdown {args.markdown} --figure {args.figure}"] if args.markdown and args.figure else []
     parts += [f"--cost-note {shlex.quote(args.cost_note)}"] if args.cost_note else []
+    parts += [f"--section {section}" for section in args.section]
     return " ".join(parts)
 
 
@@ -266,9 +273,10 @@ def _tradeoff_part(figure: str | None, curve: pd.DataFrame | None) -> list[str]:
 
 def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command: str,
                     cost: str | Path | None = None, cost_note: str | None = None, figure: str | None = None,
-                    curve: pd.DataFrame | None = None) -> str:
+                    curve: pd.DataFrame | None = None, sections: Sequence[str] = ()) -> str:
     """The report as a page: tables first, then where the rows come from; ``figure`` and its ``curve``
-    (``tradeoff_curve``): the threshold's trade-off."""
+    (``tradeoff_curve``): the threshold's trade-off; ``sections``: generated markdown files included (snippets)
+    before the model."""
     model = report.model
     models = sorted(_models(params))
     targets = target_table(report, models[0]) if len(models) == 1 else pd.DataFrame()
@@ -306,6 +314,7 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         _table(report.aurocs, index="signal"), "",
         (f"Recorded but left out of the model: {', '.join(left_out)} (see `evals.relevance.MODEL_SIGNALS` for "
          "why)." if left_out else ""), "",
+        *(line for section in sections for line in (f'--8<-- "{Path(section).as_posix()}"', "")),
         "## The model", "",
         _table(pd.DataFrame({"signal": model.signals, "weight (standardised)": model.coefficients,
                              "mean": model.means, "scale": model.scales})), "",

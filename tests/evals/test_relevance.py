@@ -151,13 +151,15 @@ def test_the_bench_command_reports_saves_the_model_and_writes_a_page(tmp_path, c
         run_dirs.append(str(run_dir))
     model_path, page = tmp_path / "relevance.json", tmp_path / "relevance.md"
     assert main(["bench", "relevance", *run_dirs, "--signals", "dense_best", "--save", str(model_path),
-                 "--markdown", str(page)]) == 0
+                 "--markdown", str(page), "--section", "results/relevance/by-size.md"]) == 0
     out = capsys.readouterr().out
     assert "AUROC" in out and "pooled" in out and "dense_best" in out
     assert RelevanceModel.load(model_path).signals == ("dense_best",)
     text = page.read_text()
     assert "## Provenance" in text and "| alpha |" in text and "local:fake" in text
     assert "## Against the targets" not in text  # the issue set targets for the two local models only
+    assert '\n--8<-- "results/relevance/by-size.md"\n\n## The model' in text
+    assert "--section results/relevance/by-size.md` on" in text
     assert main(["bench", "relevance", run_dirs[0], "--signals", "verify"]) == 2  # not recorded: a clear error
     assert "--relevance-signals verify" in capsys.readouterr().err
 

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from evals.benchmarks.relevance_by_size import by_size, size_group
+from evals.benchmarks.relevance_by_size import by_size, findings, size_group
 
 
 def rows():
@@ -32,3 +32,10 @@ def test_aurocs_are_read_within_each_size_group_and_undefined_where_one_kind_is_
     assert table.loc["1", "need a call %"] == 50.0 and table.loc["2-4", "false abstention %"] == 50.0
     assert table.loc["1", "mean P, cases needing a call"] == pytest.approx(0.8)
     assert table.loc["all", "cases"] == 6
+
+
+def test_the_findings_read_the_table():
+    text = findings(by_size(rows()))
+    assert "With one tool listed the relevance probability's AUROC is 1.000 (all cases pooled:" in text
+    assert "0.800 with 1 listed (0.0% false abstention), 0.550 with 2-4 listed (50.0% false abstention)" in text
+    assert text.endswith("No case lists 5+ tools here.")
