@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from evals.stuck_bench.kept import BENCH_FILE, keep, reassemble
+from tool_selection.conversations.summary import format_table
 
 __all__ = ["main", "markdown_page"]
 
@@ -38,11 +39,7 @@ def _num(value: float, digits: int = 2) -> str:
 
 
 def _table(rows: list[dict]) -> list[str]:
-    if not rows:
-        return []
-    head = list(rows[0])
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-            *("| " + " | ".join(str(row[k]) for k in head) + " |" for row in rows)]
+    return format_table(rows, list(rows[0])).splitlines() if rows else []
 
 
 def _models_rows(baselines: pd.DataFrame, split: str) -> list[dict]:
