@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "the server's tool list, and its expected calls name those tools.")
     run.set_defaults(handler=_eval)
 
-    sub = run.add_subparsers(dest="eval_command", metavar="compare|loop|rescore")
+    sub = run.add_subparsers(dest="eval_command", metavar="compare|loop|rescore|splice")
     compare = sub.add_parser("compare", help="Two runs' metrics side by side, with confidence intervals.",
                              description="Compare two evaluation runs (run directories or MLflow run ids): "
                                          "each metric with its 95% CI, and the paired difference B - A.")
@@ -55,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.set_defaults(handler=_compare)
 
     _register_rescore(sub)
+    _register_splice(sub)
     register_loop(sub)
     _register_optimize(subparsers)
 
@@ -85,6 +86,27 @@ def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore.add_argument("--into", metavar="DIR",
                          help="With --undeclared-arguments or --rates: the copy's directory.")
     rescore.set_defaults(handler=_rescore)
+
+
+def _register_splice(sub: argparse._SubParsersAction) -> None:
+    splice = sub.add_parser(
+        "splice", help="A run with some of its cases answered again (toolsel eval --ids) in place of its own rows.",
+        description="Copy a finished run with the rows of another run in place of its own for the cases that run "
+                    "answered: a setting that can change only some answers is run on those cases (--ids) and "
+                    "spliced into the run it would otherwise repeat. Both must have run the same suite, split and "
+                    "model; the copy records what it was spliced from.")
+    splice.add_argument("base", help="The finished run whose other rows are kept.")
+    splice.add_argument("rerun", help="The run of some of its cases by id, under the new setting.")
+    splice.add_argument("--into", metavar="DIR", required=True, help="The spliced run's directory (new).")
+    splice.set_defaults(handler=_splice)
+
+
+def _splice(args: argparse.Namespace) -> int:
+    from evals.rescore import splice_run
+
+    replaced = splice_run(args.base, args.rerun, args.into)
+    print(f"{args.into}: {replaced} row(s) of {args.base} replaced by {args.rerun}'s")
+    return 0
 
 
 OPTIMIZE_SKIPS = ("program", "allow_tool_changes", "gate_model", "gate_threshold", "retrieve", "retriever", "rerank",

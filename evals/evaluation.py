@@ -130,7 +130,7 @@ def _cases(suite: str | Suite, split: str | None, run: RunConfig, spec: Selector
     """The suite and the cases to run (the split, sampled, limited); refuses an empty selection and a retrieval
     depth that keeps every tool."""
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
-    cases = suite_obj.split(split).sample(run.sample, run.seed).limit(run.limit)
+    cases = suite_obj.split(split).only(run.ids).sample(run.sample, run.seed).limit(run.limit)
     if not len(cases):
         raise ToolSelectionError(f"Suite {suite_obj.name!r} has no cases in split {split!r} (its splits: "
                                  f"{dict(suite_obj.split_counts())}).")
@@ -173,6 +173,7 @@ def case_params(suite: str | Suite, suite_obj: Suite, cases: Suite, split: str |
         "split": split or "all",
         "limit": run.limit,
         **({"sample": run.sample, "seed": run.seed} if run.sample is not None else {}),
+        **({"ids": run.ids} if run.ids is not None else {}),
         "cases": len(cases),
     }
 

@@ -28,7 +28,7 @@ from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import check_decision, drop_undeclared
 from tool_selection.strategies.base import as_calls, inner_predict
 
-__all__ = ["rescore_as", "rescore_run", "suite_of_run"]
+__all__ = ["rescore_as", "rescore_run", "splice_run", "suite_of_run"]
 
 
 def _reparse(selector: MultiToolSelector, raw: str):
@@ -147,6 +147,49 @@ def rescore_as(run_dir: str | Path, into: str | Path, settings: dict[str, str],
     meta["params"] = {**meta["params"], **settings, "derived_from": str(source)}
     write_json(target / "summary.json", meta)
     return rescore_run(target, suite)
+
+
+SAME_CASES = ("suite", "suite_fingerprint", "split", "model")
+"""What a run spliced into another must share with it: the cases and the model that answered them."""
+
+
+def splice_run(base: str | Path, rerun: str | Path, into: str | Path) -> int:
+    """A copy of the finished run ``base`` in ``into`` with the rows of ``rerun`` in place of base's for the cases
+    rerun answered: a run of another setting made only on the cases where that setting can answer differently
+    (``toolsel eval --ids``), the other cases taken as base answered them. Refused unless both ran the same suite,
+    split and model, and rerun chose its cases by id, some of them base's (a re-run of a whole category's cases
+    serves a seeded sample of it: the rows of the sample's cases are taken). The copy's params are rerun's (its selector) with
+    base's case selection, ``spliced_from``, ``rerun`` and the ids taken (``rerun_ids``); its summary is computed
+    again. Returns how many rows were replaced."""
+    base, rerun, target = Path(base), Path(rerun), Path(into)
+    metas = []
+    for run in (base, rerun):
+        if not (run / "summary.json").exists():
+            raise ToolSelectionError(f"{run} has no summary.json: splice reads finished runs of 'toolsel eval'.")
+        metas.append(json.loads((run / "summary.json").read_text(encoding="utf-8"))["params"])
+    base_params, rerun_params = metas
+    if differ := [key for key in SAME_CASES if base_params.get(key) != rerun_params.get(key)]:
+        raise ToolSelectionError(f"{rerun} and {base} differ in {', '.join(differ)}: a splice replaces answers to "
+                                 "the same cases by the same model.")
+    rows, rerun_rows = load_rows(base / RESULTS_FILE), load_rows(rerun / RESULTS_FILE)
+    replacing = {case_id: row for case_id, row in rerun_rows.items() if case_id in rows}
+    if "ids" not in rerun_params or not replacing:
+        raise ToolSelectionError(f"{rerun} must be a run of cases chosen by id (toolsel eval --ids), some of them "
+                                 f"{base}'s.")
+    if target.exists():
+        raise ToolSelectionError(f"{target} exists; give a new directory for the spliced run.")
+    target.mkdir(parents=True)
+    ordered = [replacing.get(case_id, row) for case_id, row in rows.items()]
+    (target / RESULTS_FILE).write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n"
+                                               for r in ordered), encoding="utf-8")
+    frame = rows_to_frame(ordered)
+    frame.to_parquet(target / TABLE_FILE, index=False)
+    summarize_by_tag(frame).to_csv(target / "by_tag.csv", index=False)
+    chosen = {key: base_params[key] for key in ("limit", "sample", "seed", "cases") if key in base_params}
+    params = {**{k: v for k, v in rerun_params.items() if k not in ("ids", "sample", "seed")}, **chosen,
+              "spliced_from": base.name, "rerun": rerun.name, "rerun_ids": ",".join(replacing)}
+    write_json(target / "summary.json", {"params": params, "summary": summarize(frame)})
+    return len(replacing)
 
 
 def main(run_dirs: list[str], suite: str | None = None) -> int:

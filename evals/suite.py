@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections import Counter
@@ -221,6 +222,20 @@ class Suite:
 
     def limit(self, n: int | None) -> Suite:
         return self if n is None else Suite(self.name, self.cases[:n], self.source, self.metadata)
+
+    def only(self, ids: str | None) -> Suite:
+        """The cases named in ``ids`` (comma-separated), in suite order; an id the suite lacks is refused."""
+        if ids is None:
+            return self
+        wanted = [name.strip() for name in ids.split(",") if name.strip()]
+        known = {case.id for case in self.cases}
+        if missing := [name for name in wanted if name not in known]:
+            close = difflib.get_close_matches(missing[0], known, n=3)
+            raise SuiteError(f"Suite {self.name!r} has no case {', '.join(map(repr, missing))}"
+                             + (f" (close: {', '.join(close)})" if close else "")
+                             + "; --ids takes the ids a run's rows name, comma-separated.")
+        return Suite(f"{self.name}@{len(set(wanted))}", [c for c in self.cases if c.id in set(wanted)], self.source,
+                     self.metadata)
 
     def sample(self, n: int | None, seed: int = 0) -> Suite:
         """A fixed sample of ``n`` cases, the same for a given seed whatever else runs (in suite order)."""

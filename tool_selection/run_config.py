@@ -66,15 +66,19 @@ class RunConfig(YamlValue):
                               json_schema_extra={"metavar": "N", "exclusive": "cases"})
     sample: int | None = Field(default=None, ge=1, description="A fixed seeded sample of N cases of the split (see "
                                "--seed).", json_schema_extra={"metavar": "N", "exclusive": "cases"})
+    ids: str | None = Field(default=None, min_length=1, description="Only the cases with these ids (comma-separated"
+                            ", as a run's rows name them), in the suite's order: to run some cases again.",
+                            json_schema_extra={"metavar": "ID[,ID...]", "exclusive": "cases"})
     seed: int = Field(default=0, description="Seed of --sample, and of the model's sampler with --temperature above "
                                              "0.")
     progress: bool = Field(default=True, description="Show progress.")
 
     @model_validator(mode="after")
     def _one_way_to_choose_cases(self) -> RunConfig:
-        if self.limit is not None and self.sample is not None:
-            raise ValueError("limit and sample both choose cases; give one (limit: the first N, sample: a seeded "
-                             "random N)")
+        chosen = [name for name in ("limit", "sample", "ids") if getattr(self, name) is not None]
+        if len(chosen) > 1:
+            raise ValueError(f"{' and '.join(chosen)} each choose cases; give one (limit: the first N, sample: a "
+                             "seeded random N, ids: the cases named)")
         return self
 
     @field_validator("run_dir")

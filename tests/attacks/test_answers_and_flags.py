@@ -148,8 +148,10 @@ def test_a_run_config_refuses_both_ways_of_choosing_cases_and_out_of_range_value
     from tool_selection.run_config import RunConfig
     from tool_selection.spec import SpecError
 
-    with pytest.raises(SpecError, match="limit and sample both choose cases"):
+    with pytest.raises(SpecError, match="limit and sample each choose cases"):
         RunConfig.build(limit=5, sample=5)
+    with pytest.raises(SpecError, match="sample and ids each choose cases"):
+        RunConfig.build(sample=5, ids="a,b")
     with pytest.raises(SpecError, match="threads"):
         RunConfig.build(threads=100_000)
     with pytest.raises(SpecError, match="max_tokens"):

@@ -118,3 +118,41 @@ def test_a_run_that_does_not_record_its_suite_file_names_the_fix(suite_path, tmp
     err = capsys.readouterr().err
     assert "Unknown suite 'mini'" in err and "--suite PATH" in err, err
     assert main(["eval", "rescore", str(run), "--suite", str(suite_path)]) == 0
+
+
+def _finished(path, rows, **params):
+    path.mkdir()
+    (path / RESULTS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (path / "summary.json").write_text(json.dumps({"params": {
+        "suite": "finance", "suite_fingerprint": "f1", "split": "test", "model": "local:m", "limit": None,
+        "cases": len(rows), **params}, "summary": {}}))
+    return path
+
+
+def test_a_splice_keeps_the_base_rows_but_for_the_cases_run_again(tmp_path):
+    from evals.rescore import splice_run
+    from evals.suite import load_suite
+
+    first, second = [case for case in load_suite("finance").split("test") if case.expected_calls][:2]
+    base = _finished(tmp_path / "base", [_answered(first, {}, 0.0), _answered(second, {}, 1.0)],
+                     strategy="native-strict-cover")
+    rerun = _finished(tmp_path / "rerun", [_answered(first, {}, 1.0), {**_answered(first, {}, 1.0), "id": "other"}],
+                      strategy="native-strict-cover-described", ids=f"{first.id},other", cases=2)
+    assert main(["eval", "splice", str(base), str(rerun), "--into", str(tmp_path / "both")]) == 0
+    table = pd.read_parquet(tmp_path / "both" / "results.parquet").set_index("id")
+    assert list(table.index) == [first.id, second.id] and list(table["full_match"]) == [1.0, 1.0]
+    meta = json.loads((tmp_path / "both" / "summary.json").read_text())
+    assert meta["params"]["strategy"] == "native-strict-cover-described" and meta["params"]["cases"] == 2
+    assert meta["params"]["spliced_from"] == "base" and meta["params"]["rerun_ids"] == first.id  # base's cases only
+    assert "ids" not in meta["params"] and meta["summary"]["accuracy"] == 1.0
+
+    other_model = _finished(tmp_path / "other", [_answered(first, {}, 1.0)], model="local:n", ids=first.id)
+    with pytest.raises(ToolSelectionError, match="differ in model"):
+        splice_run(base, other_model, tmp_path / "x")
+    not_by_id = _finished(tmp_path / "limited", [_answered(first, {}, 1.0)], limit=1)
+    none_shared = _finished(tmp_path / "elsewhere", [{**_answered(first, {}, 1.0), "id": "other"}], ids="other")
+    for wrong in (not_by_id, none_shared):
+        with pytest.raises(ToolSelectionError, match="chosen by id"):
+            splice_run(base, wrong, tmp_path / "y")
+    with pytest.raises(ToolSelectionError, match="exists"):
+        splice_run(base, rerun, tmp_path / "both")

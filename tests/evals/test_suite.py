@@ -79,6 +79,18 @@ def test_a_seeded_sample_is_fixed_and_keeps_suite_order():
     assert suite.sample(10_000) is suite
 
 
+def test_cases_chosen_by_id_keep_suite_order_and_an_unknown_id_is_named():
+    from evals.suite import SuiteError, load_suite
+
+    suite = load_suite("treasure_hunt").split("test")
+    order = [c.id for c in suite]
+    chosen = suite.only(f"{order[5]}, {order[2]},{order[5]}")
+    assert [c.id for c in chosen] == [order[2], order[5]]
+    assert suite.only(None) is suite
+    with pytest.raises(SuiteError, match=r"no case 'nope'.*--ids takes the ids"):
+        suite.only(f"{order[0]},nope")
+
+
 GOOD = {"id": "ok", "request": "Weather in Oslo?", "tools": [WEATHER], "expected_calls": [
     {"tool_name": "get_weather", "arguments": {"city": "Oslo"}}], "tags": ["single"], "split": "test"}
 PATTERNED = {**WEATHER, "parameters": {"type": "object", "properties": {"city": {"type": "string",
