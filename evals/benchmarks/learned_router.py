@@ -34,7 +34,7 @@ from evals.stuck_bench.routing import (
     routing_curve,
     routing_metrics,
 )
-from evals.stuck_bench.verdict import Comparison, compare_to_secondary, pays
+from evals.stuck_bench.verdict import Comparison, cascade_cases, compare_to_secondary, pays
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import SIGNAL_PREFIX
 from tool_selection.stuck.learned import ROUTERS_DIR, RouterModel, fit_router
@@ -231,10 +231,8 @@ def run_cascade(table: pd.DataFrame, scores: Sequence[float], threshold: float,
     secondary's answer, and its seconds. Seconds per case: primary + detector + secondary where escalated."""
     escalated = np.asarray(scores, dtype=float) >= threshold
     overhead = np.zeros(len(table)) if detector_seconds is None else np.asarray(detector_seconds, dtype=float)
-    correct = np.where(escalated, table["secondary_correct"], table["primary_correct"]).astype(float)
-    seconds = table["primary_seconds"].to_numpy(float) + overhead + escalated * table["secondary_seconds"].to_numpy(
-        float)
-    return Cascade(escalated, correct, seconds)
+    correct, seconds = cascade_cases(table, escalated, overhead)
+    return Cascade(escalated, correct, seconds.to_numpy(float))
 
 
 # --- one detector on one group ----------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ import pandas as pd
 from evals.stats import mcnemar_exact, paired_bootstrap_ci
 from evals.stuck_bench.routing import oracle_escalation
 
-__all__ = ["ALPHA", "Comparison", "Verdict", "break_even_escalation", "compare_to_secondary", "pays", "verdict"]
+__all__ = ["ALPHA", "Comparison", "Verdict", "break_even_escalation", "cascade_cases", "compare_to_secondary", "pays",
+           "verdict"]
 
 ALPHA = 0.05
 SECONDS_COLUMNS = ("primary_seconds", "secondary_seconds")
@@ -133,6 +134,22 @@ class Verdict:
                        f"{reach}.")
 
 
+def cascade_cases(table: pd.DataFrame, escalated: np.ndarray,
+                  detector_seconds: pd.Series | np.ndarray) -> tuple[np.ndarray, pd.Series]:
+    """Per case of ``table`` (``primary_correct``, ``secondary_correct``, ``primary_seconds``,
+    ``secondary_seconds``): right or wrong when the ``escalated`` cases take the secondary's answer, and the seconds
+    spent (primary, detector, and secondary where escalated; a missing column of seconds reads NaN)."""
+    primary, secondary = (table[c].to_numpy(dtype=float) for c in ("primary_correct", "secondary_correct"))
+    seconds = _seconds(table)
+    return (np.where(escalated, secondary, primary),
+            seconds["primary_seconds"] + detector_seconds + escalated * seconds["secondary_seconds"])
+
+
+def _seconds(table: pd.DataFrame) -> dict[str, pd.Series]:
+    return {c: table[c].astype(float) if c in table else pd.Series(math.nan, index=table.index)
+            for c in SECONDS_COLUMNS}
+
+
 def _mean(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else math.nan
 
@@ -144,12 +161,10 @@ def verdict(table: pd.DataFrame, detector: str, score: str, threshold: float, *,
     (a missing score counts as stuck); ``overhead_seconds`` names the detector's own seconds per case."""
     escalated = table[score].fillna(1.0).to_numpy(dtype=float) >= threshold
     primary, secondary = (table[c].to_numpy(dtype=float) for c in ("primary_correct", "secondary_correct"))
-    correct = np.where(escalated, secondary, primary)
-    seconds = {c: table[c].astype(float) if c in table else pd.Series(math.nan, index=table.index)
-               for c in SECONDS_COLUMNS}
     detector_seconds = (table[overhead_seconds].fillna(0.0).astype(float) if overhead_seconds in table
                         else pd.Series(0.0, index=table.index))
-    per_case = seconds["primary_seconds"] + detector_seconds + escalated * seconds["secondary_seconds"]
+    correct, per_case = cascade_cases(table, escalated, detector_seconds)
+    seconds = _seconds(table)
     return Verdict(
         detector=detector, threshold=float(threshold), cases=len(table), escalation_rate=float(escalated.mean()),
         accuracy=float(correct.mean()), primary_accuracy=float(primary.mean()),

@@ -51,15 +51,18 @@ from tool_selection.lm.generation_trace import GenerationTrace, TokenScore
 from tool_selection.lm.grammar import response_grammar
 from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
 from tool_selection.lm.strict_calls import (
+    DESCRIBED_CALLS,
     MORE_CALLS,
     UNTIL_COVERED,
     CallBudget,
     OwnCalls,
+    described_call,
     more_calls,
     new_call,
     render_chat,
     strict_tool_completion,
 )
+from tool_selection.parsing import parse_native
 
 __all__ = [
     "AsyncLocalEngine",
@@ -380,21 +383,38 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     options = dict(options)
     tools = options.pop("tools")
     rendered = render_chat(llama, messages, tools)
-    budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False), _function_names(tools))
+    budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False), _function_names(tools),
+                        options.pop(DESCRIBED_CALLS, False))
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
     request = request if isinstance(request, str) else ""
-    completion = strict_tool_completion(
-        llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
-        stop=[*options.pop("stop", []), *rendered.stop],  # Jinja2ChatFormatter's stop is always a list
-        stopping_criteria=rendered.stopping_criteria,
-        rules=OwnCalls(required, new_call if budget.until_covered else None), **options)
+    stop = [*options.pop("stop", []), *rendered.stop]  # Jinja2ChatFormatter's stop is always a list
+    keep = new_call if budget.until_covered else None
+    scored = len(trace.tokens) if (trace := getattr(llama, "trace", None)) is not None else 0
+    completion = strict_tool_completion(llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens, stop=stop,
+                                        stopping_criteria=rendered.stopping_criteria,
+                                        rules=OwnCalls(required, keep), **options)
+    text = completion["choices"][0]["text"]
+    if budget.described and not parse_native(text).calls and described_call(text, budget.functions):
+        if trace is not None:  # the prose is not the answer's, but its first token is what the model chose freely
+            del trace.tokens[scored + 1:]  # (whether it opened a call: the relevance stage's call_open)
+        spent = completion["usage"]["completion_tokens"]
+        completion = strict_tool_completion(llama, rendered.prompt, grammar=grammar, max_tokens=max_tokens,
+                                            stop=stop, stopping_criteria=rendered.stopping_criteria,
+                                            rules=OwnCalls(True, keep), **options)
+        completion["usage"] = _spent_too(completion["usage"], spent)
     if budget.count:
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
                                 request=request, max_tokens=max_tokens, options=options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}
+
+
+def _spent_too(usage: dict[str, int], tokens: int) -> dict[str, int]:
+    """``usage`` with ``tokens`` more written (an answer written again: both count)."""
+    return {**usage, "completion_tokens": usage["completion_tokens"] + tokens,
+            "total_tokens": usage["total_tokens"] + tokens}
 
 
 def _function_names(tools: list[dict[str, Any]]) -> tuple[str, ...]:

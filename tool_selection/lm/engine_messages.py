@@ -21,7 +21,7 @@ from dspy.lm15 import (
     Usage,
 )
 
-from tool_selection.lm.strict_calls import MORE_CALLS, UNTIL_COVERED
+from tool_selection.lm.strict_calls import DESCRIBED_CALLS, MORE_CALLS, UNTIL_COVERED
 from tool_selection.parsing import parse_native
 
 __all__ = ["CONFIG_OPTIONS", "EXTENSION_OPTIONS", "call_required", "chat_messages", "generation_options",
@@ -113,6 +113,8 @@ def generation_options(request: Request) -> tuple[dict[str, Any], list[Adaptatio
     if metadata.get(MORE_CALLS):  # calls opened for the model after its own (strategies.native, native-strict-more)
         options[MORE_CALLS] = int(metadata[MORE_CALLS])
         options[UNTIL_COVERED] = bool(metadata.get(UNTIL_COVERED))
+    if metadata.get(DESCRIBED_CALLS):  # a call the model describes is opened for it (native-strict-cover)
+        options[DESCRIBED_CALLS] = True
     unknown = sorted(set(extensions) - EXTENSION_OPTIONS)
     if unknown:
         raise UnsupportedFeatureError(f"The local engine has no setting {unknown}; llama.cpp settings it takes in "

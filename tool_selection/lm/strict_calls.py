@@ -30,8 +30,8 @@ from tool_selection.decision import ToolCall
 from tool_selection.lm.request_values import coordinated, meanings, same_meaning, written_values
 from tool_selection.parsing import name_words, parse_native, words
 
-__all__ = ["MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED", "more_calls", "new_call", "render_chat",
-           "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
+__all__ = ["DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED", "described_call", "more_calls",
+           "new_call", "render_chat", "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -45,6 +45,9 @@ MORE_CALLS = "tool_selection_more_calls"
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
 uses (``more_calls``' ``until_covered``)."""
+DESCRIBED_CALLS = "tool_selection_described_calls"
+"""The key, in a request's ``metadata``, that opens the call for the model where its answer describes one instead of
+making it (``described_call``)."""
 CLOSED_CALL = "\n</tool_call>"
 
 
@@ -147,7 +150,8 @@ class CallBudget:
 
     count: int
     until_covered: bool = False
-    functions: tuple[str, ...] = ()  # the listed functions, for ``uncalled``
+    functions: tuple[str, ...] = ()  # the listed functions, for ``uncalled`` and ``described_call``
+    described: bool = False  # an answer that describes a call (``described_call``) gets it opened
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: CallBudget,
@@ -190,6 +194,20 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     return {"choices": [{"text": text, "finish_reason": choice["finish_reason"]}],
             "usage": {**usage, "completion_tokens": produced,
                       "total_tokens": usage["prompt_tokens"] + produced}}
+
+
+def described_call(text: str, functions: Sequence[str]) -> bool:
+    """Whether ``text``, an answer without a call, describes a call instead of making it: it names one of the listed
+    ``functions`` as written (quoted, in backticks, or a name that holds ``_`` or ``.``: "call the
+    `get_prime_factors` function with ...", "math.gcd(36, 48)"), or it has no words outside its markup (an empty
+    ``<tools></tools>``). An answer that declines ("None of the available functions can do this.") names none."""
+    if not re.search(r"[^\W\d_]{2}", re.sub(r"<[^>]*>", " ", text)):
+        return True
+    for name in functions:
+        for found in re.finditer(rf"(?<![\w.]){re.escape(name)}(?!\w)", text):
+            if "_" in name or "." in name or text[found.start() - 1:found.start()] in ("`", '"', "'"):
+                return True
+    return False
 
 
 def new_call(call: ToolCall, calls: list[ToolCall]) -> bool:

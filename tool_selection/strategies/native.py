@@ -29,7 +29,7 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
 from tool_selection.lm.endpoint import ToolSupport, native_tools
 from tool_selection.lm.model_errors import MODEL_FAILURES, unreadable_answer
-from tool_selection.lm.strict_calls import MORE_CALLS, UNTIL_COVERED
+from tool_selection.lm.strict_calls import DESCRIBED_CALLS, MORE_CALLS, UNTIL_COVERED
 from tool_selection.parsing import ParsedAnswer, call_arguments, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
@@ -202,6 +202,7 @@ class _NativeStrategy(SelectionStrategy):
     strict = False  # decode each call under a grammar of the listed tools (local models)
     more_calls = 0  # with strict calls: calls opened for the model after its own, until one adds nothing
     until_covered = False  # ... and only while the request holds a value no call uses
+    described_calls = False  # with strict calls: an answer that describes a call instead of making it gets it opened
 
     def build_predictor(self) -> dspy.Module:
         if self.reasoning:
@@ -222,9 +223,11 @@ class _NativeStrategy(SelectionStrategy):
         if self.strict_for(inner.lm or dspy.settings.lm):  # with tools, the local engine applies the schema to each call
             config["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "tool_call", "schema": call_schema(tools)}}
-            if self.more_calls:
-                config["metadata"] = {MORE_CALLS: self.more_calls, **({UNTIL_COVERED: True} if self.until_covered
-                                                                      else {})}
+            metadata = {**({MORE_CALLS: self.more_calls} if self.more_calls else {}),
+                        **({UNTIL_COVERED: True} if self.more_calls and self.until_covered else {}),
+                        **({DESCRIBED_CALLS: True} if self.described_calls else {})}
+            if metadata:
+                config["metadata"] = metadata
         try:
             prediction = predictor(request=request, conversation=conversation or [], config=config, demos=demos)
         except AdapterParseError as error:
@@ -304,8 +307,10 @@ class NativeStrictMore(_NativeStrategy):
 class NativeStrictCover(NativeStrictMore):
     name = "native-strict-cover"
     summary = ("native-strict-more, opening another call only while the request holds a number or a name no call "
-               "uses, and keeping it only if it uses one (local models)")
+               "uses, and keeping it only if it uses one; an answer that describes a call instead of making it gets "
+               "the call opened for it (local models)")
     until_covered = True
+    described_calls = True
 
 
 @register_strategy
@@ -316,6 +321,7 @@ class Auto(_NativeStrategy):
     summary = ("native-strict-cover with a local model, native with a hosted or served one that takes tool calls, "
                f"{TEXT_FALLBACK} with one that does not")
     more_calls, until_covered = NativeStrictCover.more_calls, NativeStrictCover.until_covered  # where strict
+    described_calls = NativeStrictCover.described_calls
 
     def strict_for(self, lm: dspy.BaseLM | None) -> bool:
         from tool_selection.lm.engine import local_engine
