@@ -119,15 +119,18 @@ def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
             rewritten = True
     if not rewritten:
         return 0
-    ordered = list(rows.values())
+    _write_run(run_dir, list(rows.values()), {**params, "rescored": True})
+    return changed
+
+
+def _write_run(run_dir: Path, rows: list[dict], params: dict) -> None:
+    """A run folder's rows, table, tag table and summary, written from ``rows`` and ``params``."""
     (run_dir / RESULTS_FILE).write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n"
-                                                for r in ordered), encoding="utf-8")
-    frame = rows_to_frame(ordered)
+                                                for r in rows), encoding="utf-8")
+    frame = rows_to_frame(rows)
     frame.to_parquet(run_dir / TABLE_FILE, index=False)
     summarize_by_tag(frame).to_csv(run_dir / "by_tag.csv", index=False)
-    params = {**params, "rescored": True}
-    write_json(summary_path, {"params": params, "summary": summarize(frame)})
-    return changed
+    write_json(run_dir / "summary.json", {"params": params, "summary": summarize(frame)})
 
 
 def rescore_as(run_dir: str | Path, into: str | Path, settings: dict[str, str],
@@ -151,6 +154,8 @@ def rescore_as(run_dir: str | Path, into: str | Path, settings: dict[str, str],
 
 SAME_CASES = ("suite", "suite_fingerprint", "split", "model")
 """What a run spliced into another must share with it: the cases and the model that answered them."""
+BASE_CASES = ("suite_ref", "limit", "sample", "seed", "cases")
+"""What a spliced run records as its base recorded it: where the suite is and which of its cases ran."""
 
 
 def splice_run(base: str | Path, rerun: str | Path, into: str | Path) -> int:
@@ -158,9 +163,9 @@ def splice_run(base: str | Path, rerun: str | Path, into: str | Path) -> int:
     rerun answered: a run of another setting made only on the cases where that setting can answer differently
     (``toolsel eval --ids``), the other cases taken as base answered them. Refused unless both ran the same suite,
     split and model, and rerun chose its cases by id, some of them base's (a re-run of a whole category's cases
-    serves a seeded sample of it: the rows of the sample's cases are taken). The copy's params are rerun's (its selector) with
-    base's case selection, ``spliced_from``, ``rerun`` and the ids taken (``rerun_ids``); its summary is computed
-    again. Returns how many rows were replaced."""
+    serves a seeded sample of it: the rows of the sample's cases are taken). The copy's params are rerun's (its
+    selector) with base's suite reference and case selection (``BASE_CASES``), ``spliced_from``, ``rerun`` and the
+    ids taken (``rerun_ids``); its summary is computed again. Returns how many rows were replaced."""
     base, rerun, target = Path(base), Path(rerun), Path(into)
     metas = []
     for run in (base, rerun):
@@ -179,16 +184,10 @@ def splice_run(base: str | Path, rerun: str | Path, into: str | Path) -> int:
     if target.exists():
         raise ToolSelectionError(f"{target} exists; give a new directory for the spliced run.")
     target.mkdir(parents=True)
-    ordered = [replacing.get(case_id, row) for case_id, row in rows.items()]
-    (target / RESULTS_FILE).write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n"
-                                               for r in ordered), encoding="utf-8")
-    frame = rows_to_frame(ordered)
-    frame.to_parquet(target / TABLE_FILE, index=False)
-    summarize_by_tag(frame).to_csv(target / "by_tag.csv", index=False)
-    chosen = {key: base_params[key] for key in ("limit", "sample", "seed", "cases") if key in base_params}
-    params = {**{k: v for k, v in rerun_params.items() if k not in ("ids", "sample", "seed")}, **chosen,
+    chosen = {key: base_params[key] for key in BASE_CASES if key in base_params}
+    params = {**{k: v for k, v in rerun_params.items() if k not in ("ids", *BASE_CASES)}, **chosen,
               "spliced_from": base.name, "rerun": rerun.name, "rerun_ids": ",".join(replacing)}
-    write_json(target / "summary.json", {"params": params, "summary": summarize(frame)})
+    _write_run(target, [replacing.get(case_id, row) for case_id, row in rows.items()], params)
     return len(replacing)
 
 

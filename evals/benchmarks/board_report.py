@@ -174,9 +174,8 @@ def _change(a: np.ndarray, b: np.ndarray) -> str:
 
 def _paired_here(method: str, baseline: str, built_on: str | None) -> bool:
     """Whether a table pairing against ``baseline`` shows ``method``: any other method, or with ``built_on`` only
-    those that add a knob or a step to that strategy (``native-strict-cover + demos 3``,
-    ``native-strict-cover-split``)."""
-    return method != baseline and (built_on is None or method.startswith((f"{built_on} + ", f"{built_on}-")))
+    those that add a knob to that strategy."""
+    return method != baseline and (built_on is None or method.startswith(f"{built_on} + "))
 
 
 def paired_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | None = None) -> str:

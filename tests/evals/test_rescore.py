@@ -135,9 +135,10 @@ def test_a_splice_keeps_the_base_rows_but_for_the_cases_run_again(tmp_path):
 
     first, second = [case for case in load_suite("finance").split("test") if case.expected_calls][:2]
     base = _finished(tmp_path / "base", [_answered(first, {}, 0.0), _answered(second, {}, 1.0)],
-                     strategy="native-strict-cover")
+                     strategy="native-strict-cover", suite_ref="runs/finance.jsonl")
     rerun = _finished(tmp_path / "rerun", [_answered(first, {}, 1.0), {**_answered(first, {}, 1.0), "id": "other"}],
-                      strategy="native-strict-more", ids=f"{first.id},other", cases=2)
+                      strategy="native-strict-more", ids=f"{first.id},other", cases=2,
+                      suite_ref=str(tmp_path / "runs" / "finance.jsonl"))
     assert main(["eval", "splice", str(base), str(rerun), "--into", str(tmp_path / "both")]) == 0
     table = pd.read_parquet(tmp_path / "both" / "results.parquet").set_index("id")
     assert list(table.index) == [first.id, second.id] and list(table["full_match"]) == [1.0, 1.0]
@@ -145,6 +146,7 @@ def test_a_splice_keeps_the_base_rows_but_for_the_cases_run_again(tmp_path):
     assert meta["params"]["strategy"] == "native-strict-more" and meta["params"]["cases"] == 2
     assert meta["params"]["spliced_from"] == "base" and meta["params"]["rerun_ids"] == first.id  # base's cases only
     assert "ids" not in meta["params"] and meta["summary"]["accuracy"] == 1.0
+    assert meta["params"]["suite_ref"] == "runs/finance.jsonl"  # where base found the suite, as base wrote it
 
     other_model = _finished(tmp_path / "other", [_answered(first, {}, 1.0)], model="local:n", ids=first.id)
     with pytest.raises(ToolSelectionError, match="differ in model"):
