@@ -136,6 +136,8 @@ def _cases(suite: str | Suite, split: str | None, run: RunConfig, spec: Selector
                                  f"{dict(suite_obj.split_counts())}).")
     if spec.retrieval is not None:
         _check_retrieve(spec.retrieval.k, tools, cases)
+        if spec.retrieval.examples is not None:
+            _check_examples(spec.retrieval.examples, tools, cases)
     return suite_obj, cases
 
 
@@ -287,6 +289,28 @@ def _check_retrieve(retrieve: int, tools: ToolRegistry | None, cases: Suite) -> 
         raise ToolSelectionError(f"retrieve={retrieve} (--retrieve) keeps every tool of every case (the largest "
                                  f"catalog has {largest}), which is a run without retrieval; give a K below "
                                  f"{largest}, or leave --retrieve out.")
+
+
+def _check_examples(path: str, tools: ToolRegistry | None, cases: Suite) -> None:
+    """Refuse retrieval examples that hold a request the run scores (its tool would be found by the request itself),
+    or that name none of the tools the cases list (a file made for another catalog)."""
+    from tool_selection.retrieval.examples import ToolExamples, ToolExamplesError
+
+    examples = ToolExamples.load(path)
+    leaked = set(examples.among(case.prompt for case in cases))
+    if leaked:
+        ids = [case.id for case in cases if case.prompt in leaked]
+        raise ToolExamplesError(
+            f"{len(ids)} of the {len(cases)} requests scored are among the example requests of {path} (cases "
+            f"{', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''}): the index would hold the answer. Build the "
+            "examples from another split than the one scored ('toolsel suites SUITE --examples FILE --split train').")
+    registries = [tools] if tools is not None else [registry_for(case) for case in cases]
+    listed = {name for registry in registries for name in registry.names()}
+    if not listed & set(examples.requests):
+        raise ToolExamplesError(
+            f"The examples in {path} name none of the {len(listed)} tools these cases list (it names "
+            f"{', '.join(sorted(examples.requests)[:3])}, ...): it was made for another catalog. Write one for these "
+            "tools ('toolsel suites SUITE --examples FILE').")
 
 
 def _connect_ray(address: str, *, program, model, workers: int) -> None:

@@ -35,6 +35,7 @@ from tool_selection.toolset import load_tool_set
 
 if TYPE_CHECKING:
     from tool_selection.retrieval import ToolRetriever
+    from tool_selection.retrieval.examples import ToolExamples
 
 __all__ = [
     "BFCL_EXAMPLE_CATEGORIES",
@@ -43,9 +44,9 @@ __all__ = [
     "ScaleRow",
     "ToolCatalog",
     "bfcl_function_docs",
+    "catalog_examples",
     "deduplicate_function_docs",
     "domain_cases",
-    "example_requests",
     "format_table",
     "load_catalog",
     "main",
@@ -212,18 +213,15 @@ def _expected_names(case: Case) -> set[str]:
     return {call.tool_name for call in case.expected_calls}
 
 
-def example_requests(split: str = "train", suites: Sequence[str] = DOMAIN_TOOL_SETS) -> dict[str, list[str]]:
-    """Single-turn requests of the ``split`` cases, by each tool they expect: from the domain suites and from
-    BFCL's categories with ground truth (``BFCL_EXAMPLE_CATEGORIES``), for retrievers' ``fit(..., examples)``."""
+def catalog_examples(split: str = "train", suites: Sequence[str] = DOMAIN_TOOL_SETS) -> ToolExamples:
+    """Single-turn requests of the ``split`` cases, by each tool they expect, for retrievers' ``fit(..., examples)``:
+    from the domain suites and from BFCL's categories with ground truth (``BFCL_EXAMPLE_CATEGORIES``); a request
+    that another split also asks is left out (``evals.tool_examples``)."""
+    from evals.tool_examples import examples_from_suites
+
     data = bfcl_data_dir()
     bfcl = load_bfcl([str(data / f"BFCL_v4_{category}.json") for category in BFCL_EXAMPLE_CATEGORIES])
-    examples: dict[str, list[str]] = {}
-    for case in [*(case for cases in domain_cases(suites).values() for case in cases), *bfcl.cases]:
-        turns = [m for m in case.messages or [] if m.role != "system"]
-        if case.split == split and len(turns) <= 1:
-            for name in sorted(_expected_names(case)):
-                examples.setdefault(name, []).append(case.prompt)
-    return examples
+    return examples_from_suites([*suites, bfcl], split)
 
 
 def _retriever(name: str, disk_cache: bool) -> ToolRetriever:
@@ -259,13 +257,13 @@ def measure(retrievers: Sequence[str] = ("bm25", "dense", "hybrid"), sizes: Sequ
     retrieve for every case. One row per (size, retriever) for all suites together and one per suite.
 
     ``heldout`` scores the dev and test cases only; ``examples`` also adds the train split's requests to the tool
-    documents (``example_requests``), so it implies ``heldout``."""
+    documents (``catalog_examples``), so it implies ``heldout``."""
     from tool_selection.retrieval import clear_index_cache, mean_score, recall_at_k, reciprocal_rank
 
     cases = domain_cases(suites)
     if heldout or examples:
         cases = {suite: [case for case in suite_cases if case.split != "train"] for suite, suite_cases in cases.items()}
-    tool_examples = example_requests("train", suites) if examples else None
+    tool_examples = catalog_examples("train", suites).requests if examples else None
     required = {name for suite_cases in cases.values() for case in suite_cases for name in _expected_names(case)}
     rows = []
     for size in sizes:

@@ -24,6 +24,11 @@ def register_listings(subparsers: argparse._SubParsersAction) -> None:
                                                        "its tools, sources and how the cases were written.")
     suites.add_argument("--export", metavar="FOLDER", help="Save the named suite as a Hugging Face dataset in FOLDER "
                                                            "(save_to_disk; it loads back as --suite hf:FOLDER).")
+    suites.add_argument("--examples", metavar="FILE", help="Write the named suites' (comma-separated) single-turn "
+                        "requests of one split, by the tools they expect, as example requests for --retrieve-examples "
+                        "(requests another split also asks are left out).")
+    suites.add_argument("--split", default="train", choices=["train", "dev", "test"],
+                        help="With --examples: the split whose requests are written (default: train).")
     suites.set_defaults(handler=_suites)
 
 
@@ -65,11 +70,27 @@ def _card(name: str) -> int:
     return 0
 
 
+def _examples(args: argparse.Namespace) -> int:
+    from evals.tool_examples import examples_from_suites
+
+    if not args.name:
+        raise ToolSelectionError("--examples reads suites: name them, e.g. toolsel suites events,finance --examples "
+                                 "FILE.")
+    examples = examples_from_suites([name for name in args.name.split(",") if name], args.split)
+    path = examples.save(args.examples)
+    print(f"{len(examples)} example requests for {len(examples.requests)} tools, from {examples.source['cases']} "
+          f"{args.split} cases ({examples.source['left_out_asked_in_another_split']} left out: another split asks "
+          f"them) -> {path} (examples {examples.fingerprint})")
+    return 0
+
+
 def _suites(args: argparse.Namespace) -> int:
     from evals.suite import available_suites, load_suite
 
     if args.card:
         return _card(args.card)
+    if args.examples:
+        return _examples(args)
     if args.export:
         if not args.name:
             raise ToolSelectionError("--export saves one suite: name it, e.g. toolsel suites finance --export FOLDER.")

@@ -147,6 +147,7 @@ class MultiToolSelector(dspy.Module):
         self.gate = dspy.Predict(IsRelevant) if gated else None
         self.gate_lm = gate_lm
         self._retriever = None
+        self._retrieval_examples = None
         self.relevance = _relevance_stage(relevance)
         self.cascade: Cascade | None = None  # set from a spec's cascade (apply_spec)
 
@@ -282,11 +283,22 @@ class MultiToolSelector(dspy.Module):
 
         if self._retriever is None:
             self._retriever = get_retriever(self.retriever_name)
-        hits = self._retriever.fit(registry).retrieve(request, self.rerank or self.retrieve)
+        hits = self._retriever.fit(registry, self._examples()).retrieve(request, self.rerank or self.retrieve)
         if self.rerank is not None:
             reranker = LLMReranker(inner_predict(self.select).lm, keep=self.retrieve)
             hits = reranker.rerank(request, registry, hits)
         return [hit.name for hit in hits]
+
+    def _examples(self) -> dict[str, tuple[str, ...]] | None:
+        """The example requests the retriever indexes with each tool (``--retrieve-examples``), read once."""
+        path = self.spec.retrieval.examples if self.spec.retrieval else None
+        if path is None:
+            return None
+        if self._retrieval_examples is None:
+            from tool_selection.retrieval.examples import ToolExamples
+
+            self._retrieval_examples = ToolExamples.load(path)
+        return self._retrieval_examples.requests
 
     def check_lm(self, lm: dspy.BaseLM | None = None) -> None:
         """Raise ``ToolSelectionError`` if ``lm`` (default: the configured one) cannot serve this strategy."""

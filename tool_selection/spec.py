@@ -95,13 +95,18 @@ class RetrievalSpec(_Frozen):
                                "candidates in groups of G by rank, a decision per group, then one among the tools "
                                "the groups chose (one model call per group, and one more).",
                                json_schema_extra={"metavar": "G"})
+    examples: str | None = Field(default=None, description="With --retrieve K: a JSON file of example requests per "
+                                 "tool ('toolsel suites SUITE --examples FILE' writes one), added to each tool's "
+                                 "document in the index, so that a tool is found by requests like those it answered.",
+                                 json_schema_extra={"flat": "retrieve_examples", "metavar": "FILE"})
 
     @model_validator(mode="before")
     @classmethod
     def _depth_given(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("k") is None:
             what = ("rerank (--rerank) orders" if data.get("rerank") else "groups (--groups) divide"
-                    if data.get("groups") else "--retriever is")
+                    if data.get("groups") else "examples (--retrieve-examples) index"
+                    if data.get("examples") else "--retriever is")
             raise ValueError(f"{what} the retriever's candidates: give retrieve (--retrieve) too.")
         return data
 

@@ -4,6 +4,7 @@
                         [--sizes 10 100 1000 all] [--retriever hybrid] [--rerank 20] [--groups 5]
                         [--relevance none]
     toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
+    toolsel bench scale ... --examples                      # also with train requests in the tools' documents
 
 A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
 
@@ -28,10 +29,11 @@ import pandas as pd
 
 from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
-from evals.scale_registry import DOMAIN_TOOL_SETS, registry_of_size
+from evals.scale_registry import DOMAIN_TOOL_SETS, catalog_examples, registry_of_size
 from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
+from tool_selection.retrieval.examples import ToolExamples, ToolExamplesError
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import RetrievalSpec, SelectorSpec
 
@@ -53,19 +55,27 @@ def sample_cases(n: int, seed: int = 0) -> Suite:
 
 
 def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
-                    retrievers: list[str] = ("bm25", "dense", "hybrid"), seed: int = 0) -> pd.DataFrame:
+                    retrievers: list[str] = ("bm25", "dense", "hybrid"), seed: int = 0,
+                    examples: ToolExamples | None = None) -> pd.DataFrame:
     """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
-    of ``suite`` (each registry holds every tool the cases need)."""
+    of ``suite`` (each registry holds every tool the cases need); with ``examples``, each retriever again with
+    them in its tools' documents (``<retriever>+examples``)."""
     from tool_selection.retrieval import get_retriever, mean_score, recall_at_k, reciprocal_rank
 
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
+    if examples is not None and (leaked := examples.among(case.prompt for case in suite)):
+        raise ToolExamplesError(f"{len(leaked)} scored requests are among the examples: build them from the train "
+                                "split only.")
+    variants = [(name, None) for name in retrievers]
+    if examples is not None:
+        variants += [(f"{name}+examples", examples.requests) for name in retrievers]
     rows = []
     for size in sizes:
         if size is not None and size < len(required):
             continue  # a registry this small cannot hold the tools these cases need
         registry = registry_of_size(size, required, seed)
-        for name in retrievers:
-            retriever = get_retriever(name).fit(registry)
+        for name, with_examples in variants:
+            retriever = get_retriever(name.removesuffix("+examples")).fit(registry, with_examples)
             ranked = {case.id: retriever.retrieve(case.prompt, k=max(ks)) for case in suite}
             row = {"registry_tools": len(registry), "retriever": name, "cases": len(suite)}
             for k in ks:
@@ -97,8 +107,9 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
-              out: Path = OUT) -> pd.DataFrame:
-    """The benchmark's table (also written to ``out``); see the module docstring."""
+              examples: bool = False, out: Path = OUT) -> pd.DataFrame:
+    """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
+    again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``)."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
@@ -108,6 +119,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     def measured(selector: SelectorSpec, folder: str, tools=None):
         return evaluate(suite, model, selector=selector, run=run.replace(run_dir=out / folder), tools=tools)
 
+    examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
@@ -120,6 +132,11 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
             retrieved = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever)})
             rows.append(_row(f"{label}, top {depth} ({retriever})", len(registry), depth,
                              measured(retrieved, f"{len(registry)}-top{depth}", registry), own))
+            if examples_file is not None:
+                indexed = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
+                                                                               examples=str(examples_file))})
+                rows.append(_row(f"{label}, top {depth} ({retriever}, train examples)", len(registry), depth,
+                                 measured(indexed, f"{len(registry)}-top{depth}-examples", registry), own))
             if rerank is not None and rerank > depth:
                 reranked = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
                                                                                 rerank=rerank)})
@@ -233,6 +250,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", action="store_true",
                         help="Print the kept table in --out (scale.csv) as the results page's markdown and redraw its "
                              "scale.png; no model.")
+    parser.add_argument("--examples", action="store_true",
+                        help="Also every retrieval row with the train splits' requests added to the tools' documents "
+                             "(example requests per tool; no scored request is among them).")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
@@ -247,7 +267,7 @@ def markdown_table(table: pd.DataFrame) -> str:
         paired = "-"
         if not pd.isna(row.get("vs_own", float("nan"))):
             p_value = row["vs_own_p"]
-            p_text = "p<0.001" if p_value < 0.001 else f"p={p_value:.2f}"
+            p_text = "p<0.001" if p_value < 0.001 else f"p={p_value:.3f}" if p_value < 0.01 else f"p={p_value:.2f}"
             paired = (f"{100 * row['vs_own']:+.1f} [{100 * row['vs_own_low']:+.1f}, {100 * row['vs_own_high']:+.1f}], "
                       f"{p_text}")
         lines.append(f"| {row['setting']} | {row['cases']} | {recall} | {100 * row['accuracy']:.1f} "
@@ -264,7 +284,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 0
     sizes = [None if s == "all" else int(s) for s in args.sizes]
     if args.retrieval_only:
-        table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed)
+        table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed,
+                                examples=catalog_examples("train") if args.examples else None)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.out) / "retrieval.csv", index=False)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -272,7 +293,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 0
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
-                      out=Path(args.out))
+                      examples=args.examples, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0
