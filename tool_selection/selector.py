@@ -208,6 +208,8 @@ class MultiToolSelector(dspy.Module):
             ranked = self._retrieved(registry, request)
             registry = registry.subset(ranked, name=f"{registry.name}-top{self.retrieve}")
             extras["retrieved"] = ranked
+            if self._retrieval_examples is not None:  # which examples the index held, by content
+                extras["retrieval_examples"] = self._retrieval_examples.fingerprint
             if self.rerank is not None:
                 extras["rerank_seconds"] = time.perf_counter() - start
         if self.gate is not None and (refusal := self._gated(request, registry, extras)) is not None:

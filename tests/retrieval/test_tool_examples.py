@@ -89,7 +89,9 @@ def test_the_selector_indexes_the_examples_with_the_tools(tmp_path):
         lm = DummyLM([{"reasoning": "r", "tool_calls": "[]"}], adapter=dspy.JSONAdapter())
         selector = MultiToolSelector(finance, retrieval=retrieval, strategy="json-cot")
         with dspy.context(lm=lm):
-            retrieved[label] = selector(request=request).row_extras["retrieved"]
+            extras = selector(request=request).row_extras
+        retrieved[label] = extras["retrieved"]
+        assert extras.get("retrieval_examples") == (ToolExamples.load(path).fingerprint if label == "examples" else None)
     assert retrieved["examples"] == ["convert_currency"] != retrieved["plain"]
 
 
