@@ -294,16 +294,11 @@ def _check_retrieve(retrieve: int, tools: ToolRegistry | None, cases: Suite) -> 
 def _check_examples(path: str, tools: ToolRegistry | None, cases: Suite) -> None:
     """Refuse retrieval examples that hold a request the run scores (its tool would be found by the request itself),
     or that name none of the tools the cases list (a file made for another catalog)."""
+    from evals.tool_examples import refuse_scored
     from tool_selection.retrieval.examples import ToolExamples, ToolExamplesError
 
     examples = ToolExamples.load(path)
-    leaked = set(examples.among(case.prompt for case in cases))
-    if leaked:
-        ids = [case.id for case in cases if case.prompt in leaked]
-        raise ToolExamplesError(
-            f"{len(ids)} of the {len(cases)} requests scored are among the example requests of {path} (cases "
-            f"{', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''}): the index would hold the answer. Build the "
-            "examples from another split than the one scored ('toolsel suites SUITE --examples FILE --split train').")
+    refuse_scored(examples, cases, path)
     registries = [tools] if tools is not None else [registry_for(case) for case in cases]
     listed = {name for registry in registries for name in registry.names()}
     if not listed & set(examples.requests):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evals.suite import Case, Suite, load_suite
-from tool_selection.retrieval.examples import ToolExamples, same_request
+from tool_selection.retrieval.examples import ToolExamples, ToolExamplesError, same_request
 
-__all__ = ["examples_from_suites"]
+__all__ = ["examples_from_suites", "refuse_scored"]
 
 
 def _single_turn(case: Case) -> bool:
@@ -42,3 +42,15 @@ def examples_from_suites(suites: Sequence[str | Suite], split: str = "train") ->
     source = {"suites": [suite.name for suite in loaded], "split": split, "cases": used,
               "left_out_asked_in_another_split": left_out}
     return ToolExamples(requests=requests, source=source)
+
+
+def refuse_scored(examples: ToolExamples, cases: Suite, where: str) -> None:
+    """Refuse ``examples`` (read from ``where``) that hold a request of ``cases``: an index holding a scored request
+    finds its tool by the request itself."""
+    leaked = set(examples.among(case.prompt for case in cases))
+    if leaked:
+        ids = [case.id for case in cases if case.prompt in leaked]
+        raise ToolExamplesError(
+            f"{len(ids)} of the {len(cases)} requests scored are among the example requests of {where} (cases "
+            f"{', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''}): the index would hold the answer. Build the "
+            "examples from another split than the one scored ('toolsel suites SUITE --examples FILE --split train').")

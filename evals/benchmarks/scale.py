@@ -32,8 +32,9 @@ from evals.metrics import bootstrap_ci
 from evals.scale_registry import DOMAIN_TOOL_SETS, catalog_examples, registry_of_size
 from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
+from evals.tool_examples import refuse_scored
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
-from tool_selection.retrieval.examples import ToolExamples, ToolExamplesError
+from tool_selection.retrieval.examples import ToolExamples
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import RetrievalSpec, SelectorSpec
 
@@ -63,9 +64,8 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     from tool_selection.retrieval import get_retriever, mean_score, recall_at_k, reciprocal_rank
 
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
-    if examples is not None and (leaked := examples.among(case.prompt for case in suite)):
-        raise ToolExamplesError(f"{len(leaked)} scored requests are among the examples: build them from the train "
-                                "split only.")
+    if examples is not None:
+        refuse_scored(examples, suite, "the train splits")
     variants = [(name, None) for name in retrievers]
     if examples is not None:
         variants += [(f"{name}+examples", examples.requests) for name in retrievers]
