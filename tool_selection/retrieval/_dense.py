@@ -1,14 +1,18 @@
 """Dense retrieval: cosine similarity between sentence embeddings of the request and of each tool's document.
 
-Tool embeddings are cached twice: in memory with every other index, and on disk as one ``.npy`` file per model
-and registry content hash under the user cache directory, so a catalog is embedded once per machine.
+Tool embeddings are cached three times: in memory with every other index; on disk as one ``.npy`` file per model
+and registry content hash under the user cache directory, so a catalog is embedded once per machine; and per
+document in one SQLite file per model, so a registry that shares tools with one embedded before (a larger draw of
+the same catalog, a few tools changed) embeds only the documents it has not seen.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
+import sqlite3
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,10 +77,21 @@ class DenseRetriever(IndexedRetriever):
             cached = _load_embeddings(path, rows=len(documents))
             if cached is not None:
                 return cached
-        vectors = np.ascontiguousarray(self.encoder.encode(documents), dtype=np.float32)
-        if self.disk_cache:
-            _save_embeddings(path, vectors)
+        if not self.disk_cache:
+            return np.ascontiguousarray(self.encoder.encode(documents), dtype=np.float32)
+        vectors = self._embed_unseen(documents, path.with_name("documents.sqlite"))
+        _save_embeddings(path, vectors)
         return vectors
+
+    def _embed_unseen(self, documents: list[str], store: Path) -> np.ndarray:
+        """Every document's embedding: from the per-document store where it holds one, else encoded and stored."""
+        keys = [hashlib.sha256(document.encode()).hexdigest() for document in documents]
+        known = _stored_vectors(store, keys)
+        missing = [i for i, key in enumerate(keys) if key not in known]
+        fresh = self.encoder.encode([documents[i] for i in missing]) if missing else []
+        rows = dict(zip((keys[i] for i in missing), np.asarray(fresh, dtype=np.float32), strict=True))
+        _store_vectors(store, rows)
+        return np.ascontiguousarray(np.stack([known.get(key, rows.get(key)) for key in keys]), dtype=np.float32)
 
     def _scores(self, request: str) -> np.ndarray:
         query = np.asarray(self.encoder.encode([request]), dtype=np.float32)[0]
@@ -92,6 +107,35 @@ def _load_embeddings(path: Path, rows: int) -> np.ndarray | None:
     if vectors.ndim != 2 or vectors.shape[0] != rows or vectors.dtype != np.float32:
         return None
     return vectors
+
+
+def _stored_vectors(store: Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    """The stored embeddings of the documents with these hashes (an unreadable store holds none)."""
+    if not store.exists():
+        return {}
+    found: dict[str, np.ndarray] = {}
+    try:
+        with sqlite3.connect(store) as connection:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start:start + 500]
+                query = f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})"
+                found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in connection.execute(query, chunk))
+    except sqlite3.Error:
+        return {}
+    return found
+
+
+def _store_vectors(store: Path, rows: dict[str, np.ndarray]) -> None:
+    if not rows:
+        return
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(store) as connection:
+            connection.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+            connection.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)",
+                                   [(key, vector.tobytes()) for key, vector in rows.items()])
+    except (sqlite3.Error, OSError) as error:
+        warnings.warn(f"Could not keep document embeddings in {store}: {error}", RuntimeWarning, stacklevel=4)
 
 
 def _save_embeddings(path: Path, vectors: np.ndarray) -> None:

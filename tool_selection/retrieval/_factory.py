@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tool_selection.named_registry import Registry
+from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever
 from tool_selection.retrieval._base import ToolRetriever
 from tool_selection.retrieval._bm25 import BM25Retriever
 from tool_selection.retrieval._dense import DenseRetriever
@@ -20,15 +21,15 @@ def _check_retriever(cls: Any) -> None:
 
 RETRIEVERS: Registry[type[ToolRetriever]] = Registry("retriever", group="tool_selection.retrievers",
                                                      check=_check_retriever)
-"""The retrievers by name: ``bm25``, ``dense``, ``hybrid``, those registered with ``register_retriever``, and
+"""The retrievers by name: ``bm25``, ``dense``, ``hybrid``, ``dense-hnsw``, ``hybrid-hnsw``, those registered with ``register_retriever``, and
 those of the ``tool_selection.retrievers`` entry-point group."""
 
 register_retriever = RETRIEVERS.register
 
-for _builtin in (BM25Retriever, DenseRetriever, HybridRetriever):
+for _builtin in (BM25Retriever, DenseRetriever, HybridRetriever, HNSWDenseRetriever, HNSWHybridRetriever):
     register_retriever(_builtin)
 
 
 def get_retriever(name: str, **options: Any) -> ToolRetriever:
-    """A new retriever of the named kind (``bm25``, ``dense`` or ``hybrid``), built with ``options``."""
+    """A new retriever of the named kind (``bm25``, ``dense``, ``hybrid``, or ``dense-hnsw`` / ``hybrid-hnsw`` with an approximate index), built with ``options``."""
     return RETRIEVERS.get(name)(**options)
