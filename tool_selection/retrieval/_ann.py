@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from tool_selection.errors import ToolSelectionError
 from tool_selection.retrieval._base import RetrievedTool, ToolRetriever, check_k
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder
 from tool_selection.retrieval._extra import missing_extra_error
@@ -62,12 +61,7 @@ class HNSWDenseRetriever(DenseRetriever):
         query = np.asarray(self.encoder.encode([request]), dtype=np.float32)[0]
         return self._index.reconstruct_n(0, self._index.ntotal) @ query
 
-    def retrieve(self, request: str, k: int = 5) -> list[RetrievedTool]:
-        check_k(k)
-        if self._fitted_key is None:
-            raise ToolSelectionError(f"{type(self).__name__} is not fitted: call fit(registry) before retrieve().")
-        if not self._names:
-            return []
+    def _top(self, request: str, k: int) -> list[RetrievedTool]:
         query = np.asarray(self.encoder.encode([request]), dtype=np.float32)
         params = self._faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
         scores, ids = self._index.search(query, min(k, len(self._names)), params=params)

@@ -126,4 +126,8 @@ class IndexedRetriever(ToolRetriever):
             raise ToolSelectionError(f"{type(self).__name__} is not fitted: call fit(registry) before retrieve().")
         if not self._names:
             return []
+        return self._top(request, k)
+
+    def _top(self, request: str, k: int) -> list[RetrievedTool]:
+        """The ``k`` best of the fitted tools (at least one) for ``request``: every tool scored, then sorted."""
         return top_k(self._names, self._scores(request), k)
