@@ -107,3 +107,14 @@ def test_an_unreadable_cache_file_is_recomputed(hashing_encoder, tmp_path, small
 def test_without_the_disk_cache_nothing_is_written(hashing_encoder, tmp_path, small_registry):
     DenseRetriever(hashing_encoder, cache_dir=tmp_path, disk_cache=False).fit(small_registry)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_embedding_many_tools_shows_progress(hashing_encoder, tmp_path, small_registry, monkeypatch, capsys):
+    import tool_selection.retrieval._dense as dense
+
+    DenseRetriever(hashing_encoder, cache_dir=tmp_path / "few").fit(small_registry)
+    assert "embedding tools" not in capsys.readouterr().err
+    monkeypatch.setattr(dense, "EMBEDDING_PROGRESS_FROM", len(small_registry))
+    clear_index_cache()
+    DenseRetriever(hashing_encoder, cache_dir=tmp_path / "many").fit(small_registry)
+    assert "embedding tools: 100%|" in capsys.readouterr().err

@@ -47,6 +47,9 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("tool-selection")) / "retrieval"
 
 
+EMBEDDING_PROGRESS_FROM = 1000  # documents to embed at once from which a progress bar is shown
+
+
 class DenseRetriever(IndexedRetriever):
     """Ranks tools by the cosine similarity of their document's embedding to the request's.
 
@@ -88,10 +91,23 @@ class DenseRetriever(IndexedRetriever):
         keys = [hashlib.sha256(document.encode()).hexdigest() for document in documents]
         known = _stored_vectors(store, keys)
         missing = [i for i, key in enumerate(keys) if key not in known]
-        fresh = self.encoder.encode([documents[i] for i in missing]) if missing else []
-        rows = dict(zip((keys[i] for i in missing), np.asarray(fresh, dtype=np.float32), strict=True))
+        rows = dict(zip((keys[i] for i in missing), self._encode_with_progress([documents[i] for i in missing]),
+                        strict=True))
         _store_vectors(store, rows)
         return np.ascontiguousarray(np.stack([known.get(key, rows.get(key)) for key in keys]), dtype=np.float32)
+
+    def _encode_with_progress(self, documents: list[str]) -> list[np.ndarray]:
+        """Embeddings of ``documents``; a thousand or more show a progress bar (minutes on a CPU)."""
+        from tqdm.auto import tqdm
+
+        chunk = 256
+        with tqdm(total=len(documents), desc="embedding tools", unit="tool",
+                  disable=len(documents) < EMBEDDING_PROGRESS_FROM) as progress:
+            vectors: list[np.ndarray] = []
+            for start in range(0, len(documents), chunk):
+                vectors += list(np.asarray(self.encoder.encode(documents[start:start + chunk]), dtype=np.float32))
+                progress.update(len(documents[start:start + chunk]))
+        return vectors
 
     def _scores(self, request: str) -> np.ndarray:
         query = np.asarray(self.encoder.encode([request]), dtype=np.float32)[0]
