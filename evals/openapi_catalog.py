@@ -157,7 +157,8 @@ def _parameters(spec: dict[str, Any], path_item: dict[str, Any], operation: dict
                 required.append(name)
     body = _resolve(spec, operation.get("requestBody"))
     content = body.get("content") if isinstance(body, dict) else None
-    schema = _resolve(spec, (content or {}).get("application/json", {}).get("schema")) if isinstance(content, dict) else None
+    json_body = content.get("application/json") if isinstance(content, dict) else None
+    schema = _resolve(spec, json_body.get("schema")) if isinstance(json_body, dict) else None
     if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
         for name, node in schema["properties"].items():
             properties.setdefault(name, _property(spec, node))
@@ -192,7 +193,8 @@ def openapi_functions(tarball: Path, per_api: int = 4) -> tuple[tuple[str, dict[
     """(API id, function) for each API's first ``per_api`` operations in path order; a name met again (two
     APIs' operations can shorten to the same 64 characters) keeps its first definition. Kept beside the tarball
     as JSON (reading every spec takes minutes), keyed by its integrity and ``per_api``."""
-    key = hashlib.sha256(f"{_integrity(tarball)}:{per_api}:{MAX_PARAMETERS}:{MAX_DESCRIPTION}:{_FORMAT}".encode()).hexdigest()
+    settings = f"{_integrity(tarball)}:{per_api}:{MAX_PARAMETERS}:{MAX_DESCRIPTION}:{_FORMAT}"
+    key = hashlib.sha256(settings.encode()).hexdigest()
     cached = tarball.with_name(f"{tarball.stem}.{per_api}-per-api.{key[:12]}.json")
     if cached.exists():
         try:

@@ -51,6 +51,7 @@ __all__ = [
     "load_catalog",
     "main",
     "measure",
+    "parse_size",
     "registry_of_size",
 ]
 
@@ -342,14 +343,15 @@ def format_table(rows: Sequence[ScaleRow], suites: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _size(text: str) -> int | None:
+def parse_size(text: str) -> int | None:
+    """A registry size as a command line writes it: a number of tools, or ``all`` (None: the whole catalog)."""
     return None if text == "all" else int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.scale_registry", description=__doc__.split("\n\n")[0])
     parser.add_argument("--measure", action="store_true", help="measure retrieval on the domain suites")
-    parser.add_argument("--sizes", nargs="+", type=_size, default=[None], metavar="N|all",
+    parser.add_argument("--sizes", nargs="+", type=parse_size, default=[None], metavar="N|all",
                         help="registry sizes to measure (default: all)")
     parser.add_argument("--retrievers", nargs="+", default=["bm25", "dense", "hybrid"])
     parser.add_argument("--seed", type=int, default=0)

@@ -32,7 +32,7 @@ import pandas as pd
 
 from evals.evaluation import evaluate
 from evals.metrics import bootstrap_ci
-from evals.scale_registry import DOMAIN_TOOL_SETS, catalog_examples, registry_of_size
+from evals.scale_registry import DOMAIN_TOOL_SETS, catalog_examples, parse_size, registry_of_size
 from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
 from evals.tool_examples import refuse_scored
@@ -97,8 +97,8 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
                 row[f"recall@{k}"] = mean_score(recall_at_k({c.tool_name for c in case.expected_calls}, ranked[case.id], k)
                                                 for case in suite)
             row["mrr"] = mean_score(reciprocal_rank({c.tool_name for c in case.expected_calls}, ranked[case.id]) for case in suite)
-            row.update(fit_s=fit_s, query_ms=float(np.mean(latencies)), query_ms_p95=float(np.percentile(latencies, 95)),
-                       index_mb=_index_megabytes(retriever))
+            row.update(fit_s=fit_s, query_ms=float(np.mean(latencies)),
+                       query_ms_p95=float(np.percentile(latencies, 95)), index_mb=_index_megabytes(retriever))
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -331,13 +331,15 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _size(text: str) -> int | None:
-    if text == "all":
-        return None
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise SystemExit(f"--sizes: {text!r} is not a number of tools or 'all'") from None
+def _sizes(values: list[str]) -> list[int | None]:
+    """``--sizes`` with spaces or commas between the sizes."""
+    sizes = []
+    for text in (text for value in values for text in value.split(",") if text):
+        try:
+            sizes.append(parse_size(text))
+        except ValueError:
+            raise SystemExit(f"--sizes: {text!r} is not a number of tools or 'all'") from None
+    return sizes
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -349,7 +351,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         _plot(table, Path(args.out) / "scale.png")  # redrawn from the kept table
         print(markdown_table(table))
         return 0
-    sizes = [_size(text) for value in args.sizes for text in value.split(",") if text]
+    sizes = _sizes(args.sizes)
     if args.retrieval_only:
         table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed,
                                 retrievers=args.retrievers,

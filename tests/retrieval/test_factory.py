@@ -29,4 +29,5 @@ def test_dense_by_name_takes_its_options(hashing_encoder, tmp_path):
 def test_an_unknown_name_lists_the_known_ones():
     with pytest.raises(ToolSelectionError) as error:
         get_retriever("splade")
-    assert str(error.value) == "Unknown retriever 'splade'; choose one of: bm25, dense, hybrid, dense-hnsw, hybrid-hnsw."
+    assert str(error.value) == ("Unknown retriever 'splade'; choose one of: bm25, dense, hybrid, dense-hnsw, "
+                                "hybrid-hnsw.")

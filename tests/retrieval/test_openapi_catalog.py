@@ -23,9 +23,11 @@ SHOP = {
     "paths": {
         "/orders": {
             "post": {"operationId": "createOrder", "summary": "Place an <b>order</b>.",
-                     "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewOrder"}}}}},
+                     "requestBody": {"content": {"application/json": {
+                         "schema": {"$ref": "#/components/schemas/NewOrder"}}}}},
             "get": {"operationId": "listOrders", "description": "List\n  orders. " + "Long text. " * 40,
-                    "parameters": [{"name": "status", "in": "query", "schema": {"type": "string", "enum": ["open", "shipped"]}},
+                    "parameters": [{"name": "status", "in": "query",
+                                    "schema": {"type": "string", "enum": ["open", "shipped"]}},
                                    {"name": "X-Trace", "in": "header", "schema": {"type": "string"}}]},
         },
         "/orders/{order_id}": {"parameters": [{"$ref": "#/components/parameters/OrderId"}],

@@ -58,13 +58,11 @@ class HNSWDenseRetriever(DenseRetriever):
 
     def _scores(self, request: str) -> np.ndarray:
         """Exact scores from the vectors the graph stores (what ``retrieve`` approximates)."""
-        query = np.asarray(self.encoder.encode([request]), dtype=np.float32)[0]
-        return self._index.reconstruct_n(0, self._index.ntotal) @ query
+        return self._index.reconstruct_n(0, self._index.ntotal) @ self._query_vector(request)[0]
 
     def _top(self, request: str, k: int) -> list[RetrievedTool]:
-        query = np.asarray(self.encoder.encode([request]), dtype=np.float32)
         params = self._faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
-        scores, ids = self._index.search(query, min(k, len(self._names)), params=params)
+        scores, ids = self._index.search(self._query_vector(request), min(k, len(self._names)), params=params)
         return [RetrievedTool(self._names[i], float(s)) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0]
 
 

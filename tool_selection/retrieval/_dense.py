@@ -105,13 +105,17 @@ class DenseRetriever(IndexedRetriever):
                   disable=len(documents) < EMBEDDING_PROGRESS_FROM) as progress:
             vectors: list[np.ndarray] = []
             for start in range(0, len(documents), chunk):
-                vectors += list(np.asarray(self.encoder.encode(documents[start:start + chunk]), dtype=np.float32))
-                progress.update(len(documents[start:start + chunk]))
+                batch = documents[start:start + chunk]
+                vectors += list(np.asarray(self.encoder.encode(batch), dtype=np.float32))
+                progress.update(len(batch))
         return vectors
 
+    def _query_vector(self, request: str) -> np.ndarray:
+        """The request's embedding, as the one row of a float32 matrix."""
+        return np.asarray(self.encoder.encode([request]), dtype=np.float32)
+
     def _scores(self, request: str) -> np.ndarray:
-        query = np.asarray(self.encoder.encode([request]), dtype=np.float32)[0]
-        return self._index @ query
+        return self._index @ self._query_vector(request)[0]
 
 
 def _load_embeddings(path: Path, rows: int) -> np.ndarray | None:
@@ -135,7 +139,8 @@ def _stored_vectors(store: Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
             for start in range(0, len(keys), 500):
                 chunk = keys[start:start + 500]
                 query = f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})"
-                found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in connection.execute(query, chunk))
+                rows = connection.execute(query, chunk)
+                found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)
     except sqlite3.Error:
         return {}
     return found

@@ -21,8 +21,8 @@ def _check_retriever(cls: Any) -> None:
 
 RETRIEVERS: Registry[type[ToolRetriever]] = Registry("retriever", group="tool_selection.retrievers",
                                                      check=_check_retriever)
-"""The retrievers by name: ``bm25``, ``dense``, ``hybrid``, ``dense-hnsw``, ``hybrid-hnsw``, those registered with ``register_retriever``, and
-those of the ``tool_selection.retrievers`` entry-point group."""
+"""The retrievers by name: ``bm25``, ``dense``, ``hybrid``, ``dense-hnsw``, ``hybrid-hnsw``, those registered with
+``register_retriever``, and those of the ``tool_selection.retrievers`` entry-point group."""
 
 register_retriever = RETRIEVERS.register
 
@@ -31,5 +31,6 @@ for _builtin in (BM25Retriever, DenseRetriever, HybridRetriever, HNSWDenseRetrie
 
 
 def get_retriever(name: str, **options: Any) -> ToolRetriever:
-    """A new retriever of the named kind (``bm25``, ``dense``, ``hybrid``, or ``dense-hnsw`` / ``hybrid-hnsw`` with an approximate index), built with ``options``."""
+    """A new retriever of the named kind (``bm25``, ``dense``, ``hybrid``, or ``dense-hnsw`` / ``hybrid-hnsw`` with
+    an approximate index), built with ``options``."""
     return RETRIEVERS.get(name)(**options)
