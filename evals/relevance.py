@@ -54,7 +54,10 @@ MODEL_SIGNALS = ("bm25_best", "call_open", "dense_best", "dense_chosen", "ground
 """The signals a relevance model combines unless told otherwise. Left out, each with its row in the report:
 ``tools_listed`` (on BFCL it tells the categories apart by their size, one function in ``irrelevance`` and 2-4 in
 ``multiple``, which no deployment shares), ``unlisted`` (constant under a strict grammar) and ``verify`` (no signal
-for the 0.5B model, AUROC about 0.5, for one more model question per case)."""
+for the 0.5B model, AUROC about 0.5, for one more model question per case) and ``bm25_background`` (its word weights do
+not depend on the catalog's size, but with one tool listed it tells requests apart less well than ``bm25_best``,
+and a model refitted with it in ``bm25_best``'s place abstains more wrongly at the same BFCL ``irrelevance``: the
+relevance page's refit sections)."""
 
 PAIRED_METRICS = {"accuracy": "full_match", "abstention_accuracy": "abstention_correct",
                   "false_abstention_rate": "false_abstention"}
@@ -89,10 +92,17 @@ def signals_of(rows: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
                          for name in names})
 
 
-def fill_decision_signals(rows: pd.DataFrame, cases: Mapping[str, Case]) -> pd.DataFrame:
-    """``rows`` with every signal that reads only the request, the tools and the decision (``DECISION_SIGNALS``)
-    computed where its column is missing, from each row's case (by id) and recorded calls: no model call."""
-    missing = [name for name in DECISION_SIGNALS if f"{SIGNAL_PREFIX}{name}" not in rows]
+def fill_decision_signals(rows: pd.DataFrame, cases: Mapping[str, Case],
+                          names: Sequence[str] = DECISION_SIGNALS) -> pd.DataFrame:
+    """``rows`` with each of ``names`` (signals that read only the request, the tools and the decision: by default
+    all of them, ``DECISION_SIGNALS``) computed where its column is missing and where a row lacks it (rows spliced
+    from runs that recorded other signals), from each row's case (by id) and recorded calls: no model call."""
+    unknown = sorted(set(names) - set(DECISION_SIGNALS))
+    if unknown:
+        raise ToolSelectionError(f"{', '.join(unknown)} cannot be computed from kept rows: they read the answer or "
+                                 f"call a model. These can: {', '.join(DECISION_SIGNALS)}.")
+    missing = [name for name in names if f"{SIGNAL_PREFIX}{name}" not in rows
+               or rows[f"{SIGNAL_PREFIX}{name}"].isna().any()]
     if not missing:
         return rows
     values = []
@@ -107,7 +117,9 @@ def fill_decision_signals(rows: pd.DataFrame, cases: Mapping[str, Case]) -> pd.D
         values.append(compute_signals(evidence, missing))
     out = rows.copy()
     for name in missing:
-        out[f"{SIGNAL_PREFIX}{name}"] = [v[name] for v in values]
+        computed = pd.Series([v[name] for v in values], index=rows.index, dtype=float)
+        column = f"{SIGNAL_PREFIX}{name}"
+        out[column] = pd.to_numeric(out[column], errors="coerce").fillna(computed) if column in out else computed
     return out
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from evals.benchmarks.board_report import DEFAULT as DEFAULT_STRATEGY
-from evals.relevance import needs_call, signal_aurocs
+from evals.relevance import called, fill_decision_signals, needs_call, signal_aurocs
 from evals.rescore import suite_of_run
 from evals.runner import load_results
 from evals.suite import registry_for
@@ -34,6 +34,7 @@ __all__ = ["GROUPS", "by_size", "findings", "main", "markdown", "size_group"]
 
 GROUPS = ("1", "2-4", "5+")
 PROBABILITY = "relevance_p"
+SIZE_FREE_SIGNALS = ("bm25_background",)  # computed from the kept rows where a run did not record them
 
 
 def size_group(tools: int) -> str:
@@ -54,14 +55,20 @@ def whole_default_runs(results: Path, strategy: str = DEFAULT_STRATEGY) -> list[
 def rows_with_sizes(run: Path) -> pd.DataFrame:
     """A run's rows, each with its case's number of listed tools (``tools_listed``) and suite."""
     params = json.loads((run / "summary.json").read_text())["params"]
-    sizes = {case.id: len(registry_for(case)) for case in suite_of_run(run, params, None)}
-    rows = load_results(run)
+    cases = {case.id: case for case in suite_of_run(run, params, None)}
+    sizes = {case_id: len(registry_for(case)) for case_id, case in cases.items()}
+    rows = fill_decision_signals(load_results(run), cases, SIZE_FREE_SIGNALS)
     return rows.assign(tools_listed=rows["id"].map(sizes), suite=params["suite"])
 
 
-def by_size(rows: pd.DataFrame) -> pd.DataFrame:
+def by_size(rows: pd.DataFrame, *, called_only: bool = False) -> pd.DataFrame:
     """One row per size group and one for all: cases, share needing a call, each signal's AUROC and the relevance
-    probability's, the mean probability of the cases that need a call, and the false abstention rate."""
+    probability's, the mean probability of the cases that need a call, and the false abstention rate. With
+    ``called_only``, over the rows where the selection called a tool (what a relevance model judges; rows of the
+    selection alone), without the probability and the false abstention."""
+    if called_only:  # signals that most rows lack (only re-run cases recorded them) are left out
+        rows = rows[called(rows)].drop(columns=[PROBABILITY], errors="ignore")
+        rows = rows.drop(columns=[c for c in rows if c.startswith(SIGNAL_PREFIX) and rows[c].notna().mean() < 0.5])
     signals = sorted(c.removeprefix(SIGNAL_PREFIX) for c in rows if c.startswith(SIGNAL_PREFIX))
     rows = rows.assign(group=rows["tools_listed"].map(size_group))
     if PROBABILITY in rows:
@@ -78,7 +85,8 @@ def by_size(rows: pd.DataFrame) -> pd.DataFrame:
         entry.update(signal_aurocs(part, measured, only_called=False))
         entry["mean P, cases needing a call"] = (float(part.loc[need, PROBABILITY].mean())
                                                  if PROBABILITY in part and need.any() else math.nan)
-        entry["false abstention %"] = 100 * float((predicted[need] == "[]").mean()) if need.any() else math.nan
+        entry["false abstention %"] = (100 * float((predicted[need] == "[]").mean()) if need.any() and not called_only
+                                       else math.nan)
         table.append(entry)
     return pd.DataFrame(table)
 
@@ -93,9 +101,13 @@ def _cell(value: object, column: str = "") -> str:
 INTRO = ("A signal that read the catalog's size rather than the request would separate BFCL's `irrelevance` (one "
          "function per case) from `multiple` (two to four) without telling relevant requests from irrelevant ones. "
          "On BFCL only one catalog size holds both kinds: one listed function, in `simple_python` and `parallel` (a "
-         "call needed) and `irrelevance` (none). Each signal's AUROC over the cases where the selection made a "
-         "call, per number of listed tools; `relevance_p` is the relevance model's probability, *mean P* its mean "
-         "over the cases that need a call, and false abstention the share of those answered with no call.")
+         "call needed) and `irrelevance` (none). Each signal's AUROC per number of listed tools, over every case "
+         "answered by the default (with or without a call); `relevance_p` is the relevance model's probability, "
+         "*mean P* its mean over the cases that need a call, and false abstention the share of those answered with "
+         "no call.")
+CALLED_INTRO = ("The same over the cases where the selection alone called a tool, which are the decisions a relevance "
+                "model judges (rows of the selection alone: the default's runs with the cases its relevance stage "
+                "overruled re-run without it and spliced in).")
 
 
 def findings(table: pd.DataFrame) -> str:
@@ -115,13 +127,14 @@ def findings(table: pd.DataFrame) -> str:
     return " ".join(parts)
 
 
-def markdown(table: pd.DataFrame, source: str, *, title: str) -> str:
-    head = list(table.columns)
+def markdown(table: pd.DataFrame, source: str, *, title: str, called_only: bool = False) -> str:
+    head = [column for column in table.columns if not (called_only and table[column].isna().all())]
+    flag = " --called" if called_only else ""
     lines = [f"## {title}", "",
-             f"<!-- generated by: python -m evals.benchmarks.relevance_by_size {source} (kept rows) -->", "",
-             INTRO, "", format_table([{c: _cell(v, c) for c, v in zip(head, row)}
+             f"<!-- generated by: python -m evals.benchmarks.relevance_by_size {source}{flag} (kept rows) -->", "",
+             CALLED_INTRO if called_only else INTRO, "", format_table([{c: _cell(v, c) for c, v in zip(head, row)}
                                       for row in table.itertuples(index=False)], head)]
-    return "\n".join([*lines, "", findings(table)]) + "\n"
+    return "\n".join([*lines, *([] if called_only else ["", findings(table)])]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,14 +142,17 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, help="A folder of kept runs, such as results/board/qwen2.5-coder-0.5b.")
     parser.add_argument("--out", type=Path, help="Write the table here (default: print).")
+    parser.add_argument("--called", action="store_true", help="Over the rows where the selection called a tool (give "
+                        "runs of the selection alone).")
     args = parser.parse_args(argv)
     runs = whole_default_runs(args.results)
     if not runs:
         parser.error(f"{args.results} holds no whole-split run of the default strategy ({DEFAULT_STRATEGY}).")
-    table = by_size(pd.concat([rows_with_sizes(run) for run in runs], ignore_index=True))
-    text = markdown(table, args.results.as_posix(),
+    table = by_size(pd.concat([rows_with_sizes(run) for run in runs], ignore_index=True), called_only=args.called)
+    what = "the selection alone's calls" if args.called else "the default's whole BFCL categories"
+    text = markdown(table, args.results.as_posix(), called_only=args.called,
                     title=f"Each signal's AUROC with the number of listed tools held fixed ({args.results.name}, "
-                          "the default's whole BFCL categories)")
+                          f"{what})")
     if args.out:
         args.out.write_text(text)
     else:

@@ -193,6 +193,15 @@ def test_decision_signals_are_filled_from_the_rows_cases():
     assert filled.loc[0, "rel_grounded_args"] == 0.0 and filled.loc[0, "rel_unlisted"] == 0.0
     with pytest.raises(ToolSelectionError, match="no case"):
         fill_decision_signals(frame, {})
+    with pytest.raises(ToolSelectionError, match="call_open cannot be computed from kept rows"):
+        fill_decision_signals(frame, {"c1": case}, ["call_open"])
+    only = fill_decision_signals(frame, {"c1": case}, ["grounded_args"])
+    assert "rel_grounded_args" in only and "rel_unlisted" not in only
+    spliced = pd.concat([frame.assign(id="c2", rel_grounded_args=0.5), frame.assign(rel_grounded_args=math.nan)],
+                        ignore_index=True)  # a re-run case recorded the signal, the base's case did not
+    case2 = case.model_copy(update={"id": "c2"})
+    filled = fill_decision_signals(spliced, {"c1": case, "c2": case2}, ["grounded_args"])
+    assert filled["rel_grounded_args"].tolist() == [0.5, 0.0]
 
 
 def test_suites_are_pooled_into_bfcl_domains_and_all():

@@ -39,3 +39,11 @@ def test_the_findings_read_the_table():
     assert "With one tool listed the relevance probability's AUROC is 1.000 (all cases pooled:" in text
     assert "0.800 with 1 listed (0.0% false abstention), 0.550 with 2-4 listed (50.0% false abstention)" in text
     assert text.endswith("No case lists 5+ tools here.")
+
+
+def test_over_the_called_rows_only_the_probability_and_false_abstention_are_left_out():
+    frame = rows().assign(parse_error=None)
+    table = by_size(frame, called_only=True).set_index("tools listed")
+    assert table.loc["1", "cases"] == 3 and table.loc["all", "cases"] == 4  # the two answers without a call dropped
+    assert "relevance_p" not in table and table["false abstention %"].isna().all()
+    assert table.loc["1", "overlap"] == 1.0

@@ -1,9 +1,12 @@
 """The relevance stage inside a selector: signals recorded on every decision, calls dropped below the threshold."""
 
+import json
+
 import dspy
 
 from tool_selection.interop import from_openai
 from tool_selection.relevance import RelevanceModel, RelevanceStage
+from tool_selection.relevance.stage import OVERRULED_CALLS
 from tool_selection.selector import MultiToolSelector
 
 WEATHER = {"name": "get_weather", "description": "Current weather conditions for a city.",
@@ -42,9 +45,11 @@ def test_a_model_drops_the_calls_it_judges_irrelevant(make_lm):
     dropped, _ = decide(make_lm, ['<tool_call>\n{"name": "tell_joke", "arguments": {}}\n</tool_call>'], stage)
     assert dropped.decision.tool_calls == [] and dropped.row_extras["relevance_overruled"] == 1.0
     assert "tell_joke" in dropped.decision.reasoning and dropped.row_extras["relevance_p"] < 0.5
+    assert json.loads(dropped.row_extras[OVERRULED_CALLS]) == [{"tool_name": "tell_joke", "arguments": {}}]
     kept, _ = decide(make_lm, ['<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'],
                      stage)
     assert kept.decision.tool_names == ["get_weather"] and kept.row_extras["relevance_overruled"] == 0.0
+    assert OVERRULED_CALLS not in kept.row_extras
 
 
 def test_an_abstention_is_left_as_it_is(make_lm):

@@ -52,7 +52,7 @@ def shipped_relevance_model(model: str) -> RelevanceModel | None:
 
 
 _RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")
-_RETRIEVAL_SIGNALS = {"bm25_best", "dense_best", "dense_chosen"}
+_RETRIEVAL_SIGNALS = {"bm25_best", "bm25_background", "dense_best", "dense_chosen"}
 
 
 def missing_retrieval_packages(signals: Sequence[str]) -> list[str]:

@@ -13,7 +13,8 @@ model (``relevance.model``) combines them into a probability.
 | ``grounded_args`` | the share of the calls' argument values the request spells out | none |
 | ``tools_listed`` | log of the number of tools listed: the context the other scores are read in | none |
 | ``dense_best`` / ``dense_chosen`` | cosine of the request to the closest tool / to the called tool (MiniLM) | one small embedding |
-| ``bm25_best`` | BM25 score of the best tool | negligible |
+| ``bm25_best`` | BM25 score of the best tool, word weights from the listed tools (so lower when fewer are listed) | negligible |
+| ``bm25_background`` | BM25 score of the best tool, word weights from a fixed background catalog (``background``) | negligible |
 | ``verify`` | log P(Yes) - log P(No) of "does that call do exactly what I asked?" asked after the answer | one token; the prompt is the answer's own, so the KV cache holds all but the question |
 | ``gate`` | the relevance gate's Yes/No score with its own model (``strategies.gate``) | one prompt pass of the gate's model |
 | ``agreement`` | the share of ``AGREEMENT_SAMPLES`` answers sampled to the same prompt that call the same functions (native strategies) | that many answers decoded; the prompt stays in the KV cache |
@@ -243,6 +244,13 @@ def _bm25_best(evidence: Evidence) -> float:
     return hits[0][1] if hits else math.nan
 
 
+def _bm25_background(evidence: Evidence) -> float:
+    from tool_selection.relevance.background import background_bm25
+    from tool_selection.retrieval import tool_documents
+
+    return background_bm25().best(evidence.request, list(tool_documents(evidence.registry).values()))
+
+
 def _tools_listed(evidence: Evidence) -> float:
     return math.log(max(len(evidence.registry), 1))
 
@@ -349,6 +357,8 @@ for _spec in (  # the order signals are listed and recorded in
     SignalSpec("dense_best", _dense_best, "cosine of the request to the closest tool (MiniLM)", cheap=True),
     SignalSpec("dense_chosen", _dense_chosen, "cosine of the request to the least similar called tool", cheap=True),
     SignalSpec("bm25_best", _bm25_best, "BM25 score of the best tool", cheap=True),
+    SignalSpec("bm25_background", _bm25_background, "BM25 score of the best tool, word weights from a fixed "
+               "background catalog (the same for any number of listed tools)", cheap=True),
     SignalSpec("verify", _verify, "Yes/No score of 'does that call do exactly what I asked?' after the answer",
                costs_a_call=True, reads_the_answer=True, cheap=True, needs_logprobs=True),
     SignalSpec("gate", _gate, "the relevance gate's Yes/No score, with the gate's model", costs_a_call=True),

@@ -8,6 +8,7 @@ calls tools while P(some tool fits) is below the model's threshold becomes a dec
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,8 +34,9 @@ from tool_selection.relevance.signals import (
 )
 from tool_selection.strategies.gate import TOP_LOGPROBS
 
-__all__ = ["RelevanceStage", "SIGNAL_PREFIX", "recorded_signals"]
+__all__ = ["OVERRULED_CALLS", "RelevanceStage", "SIGNAL_PREFIX", "recorded_signals"]
 
+OVERRULED_CALLS = "relevance_overruled_calls"  # a row's column: the calls the stage dropped, as "predicted" holds them
 
 
 def recorded_signals(extras: Mapping[str, Any] | None) -> dict[str, float]:
@@ -94,7 +96,9 @@ class RelevanceStage:
             probability = self.model.probability(values)
             overrule = bool(decision.tool_calls) and probability < self.model.threshold
             extras.update({"relevance_p": probability, "relevance_overruled": float(overrule)})
-            if overrule:
+            if overrule:  # the calls are kept in the row, so that another model or threshold can be scored offline
+                extras[OVERRULED_CALLS] = json.dumps([call.model_dump() for call in decision.tool_calls],
+                                                                 ensure_ascii=False, default=str)
                 decision = MultiToolDecision(reasoning=f"Relevance: no listed tool fits (P = {probability:.2f} < "
                                                        f"{self.model.threshold:.2f}); the answer was: "
                                                        f"{', '.join(decision.tool_names)}.")
