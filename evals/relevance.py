@@ -47,6 +47,9 @@ __all__ = [
     "signal_aurocs",
     "signal_names",
     "suite_groups",
+    "test_parts",
+    "whole_categories",
+    "whole_parts",
 ]
 
 MODEL_SIGNALS = ("bm25_best", "call_open", "dense_best", "dense_chosen", "grounded_args", "name_logprob",
@@ -249,16 +252,13 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
             for split in ("train", "dev")}
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
     choice = choose_threshold(model, part["dev"], max_added_false_abstention=max_added_false_abstention)
-    tests = {name: _split(rows, "test") for name, rows in runs.items()}
-    for group, members in suite_groups(list(runs)).items():
-        tests[group] = pd.concat([tests[name] for name in members], ignore_index=True)
+    tests = test_parts(runs)
     report_signals = list(report_signals or signals)
     aurocs = pd.DataFrame({name: signal_aurocs(rows, [s for s in report_signals if f"{SIGNAL_PREFIX}{s}" in rows])
                            for name, rows in tests.items()}).reindex(report_signals)
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
     classifiers = compare_classifiers(choice.model, part, tests, max_added_false_abstention)
-    for name in whole:
-        tests[f"{name} (all splits)"] = runs[name].reset_index(drop=True)
+    tests.update(whole_parts(runs, whole))
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
     pooled = {group: tests[group] for group in suite_groups(list(runs)) if group in tests}
     return RelevanceReport(choice.model, aurocs, choice.sweep, test, classifiers, pooled)
@@ -310,6 +310,24 @@ def compare_classifiers(model: RelevanceModel, part: Mapping[str, pd.DataFrame],
                     f"{group} false abstention": scored.get("false_abstention_rate_after")}
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def test_parts(runs: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Each suite's test rows, then the groups of them pooled (``suite_groups``)."""
+    tests = {name: _split(rows, "test") for name, rows in runs.items()}
+    for group, members in suite_groups(list(runs)).items():
+        tests[group] = pd.concat([tests[name] for name in members], ignore_index=True)
+    return tests
+
+
+def whole_categories(runs: Mapping[str, pd.DataFrame]) -> list[str]:
+    """The BFCL categories whose rows hold more than one split: scored whole too, as the leaderboard scores them."""
+    return [name for name, rows in runs.items() if name.startswith("bfcl") and rows["split"].nunique() > 1]
+
+
+def whole_parts(runs: Mapping[str, pd.DataFrame], names: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """All the rows of each suite in ``names``, marked ``(all splits)``."""
+    return {f"{name} (all splits)": runs[name].reset_index(drop=True) for name in names}
 
 
 def suite_groups(names: Sequence[str]) -> dict[str, list[str]]:

@@ -20,7 +20,14 @@ from pathlib import Path
 import pandas as pd
 
 from evals.benchmarks.report import markdown
-from evals.relevance import MODEL_SIGNALS, RelevanceReport, fill_decision_signals, relevance_report, signal_names
+from evals.relevance import (
+    MODEL_SIGNALS,
+    RelevanceReport,
+    fill_decision_signals,
+    relevance_report,
+    signal_names,
+    whole_categories,
+)
 from evals.relevance_curve import plot_tradeoff, tradeoff_curve
 from evals.runner import load_results
 from evals.suite import load_suite
@@ -87,7 +94,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if not signals:
         raise ToolSelectionError("These runs recorded no relevance signal: evaluate with --relevance-signals cheap.")
     fit = [s.strip() for s in args.fit_suites.split(",")] if args.fit_suites else None
-    whole = [suite for suite, rows in runs.items() if suite.startswith("bfcl") and rows["split"].nunique() > 1]
+    whole = whole_categories(runs)
     report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
                               max_added_false_abstention=args.max_added_false_abstention / 100,
                               report_signals=everywhere_or_somewhere, whole=whole)

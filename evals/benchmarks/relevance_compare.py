@@ -25,7 +25,14 @@ import pandas as pd
 
 from evals.benchmarks.relevance import load_runs
 from evals.metrics import summarize
-from evals.relevance import PAIRED_METRICS, apply_relevance, suite_groups
+from evals.relevance import (
+    PAIRED_METRICS,
+    apply_relevance,
+    signals_of,
+    test_parts,
+    whole_categories,
+    whole_parts,
+)
 from evals.stats import compare_paired
 from tool_selection.conversations.summary import format_table
 from tool_selection.relevance import RelevanceModel
@@ -35,17 +42,6 @@ __all__ = ["compare_models", "findings", "main", "markdown", "matched_threshold"
 _SHORT = {"accuracy": "accuracy", "abstention_accuracy": "abstention", "false_abstention_rate": "false abstention"}
 
 
-def _parts(runs: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Each suite's test rows, the groups of them pooled, and BFCL categories whole."""
-    parts = {name: rows[rows["split"] == "test"].reset_index(drop=True) for name, rows in runs.items()}
-    for group, members in suite_groups(list(runs)).items():
-        parts[group] = pd.concat([parts[name] for name in members], ignore_index=True)
-    for name, rows in runs.items():
-        if name.startswith("bfcl") and rows["split"].nunique() > 1:
-            parts[f"{name} (all splits)"] = rows.reset_index(drop=True)
-    return parts
-
-
 def _rate(summary: Mapping[str, float], metric: str) -> float:
     return 100 * float(summary.get(metric, math.nan))
 
@@ -53,8 +49,6 @@ def _rate(summary: Mapping[str, float], metric: str) -> float:
 def matched_threshold(model: RelevanceModel, rows: pd.DataFrame, accuracy: float) -> float:
     """The lowest threshold (of the model's probabilities on ``rows``, and its own) at which ``model`` reaches
     ``accuracy`` on ``rows`` (a share; the highest probability's threshold if it never does)."""
-    from evals.relevance import signals_of
-
     candidates = sorted({model.threshold, *model.probabilities(signals_of(rows, model.signals)).tolist()})
     candidates = [float(np.nextafter(p, 1.0)) if p != model.threshold else p for p in candidates]
     for threshold in sorted(candidates):
@@ -66,7 +60,8 @@ def matched_threshold(model: RelevanceModel, rows: pd.DataFrame, accuracy: float
 def compare_models(runs: Mapping[str, pd.DataFrame], model: RelevanceModel, against: RelevanceModel) -> pd.DataFrame:
     """One row per suite, group and whole BFCL category: the selection alone, each model, and B - A paired."""
     table = []
-    for name, rows in _parts(runs).items():
+    parts = {**test_parts(runs), **whole_parts(runs, whole_categories(runs))}
+    for name, rows in parts.items():
         alone = summarize(rows, with_ci=False)
         old, new = apply_relevance(rows, against), apply_relevance(rows, model)
         entry: dict[str, object] = {"rows": name, "cases": len(rows)}

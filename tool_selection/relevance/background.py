@@ -14,6 +14,7 @@ catalog never changes the best tool's score.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import math
 from collections import Counter
@@ -39,14 +40,12 @@ class BackgroundError(ToolSelectionError, ValueError):
 
 def tokenize(texts: Sequence[str], stemmer: str | None = "english") -> list[list[str]]:
     """Words as the BM25 retriever reads them: lower-cased, English stop words dropped, Snowball-stemmed."""
+    from tool_selection.retrieval._bm25 import bm25_tokenize
     from tool_selection.retrieval._extra import missing_extra_error
 
-    try:
-        import bm25s
-    except ImportError:
-        raise missing_extra_error("the bm25_background relevance signal", "bm25s") from None
-    return bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(stemmer), return_ids=False,
-                          show_progress=False)
+    if importlib.util.find_spec("bm25s") is None:
+        raise missing_extra_error("the bm25_background relevance signal", "bm25s")
+    return bm25_tokenize(texts, _stemmer(stemmer))
 
 
 @lru_cache(maxsize=4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,15 @@ import numpy as np
 from tool_selection.retrieval._base import IndexedRetriever
 from tool_selection.retrieval._extra import missing_extra_error
 
-__all__ = ["BM25Retriever"]
+__all__ = ["BM25Retriever", "bm25_tokenize"]
+
+
+def bm25_tokenize(texts: Sequence[str], stemmer: Any = None) -> list[list[str]]:
+    """Words as BM25 reads them here: lower-cased, English stop words dropped, stemmed by ``stemmer`` (a PyStemmer
+    ``Stemmer``, or None). Needs ``bm25s``."""
+    import bm25s
+
+    return bm25s.tokenize(list(texts), stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
 
 
 @dataclass(frozen=True)
@@ -42,9 +51,6 @@ class BM25Retriever(IndexedRetriever):
     def cache_key(self) -> tuple:
         return (self.name, self.k1, self.b, self.stemmer)
 
-    def _tokenize(self, texts: list[str], stemmer: Any) -> list[list[str]]:
-        return self._bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
-
     def _build(self, names: list[str], documents: list[str], registry_hash: str) -> _BM25Index:
         stemmer = None
         if self.stemmer is not None:
@@ -52,11 +58,11 @@ class BM25Retriever(IndexedRetriever):
 
             stemmer = Stemmer.Stemmer(self.stemmer)
         model = self._bm25s.BM25(k1=self.k1, b=self.b)
-        model.index(self._tokenize(documents, stemmer), show_progress=False)
+        model.index(bm25_tokenize(documents, stemmer), show_progress=False)
         return _BM25Index(model, stemmer)
 
     def _scores(self, request: str) -> np.ndarray:
-        (tokens,) = self._tokenize([request], self._index.stemmer)
+        (tokens,) = bm25_tokenize([request], self._index.stemmer)
         if not tokens:  # only stop words or punctuation: every tool scores zero
             return np.zeros(len(self._names), dtype=np.float32)
         return self._index.model.get_scores(tokens)
