@@ -62,6 +62,27 @@ def test_a_number_with_its_unit_attached_is_read_as_a_value():
     assert uncovered(request, [first]) == ["10m", "15m"]
 
 
+@pytest.mark.parametrize(("text", "numbers"), [
+    ("the factorial of 5,10 and 15", ["5", "10", "15"]),  # a comma before other than three digits lists numbers
+    ("for 1,5 and 10 years", ["1", "5", "10"]),
+    ("a loan of 3,000 over 1,234.5 days", ["3,000", "1,234.5"]),  # thousands stay one number
+    ("points A(3,4) and B(1,2)", ["3", "4", "1", "2"]),
+])
+def test_numbers_listed_with_commas_are_read_one_by_one(text, numbers):
+    assert [value for value, means in written_values(text) if means] == numbers
+
+
+def test_a_number_glued_to_a_letter_grounds_a_value_but_is_not_asked_for():
+    """"5x^2 - 7x + 3 = 0" writes the coefficients 5 and -7: a forced call that takes them is not making them up,
+    though the coverage check does not ask for a call to use them (3x is not a value a request asks to be used)."""
+    request = "Roots of 3x^2 + 4x + 2 = 0 and of 5x^2 - 7x + 3 = 0, and of the 18th case"
+    first = ToolCall(tool_name="roots", arguments={"a": 3, "b": 4, "c": 2})
+    assert _grounded(ToolCall(tool_name="roots", arguments={"a": 5, "b": -7, "c": 3}), request, [first])
+    assert _grounded(ToolCall(tool_name="case", arguments={"n": 18}), request, [first])
+    assert not _grounded(ToolCall(tool_name="roots", arguments={"a": 6, "b": -7, "c": 3}), request, [first])
+    assert uncovered(request, [first]) == ["0", "0"]
+
+
 def test_a_value_is_grounded_by_its_stem_not_by_a_part_of_a_word():
     request = "I am melting 500 grams of ice, then vaporizing it and condensing it back"
     melting = ToolCall(tool_name="energy", arguments={"mass": 500, "phase_transition": "melting"})

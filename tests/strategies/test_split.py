@@ -286,6 +286,32 @@ def test_cover_opens_a_call_for_a_function_the_request_names_and_no_call_uses(tm
     assert prediction.decision.tool_calls == [EUR, news] and len(llama.calls) == 4  # nothing named is left after it
 
 
+def test_a_call_not_kept_is_opened_again_for_the_function_the_request_names(tmp_path):
+    """The model asked for another call repeats the one it made; the request names a function no call uses, so the
+    call is opened once more under a grammar of that function alone."""
+    news = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(news)],
+                                             strategy="native-strict-cover", request="The EUR to USD rate, and news on it")
+    assert prediction.decision.tool_calls == [EUR, news] and len(llama.calls) == 5
+    first, again = llama.calls[3]["grammar"]._grammar, llama.calls[4]["grammar"]._grammar
+    assert "get_exchange_rate" in first and "get_exchange_rate" not in again and "get_news" in again
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(EUR)],
+                                             strategy="native-strict-more", request="The EUR to USD rate, and news on it")
+    assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 4  # without the coverage check: no retry
+
+
+def test_a_narrowed_grammar_admits_only_the_named_functions():
+    from tool_selection.lm.grammar import narrowed_grammar
+    from tool_selection.strategies.native import call_schema
+
+    tools = [{"type": "function", "function": tool} for tool in (RATE, NEWS)]
+    response_format = {"type": "json_schema", "schema": call_schema(tools)}
+    llama = type("Accepting", (), {"accepts_grammar": lambda self, grammar: True})()
+    grammar = narrowed_grammar(llama, response_format, ["get_news"])._grammar
+    assert "get_news" in grammar and "get_exchange_rate" not in grammar
+    assert narrowed_grammar(llama, response_format, ["get_weather"]) is None
+
+
 def _rate(base: str, quote: str) -> ToolCall:
     return ToolCall(tool_name="get_exchange_rate", arguments={"base": base, "quote": quote})
 

@@ -28,7 +28,9 @@ import importlib.util
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,7 @@ from tool_selection.lm.engine_messages import (
     request_tools,
 )
 from tool_selection.lm.generation_trace import GenerationTrace, TokenScore
-from tool_selection.lm.grammar import response_grammar
+from tool_selection.lm.grammar import narrowed_grammar, response_grammar
 from tool_selection.lm.specs import LOCAL_PREFIX, ModelSpec
 from tool_selection.lm.strict_calls import (
     DESCRIBED_CALLS,
@@ -280,7 +282,9 @@ class LocalEngine:
                 model.llama.trace = trace
                 try:
                     if strict_calls:
-                        raw = _strict_chat_completion(model.llama, messages, grammar, options, required=required)
+                        raw = _strict_chat_completion(
+                            model.llama, messages, grammar, options, required=required,
+                            narrowed=partial(narrowed_grammar, model.llama, request.config.response_format))
                     else:
                         raw = model.llama.create_chat_completion(messages=messages, grammar=grammar, **options)
                     break
@@ -377,9 +381,9 @@ class AsyncLocalEngine:
 
 
 def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, options: dict[str, Any], *,
-                            required: bool = False) -> dict[str, Any]:
+                            required: bool = False, narrowed: Callable | None = None) -> dict[str, Any]:
     """A chat completion whose tool calls are decoded under ``grammar`` (see ``strict_calls``), in
-    ``create_chat_completion``'s shape."""
+    ``create_chat_completion``'s shape; ``narrowed(names)``: the grammar of the calls to ``names`` alone."""
     options = dict(options)
     tools = options.pop("tools")
     rendered = render_chat(llama, messages, tools)
@@ -405,7 +409,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
         completion["usage"] = _spent_too(completion["usage"], spent)
     if budget.count:
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
-                                request=request, max_tokens=max_tokens, options=options)
+                                request=request, max_tokens=max_tokens, options=options, narrowed=narrowed)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}

@@ -11,7 +11,7 @@ from typing import Any
 
 from dspy.lm15 import Adaptation
 
-__all__ = ["MAX_GRAMMAR_BOUND", "response_grammar"]
+__all__ = ["MAX_GRAMMAR_BOUND", "narrowed_grammar", "response_grammar"]
 
 MAX_GRAMMAR_BOUND = 500  # larger length/size bounds make llama.cpp grammars huge (and crash it past a few thousand)
 _BOUNDS = frozenset({"maxLength", "minLength", "maxItems", "minItems", "pattern"})
@@ -45,6 +45,21 @@ def response_grammar(llama, response_format: dict[str, Any], *, padded: bool = F
         if grammar is not None and llama.accepts_grammar(grammar):
             return grammar, [_substituted(substitute)] if candidate != schema else []
     return _compiled_grammar(None, padded), [_substituted("json_object")]
+
+
+def narrowed_grammar(llama, response_format: dict[str, Any], names) -> Any | None:
+    """The grammar of ``response_format``, a schema of one call to any of several functions (an ``anyOf`` of
+    ``{"name": {"const": ...}, "arguments": ...}``, as ``strategies.native.call_schema`` writes it), that admits
+    only the calls to ``names`` (padded, as around a tool call); None where no listed function is among them."""
+    schema = response_format.get("schema") or {}
+    kept = [alternative for alternative in schema.get("anyOf", [])
+            if ((alternative.get("properties") or {}).get("name") or {}).get("const") in set(names)]
+    if not kept:
+        return None
+    narrowed = kept[0] if len(kept) == 1 else {"anyOf": kept}
+    if "$defs" in schema:
+        narrowed = {**narrowed, "$defs": schema["$defs"]}
+    return response_grammar(llama, {**response_format, "schema": narrowed}, padded=True)[0]
 
 
 def _substituted(applied: str) -> Adaptation:

@@ -14,13 +14,14 @@ import math
 import re
 from collections.abc import Iterable
 
-__all__ = ["DATE", "REQUEST_NAME", "REQUEST_NUMBER", "coordinated", "date_of", "meanings", "number_of",
+__all__ = ["DATE", "REQUEST_NAME", "REQUEST_NUMBER", "coordinated", "date_of", "digit_values", "meanings", "number_of",
            "same_meaning", "written_values"]
 
-REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%, 1.2 billion, 5m, 20k; not 3x, m/s^2 or 5pm
-    r"(?<![\w.^,-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%, 1.2 billion, 5m, 20k; not 3x, m/s^2 or 5pm; "5,10" is two
+    r"(?<![\w.^-])(?:(?<!,)|(?<=\d,)(?!\d{3}(?!\d)))-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
     r"(?:%|\s(?:thousand|million|billion|trillion)\b|(?:k|m|km|cm|mm|s|ms|h|hr|kg|g|mg|lb|lbs|ft|mi|ml|l)\b)?"
-    r"(?![\w^]|,\d)", re.IGNORECASE)
+    r"(?![\w^]|,\d{3}(?!\d))", re.IGNORECASE)
+_DIGITS = re.compile(r"(?<![\d.])(-\s?)?(\d+(?:\.\d+)?)(?![\d.]*\d)")  # any digits: "5x^2 - 7x" writes 5 and -7
 REQUEST_NAME = re.compile(  # capitalised, not a sentence's start; after a space or "(": "socks (P3006)"
     r"(?:(?<=[a-z,;:] )|(?<=[a-z,;:] \())(?!I\b)[A-Z][\w.'-]*(?: [A-Z0-9][\w.'-]*)*")
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
@@ -102,6 +103,16 @@ def written_values(request: str) -> list[tuple[str, tuple[Meaning, ...]]]:
             if not any(start < match.end() and match.start() < end for start, end in taken):
                 found.append((match.group(), number_of(match.group()) if pattern is REQUEST_NUMBER else ()))
     return found
+
+
+def digit_values(request: str) -> list[float]:
+    """Every number ``request`` writes in digits, glued to letters or not, and with the minus sign before it (a space
+    between them allowed) as well as without: "5x^2 - 7x + 3" writes 5, -7 and 7, 3; "the 18th century", 18. Not
+    what a request asks to be used (``written_values`` reads those), but what a value may be taken from."""
+    values = []
+    for sign, digits in _DIGITS.findall(request):
+        values += [float(digits), -float(digits)] if sign else [float(digits)]
+    return values
 
 
 def coordinated(request: str, values: Iterable[str]) -> list[str]:

@@ -22,16 +22,16 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import combinations
 from typing import Any
 
 from tool_selection.decision import ToolCall
-from tool_selection.lm.request_values import coordinated, meanings, same_meaning, written_values
+from tool_selection.lm.request_values import coordinated, digit_values, meanings, same_meaning, written_values
 from tool_selection.parsing import name_words, parse_native, words
 
-__all__ = ["DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED", "described_call", "more_calls",
-           "new_call", "render_chat", "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
+__all__ = ["COVER_RULES", "DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED", "described_call",
+           "more_calls", "new_call", "render_chat", "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -44,7 +44,10 @@ MORE_CALLS = "tool_selection_more_calls"
 """The key, in a request's ``metadata``, of how many calls to open for the model after its own (``more_calls``)."""
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
-uses (``more_calls``' ``until_covered``)."""
+uses (``more_calls``' ``until_covered``); its value is ``COVER_RULES``."""
+COVER_RULES = 2
+"""The revision of the rules ``until_covered`` follows, so that answers cached under older rules are not reused
+(2: a call not kept is opened once more for the functions the request names and no call uses)."""
 DESCRIBED_CALLS = "tool_selection_described_calls"
 """The key, in a request's ``metadata``, that opens the call for the model where its answer describes one instead of
 making it (``described_call``)."""
@@ -155,7 +158,8 @@ class CallBudget:
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: CallBudget,
-               request: str, max_tokens: int, options: dict[str, Any]) -> dict[str, Any]:
+               request: str, max_tokens: int, options: dict[str, Any],
+               narrowed: Callable[[Sequence[str]], Any] | None = None) -> dict[str, Any]:
     """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget.count`` more calls opened for
     the model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small
     models answer a request that asks for several things with its first call and end. The first call that repeats
@@ -167,8 +171,10 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     no call holds, or one written more often than the calls hold it) or names what one of ``budget.functions`` no
     call uses does (``uncalled``), so a request the calls cover costs nothing more; the call is kept only if it
     uses one of those values (a value written twice may come back in a pairing already made: the way back), or
-    does something new with one of those functions or an earlier call's function (``_answers``). ``max_tokens``
-    bounds the whole answer; ``options``: the other generation settings."""
+    does something new with one of those functions or an earlier call's function (``_answers``). A call that is not
+    kept while the request names functions no call uses is opened once more under ``narrowed(those names)``, a
+    grammar that admits only them: a small model asked for another call writes the function it just called again.
+    ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
     calls = parse_native(text).calls
@@ -180,17 +186,17 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
         if budget.until_covered and not left and not named and not pairs:
             break
         opened = _closed_calls(text) + "\n"
-        written, spent, _, finish = _forced_call(llama, prompt + opened, grammar, max_tokens - produced, options,
-                                                 opener=opener)
-        new = parse_native(written).calls
-        if (finish == "length" or not new or not _grounded(new[0], request, calls)
-                or not (_answers(new[0], request, calls, left, named, pairs) if budget.until_covered
-                        else _adds_to(calls, new[0]))):
-            for _ in range(spent):
-                _forget_last_scored_token(llama)
+        keep = partial(_keeps, request=request, calls=list(calls), covering=(left, named, pairs)
+                       if budget.until_covered else None)
+        kept = _kept_call(llama, prompt + opened, grammar, max_tokens - produced, options, opener=opener, keep=keep)
+        if kept is None and named and narrowed is not None and (only_named := narrowed(named)) is not None:
+            kept = _kept_call(llama, prompt + opened, only_named, max_tokens - produced, options, opener=opener,
+                              keep=keep)
+        if kept is None:
             break
+        written, spent, call = kept
         text, produced = opened + written + closer, produced + spent
-        calls += new[:1]
+        calls.append(call)
     return {"choices": [{"text": text, "finish_reason": choice["finish_reason"]}],
             "usage": {**usage, "completion_tokens": produced,
                       "total_tokens": usage["prompt_tokens"] + produced}}
@@ -266,7 +272,8 @@ def _grounded(call: ToolCall, request: str, calls: list[ToolCall]) -> bool:
     "user", may stand in the next one too)."""
     spelled = f" {words(request)}" + _held(calls)
     stemmed = f" {_stems(spelled)} "
-    known = [meaning for _, means in written_values(request) for meaning in means] + _held_meanings(calls)
+    known = [meaning for _, means in written_values(request) for meaning in means] + digit_values(request)
+    known += _held_meanings(calls)
     return all(f" {words(value)} " in spelled or f" {_stems(value)} " in stemmed
                or same_meaning(meanings(value), known) for value in _argument_values(call.arguments))
 
@@ -400,6 +407,27 @@ def _closed_calls(text: str) -> str:
     elif text.count("```") % 2:
         text += "\n```"
     return text
+
+
+def _keeps(call: ToolCall, *, request: str, calls: list[ToolCall],
+           covering: tuple[list[str], list[str], list[str]] | None) -> bool:
+    """Whether ``more_calls`` keeps ``call`` after ``calls``: grounded in ``request`` and, with the values, functions
+    and pairings the calls left (``covering``), doing one of those (``_answers``), else adding something new."""
+    return _grounded(call, request, calls) and (_answers(call, request, calls, *covering) if covering is not None
+                                                else _adds_to(calls, call))
+
+
+def _kept_call(llama: Any, prompt: str, grammar: Any, max_tokens: int, options: dict[str, Any], *, opener: str,
+               keep: Callable[[ToolCall], bool]) -> tuple[str, int, ToolCall] | None:
+    """A call opened for the model under ``grammar`` (``_forced_call``) and what it wrote and spent, or None where
+    it ran out of tokens, wrote no call, or ``keep`` refuses its call (its tokens are then not scored)."""
+    written, spent, _, finish = _forced_call(llama, prompt, grammar, max_tokens, options, opener=opener)
+    new = parse_native(written).calls
+    if finish == "length" or not new or not keep(new[0]):
+        for _ in range(spent):
+            _forget_last_scored_token(llama)
+        return None
+    return written, spent, new[0]
 
 
 def _forced_call(llama: Any, prompt: str, grammar: Any, max_tokens: int, options: dict[str, Any], *,

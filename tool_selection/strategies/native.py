@@ -29,7 +29,7 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.interop import to_openai
 from tool_selection.lm.endpoint import ToolSupport, native_tools
 from tool_selection.lm.model_errors import MODEL_FAILURES, unreadable_answer
-from tool_selection.lm.strict_calls import DESCRIBED_CALLS, MORE_CALLS, UNTIL_COVERED
+from tool_selection.lm.strict_calls import COVER_RULES, DESCRIBED_CALLS, MORE_CALLS, UNTIL_COVERED
 from tool_selection.parsing import ParsedAnswer, call_arguments, parse_native, safe_text
 from tool_selection.registry import ToolRegistry
 from tool_selection.strategies.base import (
@@ -224,7 +224,7 @@ class _NativeStrategy(SelectionStrategy):
             config["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "tool_call", "schema": call_schema(tools)}}
             metadata = {**({MORE_CALLS: self.more_calls} if self.more_calls else {}),
-                        **({UNTIL_COVERED: True} if self.more_calls and self.until_covered else {}),
+                        **({UNTIL_COVERED: COVER_RULES} if self.more_calls and self.until_covered else {}),
                         **({DESCRIBED_CALLS: True} if self.described_calls else {})}
             if metadata:
                 config["metadata"] = metadata
