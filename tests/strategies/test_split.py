@@ -289,15 +289,24 @@ def test_cover_opens_a_call_for_a_function_the_request_names_and_no_call_uses(tm
 def test_a_call_not_kept_is_opened_again_for_the_function_the_request_names(tmp_path):
     """The model asked for another call repeats the one it made; the request names a function no call uses, so the
     call is opened once more under a grammar of that function alone."""
-    news = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
+    news = ToolCall(tool_name="get_news", arguments={"topic": "GBP"})
     prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(news)],
-                                             strategy="native-strict-cover", request="The EUR to USD rate, and news on it")
+                                             strategy="native-strict-cover", request="The EUR to USD rate, and news on GBP")
     assert prediction.decision.tool_calls == [EUR, news] and len(llama.calls) == 5
     first, again = llama.calls[3]["grammar"]._grammar, llama.calls[4]["grammar"]._grammar
     assert "get_exchange_rate" in first and "get_exchange_rate" not in again and "get_news" in again
     prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(EUR)],
                                              strategy="native-strict-more", request="The EUR to USD rate, and news on it")
     assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 4  # without the coverage check: no retry
+
+
+def test_a_call_opened_again_is_kept_only_if_it_uses_a_value_left_unused(tmp_path):
+    """The call the narrowed grammar forces was not the model's choice: "news" naming get_news is not enough, the
+    call must also take a value no call holds, else the answer ends without it."""
+    news = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
+    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(news)],
+                                             strategy="native-strict-cover", request="The EUR to USD rate, and news on it")
+    assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 5  # opened again, and not kept
 
 
 def test_a_narrowed_grammar_admits_only_the_named_functions():

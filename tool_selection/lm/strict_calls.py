@@ -45,9 +45,10 @@ MORE_CALLS = "tool_selection_more_calls"
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
 uses (``more_calls``' ``until_covered``); its value is ``COVER_RULES``."""
-COVER_RULES = 2
+COVER_RULES = 3
 """The revision of the rules ``until_covered`` follows, so that answers cached under older rules are not reused
-(2: a call not kept is opened once more for the functions the request names and no call uses)."""
+(2: a call not kept is opened once more for the functions the request names and no call uses; 3: that call is kept
+only if it uses a value left unused or makes a pairing left out)."""
 DESCRIBED_CALLS = "tool_selection_described_calls"
 """The key, in a request's ``metadata``, that opens the call for the model where its answer describes one instead of
 making it (``described_call``)."""
@@ -173,7 +174,9 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     uses one of those values (a value written twice may come back in a pairing already made: the way back), or
     does something new with one of those functions or an earlier call's function (``_answers``). A call that is not
     kept while the request names functions no call uses is opened once more under ``narrowed(those names)``, a
-    grammar that admits only them: a small model asked for another call writes the function it just called again.
+    grammar that admits only them (a small model asked for another call writes the function it just called again),
+    and kept only if it uses a value left unused or makes a pairing left out: the model did not choose it, and a
+    word of a function's name in the request ("the average grade" for ``highest_grade``) is weak evidence alone.
     ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
@@ -191,7 +194,7 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
         kept = _kept_call(llama, prompt + opened, grammar, max_tokens - produced, options, opener=opener, keep=keep)
         if kept is None and named and narrowed is not None and (only_named := narrowed(named)) is not None:
             kept = _kept_call(llama, prompt + opened, only_named, max_tokens - produced, options, opener=opener,
-                              keep=keep)
+                              keep=partial(_keeps, request=request, calls=list(calls), covering=(left, [], pairs)))
         if kept is None:
             break
         written, spent, call = kept
