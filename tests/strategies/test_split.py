@@ -290,13 +290,15 @@ def test_a_call_not_kept_is_opened_again_for_the_function_the_request_names(tmp_
     """The model asked for another call repeats the one it made; the request names a function no call uses, so the
     call is opened once more under a grammar of that function alone."""
     news = ToolCall(tool_name="get_news", arguments={"topic": "GBP"})
-    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(news)],
-                                             strategy="native-strict-cover", request="The EUR to USD rate, and news on GBP")
+    stages = ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(news)]
+    prediction, llama = _strict_selector_run(tmp_path, stages, strategy="native-strict-cover",
+                                             request="The EUR to USD rate, and news on GBP")
     assert prediction.decision.tool_calls == [EUR, news] and len(llama.calls) == 5
     first, again = llama.calls[3]["grammar"]._grammar, llama.calls[4]["grammar"]._grammar
     assert "get_exchange_rate" in first and "get_exchange_rate" not in again and "get_news" in again
-    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(EUR)],
-                                             strategy="native-strict-more", request="The EUR to USD rate, and news on it")
+    stages = ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(EUR)]
+    prediction, llama = _strict_selector_run(tmp_path, stages, strategy="native-strict-more",
+                                             request="The EUR to USD rate, and news on it")
     assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 4  # without the coverage check: no retry
 
 
@@ -304,8 +306,9 @@ def test_a_call_opened_again_is_kept_only_if_it_uses_a_value_left_unused(tmp_pat
     """The call the narrowed grammar forces was not the model's choice: "news" naming get_news is not enough, the
     call must also take a value no call holds, else the answer ends without it."""
     news = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
-    prediction, llama = _strict_selector_run(tmp_path, ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(news)],
-                                             strategy="native-strict-cover", request="The EUR to USD rate, and news on it")
+    stages = ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(news)]
+    prediction, llama = _strict_selector_run(tmp_path, stages, strategy="native-strict-cover",
+                                             request="The EUR to USD rate, and news on it")
     assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 5  # opened again, and not kept
 
 
