@@ -388,7 +388,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     tools = options.pop("tools")
     rendered = render_chat(llama, messages, tools)
     budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False), _function_names(tools),
-                        options.pop(DESCRIBED_CALLS, False))
+                        options.pop(DESCRIBED_CALLS, False), narrowed)
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
     request = request if isinstance(request, str) else ""
@@ -409,7 +409,7 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
         completion["usage"] = _spent_too(completion["usage"], spent)
     if budget.count:
         completion = more_calls(llama, rendered.prompt, completion, grammar=grammar, budget=budget,
-                                request=request, max_tokens=max_tokens, options=options, narrowed=narrowed)
+                                request=request, max_tokens=max_tokens, options=options)
     choice = completion["choices"][0]
     return {"choices": [{"message": {"role": "assistant", "content": choice["text"]},
                          "finish_reason": choice["finish_reason"]}], "usage": completion["usage"]}

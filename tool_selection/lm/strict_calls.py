@@ -156,11 +156,11 @@ class CallBudget:
     until_covered: bool = False
     functions: tuple[str, ...] = ()  # the listed functions, for ``uncalled`` and ``described_call``
     described: bool = False  # an answer that describes a call (``described_call``) gets it opened
+    narrowed: Callable[[Sequence[str]], Any] | None = None  # the grammar of the calls to some functions alone
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: CallBudget,
-               request: str, max_tokens: int, options: dict[str, Any],
-               narrowed: Callable[[Sequence[str]], Any] | None = None) -> dict[str, Any]:
+               request: str, max_tokens: int, options: dict[str, Any]) -> dict[str, Any]:
     """``completion`` (``strict_tool_completion``'s, for ``prompt``) with up to ``budget.count`` more calls opened for
     the model after its own, in the form of its last one (tag or fence), each decoded under ``grammar``: small
     models answer a request that asks for several things with its first call and end. The first call that repeats
@@ -173,9 +173,9 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     call uses does (``uncalled``), so a request the calls cover costs nothing more; the call is kept only if it
     uses one of those values (a value written twice may come back in a pairing already made: the way back), or
     does something new with one of those functions or an earlier call's function (``_answers``). A call that is not
-    kept while the request names functions no call uses is opened once more under ``narrowed(those names)``, a
-    grammar that admits only them (a small model asked for another call writes the function it just called again),
-    and kept only if it uses a value left unused or makes a pairing left out: the model did not choose it, and a
+    kept while the request names functions no call uses is opened once more under ``budget.narrowed(those names)``,
+    a grammar that admits only them (a small model asked for another call writes the function it just called
+    again), and kept only if it uses a value left unused or makes a pairing left out: the model did not choose it, and a
     word of a function's name in the request ("the average grade" for ``highest_grade``) is weak evidence alone.
     ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
@@ -192,7 +192,7 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
         keep = partial(_keeps, request=request, calls=list(calls), covering=(left, named, pairs)
                        if budget.until_covered else None)
         kept = _kept_call(llama, prompt + opened, grammar, max_tokens - produced, options, opener=opener, keep=keep)
-        if kept is None and named and narrowed is not None and (only_named := narrowed(named)) is not None:
+        if kept is None and named and budget.narrowed and (only_named := budget.narrowed(named)) is not None:
             kept = _kept_call(llama, prompt + opened, only_named, max_tokens - produced, options, opener=opener,
                               keep=partial(_keeps, request=request, calls=list(calls), covering=(left, [], pairs)))
         if kept is None:
