@@ -107,7 +107,7 @@ def written_values(request: str) -> list[tuple[str, tuple[Meaning, ...]]]:
 
 def digit_values(request: str) -> list[float]:
     """Every number ``request`` writes in digits, glued to letters or not, and with the minus sign before it (a space
-    between them allowed) as well as without: "5x^2 - 7x + 3" writes 5, -7 and 7, 3; "the 18th century", 18. Not
+    between them allowed) as well as without: "5x^2 - 7x + 3" writes 5, 2, 7 and -7, 3; "the 18th century", 18. Not
     what a request asks to be used (``written_values`` reads those), but what a value may be taken from."""
     values = []
     for sign, digits in _DIGITS.findall(request):
