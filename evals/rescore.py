@@ -22,6 +22,7 @@ from evals.suite import Suite, SuiteError, load_suite, registry_for
 from evals.tracking import write_json
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
+from tool_selection.optional_arguments import unwritten_optional
 from tool_selection.rates import decimal_rates
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
@@ -61,16 +62,20 @@ def _same(before: object, after: object) -> bool:
     return both_nan or before == after
 
 
-def _read_as_run(spec: SelectorSpec, decision, registry, row: dict, fresh: dict):
-    """``decision`` read as the run's selector read it (undeclared arguments, rates), with the counts put in
-    ``fresh``. A run made before rates were read is read as today's default reads it."""
+def _read_as_run(spec: SelectorSpec, decision, registry, request: str, row: dict, fresh: dict):
+    """``decision`` read as the run's selector read it (undeclared arguments, rates, optional arguments) for
+    ``request`` (what the selector was given: the case's prompt), with the counts put in ``fresh``. A run made
+    before rates or optional arguments were read is read as today's default reads it."""
     if spec.undeclared_arguments == "drop":
         decision, dropped = drop_undeclared(decision, registry)
         if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
             fresh["undeclared_dropped"] = float(dropped)
     if spec.rates == "decimal":
-        decision, rewritten = decimal_rates(decision, registry, row.get("request") or "")
+        decision, rewritten = decimal_rates(decision, registry, request)
         fresh["rates_as_decimals"] = float(rewritten + row.get("rates_as_decimals", 0.0))
+    if spec.optional_arguments == "written":
+        decision, dropped = unwritten_optional(decision, registry, request)
+        fresh["optional_dropped"] = float(dropped + row.get("optional_dropped", 0.0))
     return decision
 
 
@@ -110,7 +115,7 @@ def rescore_run(run_dir: str | Path, suite: str | Path | None = None) -> int:
             reasoning, calls, fresh = row.get("reasoning") or "", _calls(row), {}
         case = cases[case_id]
         registry = registry_for(case)
-        decision = _read_as_run(spec, check_decision(reasoning, calls, registry), registry, row, fresh)
+        decision = _read_as_run(spec, check_decision(reasoning, calls, registry), registry, case.prompt, row, fresh)
         fresh.update(score_case(case, decision), **decision_fields(decision))
         differs = any(key in row and not _same(row[key], value) for key, value in fresh.items())
         if differs or not fresh.keys() <= row.keys():
@@ -136,8 +141,8 @@ def _write_run(run_dir: Path, rows: list[dict], params: dict) -> None:
 def rescore_as(run_dir: str | Path, into: str | Path, settings: dict[str, str],
                suite: str | Path | None = None) -> int:
     """A copy of a finished run in ``into``, scored as if it had run with ``settings`` (``undeclared_arguments``,
-    ``rates``): these options only change how the same answers are read, so the copy's rows are those such a run
-    gives. Returns how many rows changed."""
+    ``rates``, ``optional_arguments``): these options only change how the same answers are read, so the copy's
+    rows are those such a run gives. Returns how many rows changed."""
     source, target = Path(run_dir), Path(into)
     if not (source / "summary.json").exists():
         raise ToolSelectionError(f"{source} has no summary.json: rescore reads finished runs of 'toolsel eval'.")

@@ -31,6 +31,7 @@ from tool_selection.demo_pool import DemoPool, refuse_unusable
 from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.divide import decide_in_groups
 from tool_selection.errors import ToolSelectionError
+from tool_selection.optional_arguments import unwritten_optional
 from tool_selection.rates import decimal_rates
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage, resolve_relevance
@@ -120,6 +121,9 @@ class MultiToolSelector(dspy.Module):
     optional other model for the gate. ``undeclared_arguments="drop"`` removes arguments a call's tool does not
     declare (small models copy schema keys such as ``"type": "object"`` into their calls) and records how many in
     the row (``undeclared_dropped``); the default, ``"refuse"``, leaves such a call invalid, as the tool would.
+    ``optional_arguments="written"`` (the default) removes optional arguments holding a string or number the
+    request does not write, so the tool's default applies (``tool_selection.optional_arguments``), and records how
+    many (``optional_dropped``); ``"any"`` keeps them.
     ``retrieval=RetrievalSpec(k=K)`` shows the model only the K tools its ``retriever`` ranks highest; with
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
     the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept. ``relevance``: a
@@ -247,13 +251,23 @@ class MultiToolSelector(dspy.Module):
             extras.update(columns)
             if decision is not prediction.decision:
                 prediction.decision, prediction.tool_calls = decision, decision.tool_calls
+        self._read_values(prediction, registry, request, extras)
+        if extras:
+            prediction.row_extras = extras
+        return prediction
+
+    def _read_values(self, prediction: dspy.Prediction, registry: ToolRegistry, request: str,
+                     extras: dict[str, Any]) -> None:
+        """The calls' values read as the spec says (rates as decimals, optional arguments the request does not
+        write dropped), in ``prediction``, with the counts in ``extras``."""
         if self.spec.rates == "decimal":
             decision, rewritten = decimal_rates(prediction.decision, registry, request)
             prediction.decision, prediction.tool_calls = decision, decision.tool_calls
             extras["rates_as_decimals"] = float(rewritten)
-        if extras:
-            prediction.row_extras = extras
-        return prediction
+        if self.spec.optional_arguments == "written":
+            decision, dropped = unwritten_optional(prediction.decision, registry, request)
+            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
+            extras["optional_dropped"] = float(dropped)
 
     def _gated(self, request: str, registry: ToolRegistry, extras: dict[str, Any]) -> dspy.Prediction | None:
         """The gate's answer of no call when it judges that no listed tool fits, else None; its columns go into

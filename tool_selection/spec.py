@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, DEFAULT_STRATEGY, NO_CASCADE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import flat_fields, nest
+from tool_selection.optional_arguments import OptionalArguments
 from tool_selection.rates import Rates
 from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
@@ -153,6 +154,10 @@ class SelectorSpec(_Frozen, YamlValue):
                                        "return, yield or growth, not as a percent) holding a percentage the request "
                                        "writes (5%): decimal writes it as 0.05 (counted per case as "
                                        "rates_as_decimals), as-written keeps the model's 5.")
+    optional_arguments: OptionalArguments = Field(
+        default="written", description="An optional argument (one its tool does not require) holding a string or "
+        "number the request does not write: written drops it, so the tool's default applies (counted per case as "
+        "optional_dropped); any keeps the model's value.")
     constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
                                                       "can.")
     max_calls: int | None = Field(

@@ -14,8 +14,8 @@ import math
 import re
 from collections.abc import Iterable
 
-__all__ = ["DATE", "REQUEST_NAME", "REQUEST_NUMBER", "coordinated", "date_of", "digit_values", "meanings", "number_of",
-           "same_meaning", "written_values"]
+__all__ = ["DATE", "NUMBER_WORDS", "REQUEST_NAME", "REQUEST_NUMBER", "coordinated", "date_of", "digit_values",
+           "loosely_written", "meanings", "number_of", "number_words", "same_meaning", "written_values"]
 
 REQUEST_NUMBER = re.compile(  # 40, 5.6, -3, 3,000, 1e-9, 7%, 1.2 billion, 5m, 20k; not 3x, m/s^2 or 5pm; "5,10" is two
     r"(?<![\w.^-])(?:(?<!,)|(?<=\d,)(?!\d{3}(?!\d)))-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?"
@@ -44,6 +44,17 @@ _NOT_AN_ITEM = frozenset(  # words that open a clause or a phrase, not a listed 
 _WIDEST_ITEM = 4  # words; a longer argument value is not looked for among a request's lists
 
 Meaning = float | dt.date
+
+NUMBER_WORDS = {word: float(value) for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split())} | {
+    "thirty": 30.0, "forty": 40.0, "fifty": 50.0, "sixty": 60.0, "seventy": 70.0, "eighty": 80.0, "ninety": 90.0,
+    "hundred": 100.0, "thousand": 1000.0, "dozen": 12.0, "once": 1.0, "twice": 2.0, "thrice": 3.0, "single": 1.0,
+    "couple": 2.0, "pair": 2.0}
+"""Numbers a request writes as words ("three days", "a dozen eggs"); ordinals ("the first circle") are not read."""
+_GLUED_UNIT = re.compile(r"\d([A-Za-z]+)")  # "5cm" writes cm
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+")
+_ALNUM = re.compile(r"[^\W_]+")  # words and numbers, as ``parsing.words`` splits them
 
 
 def number_of(text: str) -> tuple[float, ...]:
@@ -113,6 +124,34 @@ def digit_values(request: str) -> list[float]:
     for sign, digits in _DIGITS.findall(request):
         values += [float(digits), -float(digits)] if sign else [float(digits)]
     return values
+
+
+def number_words(request: str) -> list[float]:
+    """The numbers ``request`` writes as words (``NUMBER_WORDS``): "next three days" writes 3."""
+    return [NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", request.lower()) if word in NUMBER_WORDS]
+
+
+def loosely_written(value: str, request: str) -> bool:
+    """Whether ``request`` writes ``value`` in a form a reading of its words and values misses: a unit glued to a
+    number ("5cm" writes cm), a short abbreviation of one of its words (up to three letters, in order, from the
+    word's first: mi for "miles", cm for "centimeters"), the initials of capitalised words it writes in a row (UK for
+    "United Kingdom"), or, for a value of several words, one of them longer than three letters ("square meters"
+    after "15 meters")."""
+    text = " ".join(_ALNUM.findall(value.lower()))
+    spoken = _ALNUM.findall(request.lower())
+    if text in {unit.lower() for unit in _GLUED_UNIT.findall(request)}:
+        return True
+    if re.fullmatch(r"[a-z]{1,3}", text) and any(
+            word[0] == text[0] and len(word) > len(text) and _in_order(text, word) for word in spoken):
+        return True
+    if re.fullmatch(r"[A-Z]{2,5}", value) and value in "".join(word[0] for word in _CAPITALISED.findall(request)):
+        return True
+    return len(text.split()) > 1 and any(len(word) > 3 and word in spoken for word in text.split())
+
+
+def _in_order(letters: str, word: str) -> bool:
+    rest = iter(word)
+    return all(letter in rest for letter in letters)
 
 
 def coordinated(request: str, values: Iterable[str]) -> list[str]:

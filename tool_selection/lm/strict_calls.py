@@ -27,11 +27,20 @@ from itertools import combinations
 from typing import Any
 
 from tool_selection.decision import ToolCall
-from tool_selection.lm.request_values import coordinated, digit_values, meanings, same_meaning, written_values
+from tool_selection.lm.request_values import (
+    coordinated,
+    digit_values,
+    loosely_written,
+    meanings,
+    number_words,
+    same_meaning,
+    written_values,
+)
 from tool_selection.parsing import name_words, parse_native, words
 
 __all__ = ["COVER_RULES", "DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED", "described_call",
-           "more_calls", "new_call", "render_chat", "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
+           "more_calls", "new_call", "render_chat", "request_writes", "strict_tool_completion", "uncalled", "uncovered",
+           "unpaired"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -279,6 +288,14 @@ def _grounded(call: ToolCall, request: str, calls: list[ToolCall]) -> bool:
     known += _held_meanings(calls)
     return all(f" {words(value)} " in spelled or f" {_stems(value)} " in stemmed
                or same_meaning(meanings(value), known) for value in _argument_values(call.arguments))
+
+
+def request_writes(value: str | int | float, request: str) -> bool:
+    """Whether ``request`` gives ``value``: as a forced call's values are read (its words, their stems, or what it
+    means), as a number written in words ("three days"), or loosely (``request_values.loosely_written``: "cm" after
+    "5cm", "mi" for "miles", "UK" for "United Kingdom")."""
+    return (_grounded(ToolCall(tool_name="value", arguments={"value": value}), request, [])
+            or same_meaning(meanings(str(value)), number_words(request)) or loosely_written(str(value), request))
 
 
 def _stems(text: str) -> str:

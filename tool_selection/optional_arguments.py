@@ -1,0 +1,51 @@
+"""Optional arguments the request gives no value for, left to the tool's default.
+
+A small model fills a tool's optional parameters with values of its own: ``mod=1`` for "3 to the power of 5",
+``year=2023`` for "the population of pandas in China", ``compounding_frequency="Monthly"`` where the request names
+none. Called without them, the tool uses its own default, which is what such a request asks for (BFCL's answers
+leave these parameters out or give their defaults). ``unwritten_optional`` drops every optional argument (one its
+tool does not require) that holds a string or number the request does not write (``strict_calls.request_writes``:
+as words, as a value, as a number in words, as a glued unit, abbreviation or initials); required arguments,
+booleans, lists and objects are left as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.interop import to_openai
+from tool_selection.lm.strict_calls import request_writes
+from tool_selection.registry import ToolRegistry
+
+__all__ = ["OPTIONAL_ARGUMENTS", "OptionalArguments", "unwritten_optional"]
+
+OptionalArguments = Literal["written", "any"]
+OPTIONAL_ARGUMENTS: tuple[str, ...] = OptionalArguments.__args__
+
+
+def _unwritten(name: str, value: Any, parameters: dict[str, Any], request: str) -> bool:
+    optional = name in (parameters.get("properties") or {}) and name not in (parameters.get("required") or ())
+    scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
+    return optional and scalar and not request_writes(value, request)
+
+
+def unwritten_optional(decision: MultiToolDecision, registry: ToolRegistry,
+                       request: str) -> tuple[MultiToolDecision, int]:
+    """``decision`` with each optional argument that holds a string or number ``request`` does not write removed
+    and its calls checked again, and how many arguments were removed."""
+    calls, dropped = [], 0
+    for call in decision.tool_calls:
+        if call.tool_name in registry and isinstance(call.arguments, dict):
+            parameters = to_openai(registry.get(call.tool_name))["function"]["parameters"]
+            kept = {name: value for name, value in call.arguments.items()
+                    if not _unwritten(name, value, parameters, request)}
+            if len(kept) < len(call.arguments):
+                dropped += len(call.arguments) - len(kept)
+                call = ToolCall(tool_name=call.tool_name, arguments=kept)
+        calls.append(call)
+    if not dropped:
+        return decision, 0
+    from tool_selection.strategies.base import check_decision  # DSPy: not while a command's parser is built
+
+    return check_decision(decision.reasoning, calls, registry), dropped
