@@ -6,15 +6,13 @@ import dspy
 import pandas as pd
 from dspy.utils.dummies import DummyLM
 
-from evals.evaluation import evaluate
-from evals.suite import Case, Suite
+from evals.suite import Case
 from tool_selection.cli import main
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.interop import from_openai
 from tool_selection.lm.request_values import loosely_written, number_words
 from tool_selection.lm.strict_calls import request_writes
 from tool_selection.optional_arguments import unwritten_optional
-from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
 
@@ -71,15 +69,11 @@ def test_the_selector_drops_them_by_default_and_keeps_them_with_any():
         assert (getattr(prediction, "row_extras", None) or {}).get("optional_dropped") == counted
 
 
-def test_a_finished_run_is_read_with_optional_arguments_dropped_into_a_copy(tmp_path):
+def test_a_finished_run_is_read_with_optional_arguments_dropped_into_a_copy(tmp_path, finished_run):
     case = Case(id="power-1", request=REQUEST, tools=[POWER], strict_arguments=True, expected_calls=[
         {"tool_name": "power", "arguments": {"base": 3, "exponent": 5}}])
-    suite_file = tmp_path / "power.jsonl"
-    suite_file.write_text(case.model_dump_json(exclude_none=True) + "\n")
-    run = tmp_path / "run"
-    evaluate(Suite(name="power", cases=[case]), DummyLM([_answer(mod=1)], adapter=dspy.JSONAdapter()), split=None,
-             selector=SelectorSpec(strategy="json-cot", relevance="none", optional_arguments="any"),
-             run=RunConfig(run_dir=run, mlflow=False, progress=False))
+    run, suite_file = finished_run(case, _answer(mod=1), SelectorSpec(strategy="json-cot", relevance="none",
+                                                                      optional_arguments="any"))
     assert pd.read_parquet(run / "results.parquet").iloc[0]["full_match"] == 0.0
 
     assert main(["eval", "rescore", str(run), "--optional-arguments", "written", "--into", str(tmp_path / "written"),

@@ -6,13 +6,11 @@ import dspy
 import pandas as pd
 from dspy.utils.dummies import DummyLM
 
-from evals.evaluation import evaluate
-from evals.suite import Case, Suite
+from evals.suite import Case
 from tool_selection.cli import main
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.interop import from_openai
 from tool_selection.rates import decimal_rates, percentages, rate_parameters
-from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
 
@@ -64,15 +62,11 @@ def test_the_selector_writes_decimals_by_default_and_counts_them_or_keeps_the_mo
         assert (getattr(prediction, "row_extras", None) or {}).get("rates_as_decimals") == counted
 
 
-def test_a_finished_run_is_read_with_decimal_rates_or_copied_as_written(tmp_path):
+def test_a_finished_run_is_read_with_decimal_rates_or_copied_as_written(tmp_path, finished_run):
     case = Case(id="fv-1", request=REQUEST, tools=[FUTURE_VALUE], expected_calls=[
         {"tool_name": "future_value", "arguments": {"principal": 1000, "interest_rate": 0.05, "years": 10}}])
-    suite_file = tmp_path / "fv.jsonl"
-    suite_file.write_text(case.model_dump_json(exclude_none=True) + "\n")
-    run = tmp_path / "run"
-    evaluate(Suite(name="fv", cases=[case]), DummyLM([_answer(5)], adapter=dspy.JSONAdapter()), split=None,
-             selector=SelectorSpec(strategy="json-cot", relevance="none", rates="as-written"),
-             run=RunConfig(run_dir=run, mlflow=False, progress=False))
+    run, suite_file = finished_run(case, _answer(5), SelectorSpec(strategy="json-cot", relevance="none",
+                                                                  rates="as-written"))
     assert pd.read_parquet(run / "results.parquet").iloc[0]["full_match"] == 0.0
 
     assert main(["eval", "rescore", str(run), "--rates", "decimal", "--into", str(tmp_path / "decimal"),
