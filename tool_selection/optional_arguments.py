@@ -4,9 +4,11 @@ A small model fills a tool's optional parameters with values of its own: ``mod=1
 ``year=2023`` for "the population of pandas in China", ``compounding_frequency="Monthly"`` where the request names
 none. Called without them, the tool uses its own default, which is what such a request asks for (BFCL's answers
 leave these parameters out or give their defaults). ``unwritten_optional`` drops every optional argument (one its
-tool does not require) that holds a string or number the request does not write (``strict_calls.request_writes``:
-as words, as a value, as a number in words, as a glued unit, abbreviation or initials); required arguments,
-booleans, lists and objects are left as they are.
+tool does not require) that holds a number, or a string of up to ``MOST_WORDS`` words, that the request does not
+write (``strict_calls.request_writes``: as words, as a value, as a number in words, as a glued unit, abbreviation or
+initials). Required arguments, longer text (what the model writes itself: a message, a note), booleans, lists and
+objects are left as they are. In a tool-calling loop the request is the conversation so far, tool results
+included, so a value a tool returned counts as written.
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ __all__ = ["OPTIONAL_ARGUMENTS", "OptionalArguments", "unwritten_optional"]
 
 OptionalArguments = Literal["written", "any"]
 OPTIONAL_ARGUMENTS: tuple[str, ...] = OptionalArguments.__args__
+MOST_WORDS = 4
+"""The longest string, in words, read as a value the request would write: longer text (a message's body, a note)
+is the model's own writing, kept as it is."""
 
 
 def _unwritten(name: str, value: Any, parameters: dict[str, Any], request: str) -> bool:
     optional = name in (parameters.get("properties") or {}) and name not in (parameters.get("required") or ())
-    scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
-    return optional and scalar and not request_writes(value, request)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    short_text = isinstance(value, str) and len(value.split()) <= MOST_WORDS
+    return optional and (number or short_text) and not request_writes(value, request)
 
 
 def unwritten_optional(decision: MultiToolDecision, registry: ToolRegistry,

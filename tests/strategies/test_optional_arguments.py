@@ -23,6 +23,7 @@ POWER = {"name": "power", "description": "A number raised to a power, optionally
              "mod": {"type": "integer", "description": "The modulus (default none)."},
              "unit": {"type": "string", "description": "The unit of the result."},
              "exact": {"type": "boolean", "description": "Exact arithmetic."},
+             "note": {"type": "string", "description": "A note kept with the result."},
              "labels": {"type": "array", "items": {"type": "string"}, "description": "Labels."}}}}
 TOOLS = from_openai([POWER], name="maths")
 REQUEST = "Raise 3 to the power of 5, in cm."
@@ -42,12 +43,16 @@ def test_a_request_writes_numbers_in_words_units_abbreviations_and_initials():
 
 
 def test_optional_arguments_the_request_does_not_write_are_dropped_and_counted():
+    note = "checked twice by hand, then filed"  # the model's own writing, not a value: kept
     made = MultiToolDecision(tool_calls=[ToolCall(tool_name="power", arguments={
-        "base": 3, "exponent": 5, "mod": 1, "unit": "cm", "exact": True, "labels": ["x"]})])
+        "base": 3, "exponent": 5, "mod": 1, "unit": "cm", "exact": True, "labels": ["x"], "note": note})])
     decision, dropped = unwritten_optional(made, TOOLS, REQUEST)
-    assert dropped == 1  # mod: optional, a number the request does not write; the flag and the list stay
+    assert dropped == 1  # mod: optional, a number the request does not write; the flag, the list, the text stay
     assert decision.tool_calls == [ToolCall(tool_name="power", arguments={
-        "base": 3, "exponent": 5, "unit": "cm", "exact": True, "labels": ["x"]})]
+        "base": 3, "exponent": 5, "unit": "cm", "exact": True, "labels": ["x"], "note": note})]
+    in_a_loop = "user: Raise 3 to the power of 5.\nlookup returned: the modulus is 7"  # a tool's result is written
+    modulo = MultiToolDecision(tool_calls=[ToolCall(tool_name="power", arguments={"base": 3, "exponent": 5, "mod": 7})])
+    assert unwritten_optional(modulo, TOOLS, in_a_loop) == (modulo, 0)
     required = MultiToolDecision(tool_calls=[ToolCall(tool_name="power", arguments={"base": 7, "exponent": 2})])
     assert unwritten_optional(required, TOOLS, REQUEST) == (required, 0)  # required values stay, written or not
     unknown = MultiToolDecision(tool_calls=[ToolCall(tool_name="other", arguments={"mod": 1})])
