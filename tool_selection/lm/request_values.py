@@ -4,7 +4,9 @@
 ``native-strict-cover`` asks two questions of a request and its calls: does the request write a value no call holds
 yet (``strict_calls.uncovered``), and does a call the model was asked to add write only values the request holds
 (``strict_calls._grounded``)? A small model writes "April 5, 2022" as ``2022-04-05`` and "1.341 billion" as
-``1341000000``; read as spelled, the first is a value still unused and the second a value made up.
+``1341000000``; read as spelled, the first is a value still unused and the second a value made up. The same
+reading, with numbers in words and loose spellings (``number_words``, ``loosely_written``), tells the default which
+optional arguments hold a value the request writes (``tool_selection.optional_arguments``).
 """
 
 from __future__ import annotations
