@@ -312,6 +312,65 @@ def test_a_call_opened_again_is_kept_only_if_it_uses_a_value_left_unused(tmp_pat
     assert prediction.decision.tool_calls == [EUR] and len(llama.calls) == 5  # opened again, and not kept
 
 
+def test_a_call_opened_again_is_kept_where_a_clause_of_its_own_asks_for_its_function(tmp_path):
+    """"Then the news on it" asks for get_news apart from the rate: the narrowed call is kept on values already used,
+    without an optional argument the request does not write; a required one made up refuses it."""
+    import dspy
+
+    from tests.lm.conftest import staged_lm
+
+    news = {**NEWS, "parameters": {"type": "object", "required": ["topic"], "properties": {
+        "topic": {"type": "string"}, "language": {"type": "string"}}}}
+    tools = from_openai([RATE, news], name="fx")
+    request = "The EUR to USD rate. Then the news on it"
+    for written, kept in [({"topic": "EUR", "language": "French"}, [{"topic": "EUR"}]), ({"topic": "Bitcoin"}, [])]:
+        stages = ["<tool_call>\n", _json(EUR), "", _json(EUR), _json(ToolCall(tool_name="get_news", arguments=written))]
+        lm, llama = staged_lm(tmp_path, stages, max_tokens=1000)
+        with dspy.context(lm=lm):
+            prediction = MultiToolSelector(tools, strategy="native-strict-cover")(request=request)
+        assert prediction.decision.tool_calls == [EUR, *(ToolCall(tool_name="get_news", arguments=a) for a in kept)]
+        assert len(llama.calls) == 5
+
+
+def test_where_the_call_for_every_named_function_is_refused_the_asked_ones_are_opened_alone(tmp_path):
+    """The request names get_news and get_weather ("weather" in the first clause, which the rate's call answers);
+    only "news" is asked apart. The call under the grammar of both takes the weather and is refused; the call
+    opened under the grammar of get_news alone is kept."""
+    import dspy
+
+    from tests.lm.conftest import staged_lm
+
+    weather = {"name": "get_weather", "description": "The weather in a city.",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    news = ToolCall(tool_name="get_news", arguments={"topic": "EUR"})
+    stages = ["<tool_call>\n", _json(EUR), "", _json(EUR),
+              _json(ToolCall(tool_name="get_weather", arguments={"city": "EUR"})), _json(news)]
+    lm, llama = staged_lm(tmp_path, stages, max_tokens=1000)
+    with dspy.context(lm=lm):
+        selector = MultiToolSelector(from_openai([RATE, NEWS, weather], name="fx"), strategy="native-strict-cover")
+        prediction = selector(request="The EUR to USD rate for a weather bet. Then the news on it")
+    assert prediction.decision.tool_calls == [EUR, news]  # the weather, still named, gets nothing kept after it
+    both, asked = llama.calls[4]["grammar"]._grammar, llama.calls[5]["grammar"]._grammar
+    assert "get_weather" in both and "get_news" in both and "get_weather" not in asked and "get_news" in asked
+
+
+@pytest.mark.parametrize(("request_text", "called", "named", "asked"), [
+    ("Add P2006 to my cart and then check out", "add_to_cart", ["checkout"], ["checkout"]),
+    ("Add P2006 to my cart and check out", "add_to_cart", ["checkout"], []),  # one clause
+    ("Check out. Then add P2006 to my cart", "add_to_cart", ["checkout"], ["checkout"]),
+    ("Any synonyms for tired? Count the words too.", "find_synonyms", ["count_words"], []),  # its description's word
+    ("Synonyms for tired. Then the cart", "find_synonyms", ["view_cart"], ["view_cart"]),
+    ("Tired: synonyms and the cart", "find_synonyms", ["view_cart"], []),  # the clause that names it is the call's
+])
+def test_asked_apart_reads_the_clauses_of_the_request(request_text, called, named, asked):
+    from tool_selection.lm.strict_calls import asked_apart
+
+    descriptions = {"add_to_cart": "Add a product to the shopping cart.",
+                    "find_synonyms": "Find words with the same meaning as a word."}
+    call = ToolCall(tool_name=called, arguments={})
+    assert asked_apart(request_text, [call], named, descriptions) == asked
+
+
 def test_a_narrowed_grammar_admits_only_the_named_functions():
     from tool_selection.lm.grammar import narrowed_grammar
     from tool_selection.strategies.native import call_schema

@@ -387,8 +387,14 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
     options = dict(options)
     tools = options.pop("tools")
     rendered = render_chat(llama, messages, tools)
+    functions = {function["name"]: function for tool in tools or []
+                 if isinstance((function := tool.get("function") or {}).get("name"), str)}
     budget = CallBudget(options.pop(MORE_CALLS, 0), options.pop(UNTIL_COVERED, False), _function_names(tools),
-                        options.pop(DESCRIBED_CALLS, False), narrowed)
+                        descriptions={name: str(function.get("description") or "") for name, function in
+                                      functions.items()},
+                        required={name: frozenset((function.get("parameters") or {}).get("required") or ())
+                                  for name, function in functions.items()},
+                        described=options.pop(DESCRIBED_CALLS, False), narrowed=narrowed)
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
     request = request if isinstance(request, str) else ""

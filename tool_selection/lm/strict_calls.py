@@ -18,10 +18,11 @@ as ``strategies.native.call_schema`` writes it) asks the local engine for it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import combinations
 from typing import Any
@@ -38,9 +39,9 @@ from tool_selection.lm.request_values import (
 )
 from tool_selection.parsing import name_words, parse_native, words
 
-__all__ = ["COVER_RULES", "DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED", "described_call",
-           "more_calls", "new_call", "render_chat", "request_writes", "strict_tool_completion", "uncalled", "uncovered",
-           "unpaired"]
+__all__ = ["CLAUSE_BREAK", "COVER_RULES", "DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED",
+           "asked_apart", "described_call", "more_calls", "new_call", "render_chat", "request_writes",
+           "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -54,10 +55,11 @@ MORE_CALLS = "tool_selection_more_calls"
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
 uses (``more_calls``' ``until_covered``); its value is ``COVER_RULES``."""
-COVER_RULES = 3
+COVER_RULES = 4
 """The revision of the rules ``until_covered`` follows, so that answers cached under older rules are not reused
 (2: a call not kept is opened once more for the functions the request names and no call uses; 3: that call is kept
-only if it uses a value left unused or makes a pairing left out)."""
+only if it uses a value left unused or makes a pairing left out; 4: or if a clause of the request asks for its
+function apart from the calls made, ``asked_apart``)."""
 DESCRIBED_CALLS = "tool_selection_described_calls"
 """The key, in a request's ``metadata``, that opens the call for the model where its answer describes one instead of
 making it (``described_call``)."""
@@ -164,6 +166,8 @@ class CallBudget:
     count: int
     until_covered: bool = False
     functions: tuple[str, ...] = ()  # the listed functions, for ``uncalled`` and ``described_call``
+    descriptions: Mapping[str, str] = field(default_factory=dict)  # each function's, for ``asked_apart``
+    required: Mapping[str, frozenset[str]] = field(default_factory=dict)  # each function's required arguments
     described: bool = False  # an answer that describes a call (``described_call``) gets it opened
     narrowed: Callable[[Sequence[str]], Any] | None = None  # the grammar of the calls to some functions alone
 
@@ -184,8 +188,10 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     does something new with one of those functions or an earlier call's function (``_answers``). A call that is not
     kept while the request names functions no call uses is opened once more under ``budget.narrowed(those names)``,
     a grammar that admits only them (a small model asked for another call writes the function it just called
-    again), and kept only if it uses a value left unused or makes a pairing left out: the model did not choose it, and a
-    word of a function's name in the request ("the average grade" for ``highest_grade``) is weak evidence alone.
+    again), and kept only if it uses a value left unused or makes a pairing left out, or if it calls a function a
+    clause of the request asks for apart from the calls made (``asked_apart``), its required arguments written in the
+    request (its optional ones that are not are dropped): the model did not choose it, and a word of a function's
+    name in the request ("the average grade" for ``highest_grade``) is weak evidence alone.
     ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
@@ -201,9 +207,12 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
         keep = partial(_keeps, request=request, calls=list(calls), covering=(left, named, pairs)
                        if budget.until_covered else None)
         kept = _kept_call(llama, prompt + opened, grammar, max_tokens - produced, options, opener=opener, keep=keep)
-        if kept is None and named and budget.narrowed and (only_named := budget.narrowed(named)) is not None:
-            kept = _kept_call(llama, prompt + opened, only_named, max_tokens - produced, options, opener=opener,
-                              keep=partial(_keeps, request=request, calls=list(calls), covering=(left, [], pairs)))
+        if kept is None and named and budget.narrowed:
+            asked = asked_apart(request, calls, named, budget.descriptions)
+            keep = partial(_keeps_named, request=request, calls=list(calls), covering=(left, [], pairs),
+                           asked=asked, required=budget.required)
+            kept = _called_by_name(llama, prompt + opened, budget.narrowed, (named, asked), max_tokens - produced,
+                                   options, opener=opener, keep=keep)
         if kept is None:
             break
         written, spent, call = kept
@@ -253,10 +262,50 @@ def uncalled(request: str, calls: list[ToolCall], functions: Sequence[str]) -> l
     count as one too: "check out" for ``checkout``) that no called function's name holds, generic verbs aside:
     ``kinematics.distance_traveled`` for "... Also, compute the total distance" after ``kinematics.final_velocity``."""
     called = {call.tool_name for call in calls}
-    spoken = _stems(request).split()
-    said = {*spoken, *map(str.__add__, spoken, spoken[1:])}  # "check out" says "checkout" too
+    said = _said(request)
     taken = {stem for name in called for stem in _name_stems(name)}
     return [name for name in functions if name not in called and (_name_stems(name) - taken - _GENERIC) & said]
+
+
+CLAUSE_BREAK = re.compile(r"[.?!;:](?:\s+|$)|\n|\b(?:and then|then|also|after that|afterwards|as well|plus|next|"
+                          r"finally|first|second|third|lastly|later|besides|additionally)\b", re.IGNORECASE)
+"""Where a request moves to its next clause: a sentence's end, a line, a word that says what comes next."""
+
+
+def asked_apart(request: str, calls: list[ToolCall], named: Sequence[str], descriptions: dict[str, str]) -> list[str]:
+    """The functions of ``named`` (``uncalled``'s) that a clause of ``request`` asks for apart from ``calls``: the
+    clause (``CLAUSE_BREAK``) holds a word of the function's name that neither the called functions' names nor their
+    ``descriptions`` hold, and no word of a called function's name ("Add P2006 to my cart and then check out" asks for
+    ``checkout`` apart from ``add_to_cart``; "Any words with the same meaning?" does not ask for ``count_words``
+    apart from ``find_synonyms``, whose description says "words"). A request of one clause asks for none."""
+    clauses = [_said(clause) for clause in CLAUSE_BREAK.split(request) if clause.strip()]
+    if len(clauses) < 2:
+        return []
+    taken = {stem for call in calls for stem in _name_stems(call.tool_name)}
+    told = taken | {stem for call in calls for stem in _stems(descriptions.get(call.tool_name, "")).split()}
+    return [name for name in named
+            if any((said := (_name_stems(name) - taken - _GENERIC) & clause) and not said & told
+                   and not (taken - _GENERIC) & clause for clause in clauses)]
+
+
+def _called_by_name(llama: Any, prompt: str, narrowed: Callable[[Sequence[str]], Any],
+                    names: tuple[Sequence[str], Sequence[str]], max_tokens: int, options: dict[str, Any], *,
+                    opener: str, keep: Callable[[ToolCall], ToolCall | None]) -> tuple[str, int, ToolCall] | None:
+    """``_kept_call`` under the grammar of the functions ``names[0]`` holds (the request's words name them), then,
+    where ``keep`` refuses that call, under the grammar of the fewer that ``names[1]`` holds (asked for apart)."""
+    named, asked = names
+    for only in (named, asked) if asked and set(asked) < set(named) else (named,):
+        grammar = narrowed(only)
+        if grammar is not None and (kept := _kept_call(llama, prompt, grammar, max_tokens, options, opener=opener,
+                                                       keep=keep)) is not None:
+            return kept
+    return None
+
+
+def _said(text: str) -> set[str]:
+    """``text``'s word stems, and each two written together ("check out" says "checkout" too)."""
+    spoken = _stems(text).split()
+    return {*spoken, *map(str.__add__, spoken, spoken[1:])}
 
 
 def _name_stems(name: str) -> set[str]:
@@ -430,24 +479,46 @@ def _closed_calls(text: str) -> str:
 
 
 def _keeps(call: ToolCall, *, request: str, calls: list[ToolCall],
-           covering: tuple[list[str], list[str], list[str]] | None) -> bool:
-    """Whether ``more_calls`` keeps ``call`` after ``calls``: grounded in ``request`` and, with the values, functions
-    and pairings the calls left (``covering``), doing one of those (``_answers``), else adding something new."""
-    return _grounded(call, request, calls) and (_answers(call, request, calls, *covering) if covering is not None
-                                                else _adds_to(calls, call))
+           covering: tuple[list[str], list[str], list[str]] | None) -> ToolCall | None:
+    """``call`` where ``more_calls`` keeps it after ``calls`` (else None): grounded in ``request`` and, with the
+    values, functions and pairings the calls left (``covering``), doing one of those (``_answers``), else adding
+    something new."""
+    grounded = _grounded(call, request, calls)
+    return call if grounded and (_answers(call, request, calls, *covering) if covering is not None
+                                 else _adds_to(calls, call)) else None
+
+
+def _keeps_named(call: ToolCall, *, request: str, calls: list[ToolCall], covering: tuple[list[str], list[str],
+                 list[str]], asked: Sequence[str], required: Mapping[str, frozenset[str]]) -> ToolCall | None:
+    """What ``more_calls`` keeps of a call opened under the grammar of the functions the request names: the call, as
+    ``_keeps`` keeps it; else, for a function a clause asks for apart (``asked``), the call without its optional
+    arguments that neither ``request`` nor ``calls`` hold, if its required ones (``required``) are grounded and it
+    adds something new (a made-up default such as ``detail="general information"`` is the model filling a slot)."""
+    if (kept := _keeps(call, request=request, calls=calls, covering=covering)) is not None:
+        return kept
+    if call.tool_name not in asked:
+        return None
+    needed = required.get(call.tool_name, frozenset())
+    trimmed = call.model_copy(update={"arguments": {
+        name: value for name, value in call.arguments.items()
+        if name in needed or _grounded(ToolCall(tool_name=call.tool_name, arguments={name: value}), request, calls)}})
+    return trimmed if _grounded(trimmed, request, calls) and _adds_to(calls, trimmed) else None
 
 
 def _kept_call(llama: Any, prompt: str, grammar: Any, max_tokens: int, options: dict[str, Any], *, opener: str,
-               keep: Callable[[ToolCall], bool]) -> tuple[str, int, ToolCall] | None:
+               keep: Callable[[ToolCall], ToolCall | None]) -> tuple[str, int, ToolCall] | None:
     """A call opened for the model under ``grammar`` (``_forced_call``) and what it wrote and spent, or None where
-    it ran out of tokens, wrote no call, or ``keep`` refuses its call (its tokens are then not scored)."""
+    it ran out of tokens, wrote no call, or ``keep`` refuses its call (its tokens are then not scored). Where
+    ``keep`` keeps less of the call (arguments dropped), the call is written as it is kept."""
     written, spent, _, finish = _forced_call(llama, prompt, grammar, max_tokens, options, opener=opener)
     new = parse_native(written).calls
-    if finish == "length" or not new or not keep(new[0]):
+    if finish == "length" or not new or (kept := keep(new[0])) is None:
         for _ in range(spent):
             _forget_last_scored_token(llama)
         return None
-    return written, spent, new[0]
+    if kept != new[0]:
+        written = opener + json.dumps({"name": kept.tool_name, "arguments": kept.arguments}, ensure_ascii=False)
+    return written, spent, kept
 
 
 def _forced_call(llama: Any, prompt: str, grammar: Any, max_tokens: int, options: dict[str, Any], *,
