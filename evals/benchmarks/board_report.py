@@ -269,6 +269,28 @@ def domain_table(runs: dict, baseline: str = SINGLE_CALL, *, built_on: str | Non
     return "\n".join(lines)
 
 
+def domain_models_table(runs: dict, method: str = DEFAULT) -> str:
+    """``method`` for each model that ran it on the domain cases, per tag: accuracy with its bootstrap interval, and
+    where two models ran the same cases, the larger against the smaller (paired)."""
+    models = sorted(model for model, strategy in runs if strategy == method)
+    head = ["tag", *(f"{model} % [95% CI]" for model in models)]
+    pairs = list(zip(models, models[1:], strict=False))
+    head += [f"{b} - {a}, points [95% CI]" for a, b in pairs] + ["McNemar p" for _ in pairs]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for tag in DOMAIN_TAGS:
+        rows = {model: runs[(model, method)] for model in models}
+        tagged = {model: frame[[tag in list(tags) for tags in frame["tags"]]] for model, frame in rows.items()}
+        cells = [_cell(tagged[model]) if len(tagged[model]) else "-" for model in models]
+        changes = []
+        for a, b in pairs:
+            shared = tagged[a].index.intersection(tagged[b].index)
+            changes.append(_change(_accuracy(tagged[a].loc[shared]), _accuracy(tagged[b].loc[shared]))
+                           if len(shared) else "- | -")
+        lines.append("| " + " | ".join([tag, *cells, *(c.split(" | ")[0] for c in changes),
+                                        *(c.split(" | ")[-1] for c in changes)]) + " |")
+    return "\n".join(lines)
+
+
 def board_page(runs: dict, root: Path) -> str:
     provenance = root / "provenance.json"
     parts = [
@@ -327,6 +349,10 @@ def board_page(runs: dict, root: Path) -> str:
             f"Methods that add a knob to the default ({DEFAULT}), paired against it:",
             "",
             domain_table(domain, DEFAULT, built_on=DEFAULT),
+            "",
+            f"The default ({DEFAULT}) of each model on these cases:",
+            "",
+            domain_models_table(domain),
         ]
     earlier = load_board(root / EARLIER) if (root / EARLIER).is_dir() else {}
     earlier_domain = load_domain(root / EARLIER / "domain")

@@ -109,3 +109,16 @@ def test_an_earlier_default_is_kept_apart_and_paired_with_todays_rows(tmp_path):
     page = board_page(runs, tmp_path)
     line = next(line for line in page.splitlines() if "aaaaaaa -> bbbbbbb" in line)
     assert line.startswith("| m | parallel | native-strict-cover | 4 | aaaaaaa -> bbbbbbb | 25.0 | 50.0 | +25.0 [")
+
+
+def test_each_models_default_is_read_per_tag_and_the_larger_paired_against_the_smaller():
+    from evals.benchmarks.board_report import domain_models_table
+
+    small, large = _rows([0, 0, 1, 1]), _rows([1, 1, 1, 0])
+    small["tags"] = large["tags"] = [["multi", "parallel"], ["multi"], ["single"], ["no_tool"]]
+    lines = domain_models_table({("a-0.5b", "native-strict-cover"): small, ("b-1.5b", "native-strict-cover"): large,
+                                 ("a-0.5b", "native-strict"): large}).splitlines()
+    assert lines[0].startswith("| tag | a-0.5b % [95% CI] | b-1.5b % [95% CI] | b-1.5b - a-0.5b")
+    multi = lines[2].split(" | ")
+    assert multi[0] == "| multi" and multi[1].startswith("0.0 ") and multi[2].startswith("100.0 ")
+    assert multi[3].startswith("+100.0") and len(lines) == 6
