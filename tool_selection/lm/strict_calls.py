@@ -272,7 +272,8 @@ CLAUSE_BREAK = re.compile(r"[.?!;:](?:\s+|$)|\n|\b(?:and then|then|also|after th
 """Where a request moves to its next clause: a sentence's end, a line, a word that says what comes next."""
 
 
-def asked_apart(request: str, calls: list[ToolCall], named: Sequence[str], descriptions: dict[str, str]) -> list[str]:
+def asked_apart(request: str, calls: list[ToolCall], named: Sequence[str],
+                descriptions: Mapping[str, str]) -> list[str]:
     """The functions of ``named`` (``uncalled``'s) that a clause of ``request`` asks for apart from ``calls``: the
     clause (``CLAUSE_BREAK``) holds a word of the function's name that neither the called functions' names nor their
     ``descriptions`` hold, and no word of a called function's name ("Add P2006 to my cart and then check out" asks for
@@ -483,9 +484,9 @@ def _keeps(call: ToolCall, *, request: str, calls: list[ToolCall],
     """``call`` where ``more_calls`` keeps it after ``calls`` (else None): grounded in ``request`` and, with the
     values, functions and pairings the calls left (``covering``), doing one of those (``_answers``), else adding
     something new."""
-    grounded = _grounded(call, request, calls)
-    return call if grounded and (_answers(call, request, calls, *covering) if covering is not None
-                                 else _adds_to(calls, call)) else None
+    keeps = _grounded(call, request, calls) and (_answers(call, request, calls, *covering) if covering is not None
+                                                 else _adds_to(calls, call))
+    return call if keeps else None
 
 
 def _keeps_named(call: ToolCall, *, request: str, calls: list[ToolCall], covering: tuple[list[str], list[str],
