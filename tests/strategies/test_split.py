@@ -361,6 +361,9 @@ def test_where_the_call_for_every_named_function_is_refused_the_asked_ones_are_o
     ("Any synonyms for tired? Count the words too.", "find_synonyms", ["count_words"], []),  # its description's word
     ("Synonyms for tired. Then the cart", "find_synonyms", ["view_cart"], ["view_cart"]),
     ("Tired: synonyms and the cart", "find_synonyms", ["view_cart"], []),  # the clause that names it is the call's
+    ("user: Show the cart.\nassistant: Empty.\nuser: Synonyms for tired", "find_synonyms", ["view_cart"], []),
+    ("user: Hi\nassistant: Hello\nuser: Synonyms for tired. Then the cart", "find_synonyms", ["view_cart"],
+     ["view_cart"]),  # a conversation asks in its last user turn
 ])
 def test_asked_apart_reads_the_clauses_of_the_request(request_text, called, named, asked):
     from tool_selection.lm.strict_calls import asked_apart

@@ -55,11 +55,11 @@ MORE_CALLS = "tool_selection_more_calls"
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
 uses (``more_calls``' ``until_covered``); its value is ``COVER_RULES``."""
-COVER_RULES = 4
+COVER_RULES = 5
 """The revision of the rules ``until_covered`` follows, so that answers cached under older rules are not reused
 (2: a call not kept is opened once more for the functions the request names and no call uses; 3: that call is kept
 only if it uses a value left unused or makes a pairing left out; 4: or if a clause of the request asks for its
-function apart from the calls made, ``asked_apart``)."""
+function apart from the calls made, ``asked_apart``; 5: in a conversation's last user turn alone)."""
 DESCRIBED_CALLS = "tool_selection_described_calls"
 """The key, in a request's ``metadata``, that opens the call for the model where its answer describes one instead of
 making it (``described_call``)."""
@@ -270,6 +270,7 @@ def uncalled(request: str, calls: list[ToolCall], functions: Sequence[str]) -> l
 CLAUSE_BREAK = re.compile(r"[.?!;:](?:\s+|$)|\n|\b(?:and then|then|also|after that|afterwards|as well|plus|next|"
                           r"finally|first|second|third|lastly|later|besides|additionally)\b", re.IGNORECASE)
 """Where a request moves to its next clause: a sentence's end, a line, a word that says what comes next."""
+LAST_USER_TURN = "\nuser: "  # how a conversation written as one request (``Case.prompt``) opens a user turn
 
 
 def asked_apart(request: str, calls: list[ToolCall], named: Sequence[str],
@@ -278,8 +279,11 @@ def asked_apart(request: str, calls: list[ToolCall], named: Sequence[str],
     clause (``CLAUSE_BREAK``) holds a word of the function's name that neither the called functions' names nor their
     ``descriptions`` hold, and no word of a called function's name ("Add P2006 to my cart and then check out" asks for
     ``checkout`` apart from ``add_to_cart``; "Any words with the same meaning?" does not ask for ``count_words``
-    apart from ``find_synonyms``, whose description says "words"). A request of one clause asks for none."""
-    clauses = [_said(clause) for clause in CLAUSE_BREAK.split(request) if clause.strip()]
+    apart from ``find_synonyms``, whose description says "words"). A request of one clause asks for none; a request
+    written as a conversation ("user: Dig here.\nassistant: ...\nuser: Open it") asks in its last user turn alone
+    (what earlier turns asked for is done)."""
+    last_turn = request.rsplit(LAST_USER_TURN, 1)[-1]
+    clauses = [_said(clause) for clause in CLAUSE_BREAK.split(last_turn) if clause.strip()]
     if len(clauses) < 2:
         return []
     taken = {stem for call in calls for stem in _name_stems(call.tool_name)}
