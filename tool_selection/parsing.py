@@ -30,6 +30,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "ParsedAnswer",
     "call_arguments",
+    "call_json",
     "load_json",
     "mended_json",
     "name_words",
@@ -331,6 +332,11 @@ def _leading_bare_calls(text: str, parsed: ParsedAnswer) -> bool:
     parsed.calls.extend(calls)
     parsed.text = text[position:].strip()
     return True
+
+
+def call_json(call: ToolCall) -> str:
+    """``call`` as the JSON object the parsers here read back: ``{"name": ..., "arguments": {...}}``."""
+    return json.dumps({"name": call.tool_name, "arguments": call.arguments}, ensure_ascii=False)
 
 
 def parse_native(text: str) -> ParsedAnswer:

@@ -22,6 +22,7 @@ from dspy.utils.exceptions import AdapterParseError
 from tool_selection.decision import ToolCall
 from tool_selection.parsing import (
     ParsedAnswer,
+    call_json,
     parse_call_lines,
     parse_fenced_tool_blocks,
     parse_tool_tags,
@@ -56,10 +57,6 @@ class TextSelect(dspy.Signature):
     tool_calls: list[ToolCall] = dspy.OutputField(desc="The tool calls to make; none when no tool fits.")
 
 
-def _json_call(call: ToolCall) -> str:
-    return json.dumps({"name": call.tool_name, "arguments": call.arguments}, ensure_ascii=False)
-
-
 def _python_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False) if not isinstance(value, bool | type(None)) else repr(value)
 
@@ -85,7 +82,7 @@ PROTOCOLS = {
         "To call a tool, write a fenced block tagged `tool` holding one JSON object with the tool's name and its "
         'arguments:\n```tool\n{"name": "tool_name", "arguments": {"argument": "value"}}\n```\nWrite one block per '
         "call, and nothing else after the last block.",
-        lambda call: f"```tool\n{_json_call(call)}\n```", parse_fenced_tool_blocks),
+        lambda call: f"```tool\n{call_json(call)}\n```", parse_fenced_tool_blocks),
     "call": TextProtocol(
         "call", "agent-from-scratch", "TOOL_CALL: name(arg=value) lines",
         "To call a tool, write one line per call in the form\nTOOL_CALL: tool_name(argument=\"value\", number=3)\n"
@@ -98,7 +95,7 @@ PROTOCOLS = {
         "To call a tool, write a <tool> tag holding one JSON object with the tool's name and its arguments:\n"
         '<tool>{"name": "tool_name", "arguments": {"argument": "value"}}</tool>\nWrite one tag per call, and '
         "nothing else after the last tag.",
-        lambda call: f"<tool>{_json_call(call)}</tool>", parse_tool_tags),
+        lambda call: f"<tool>{call_json(call)}</tool>", parse_tool_tags),
 }
 
 
