@@ -18,7 +18,6 @@ as ``strategies.native.call_schema`` writes it) asks the local engine for it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -37,7 +36,7 @@ from tool_selection.lm.request_values import (
     same_meaning,
     written_values,
 )
-from tool_selection.parsing import name_words, parse_native, words
+from tool_selection.parsing import call_json, name_words, parse_native, words
 
 __all__ = ["CLAUSE_BREAK", "COVER_RULES", "DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED",
            "asked_apart", "described_call", "more_calls", "new_call", "render_chat", "request_writes",
@@ -503,11 +502,13 @@ def _keeps_named(call: ToolCall, *, request: str, calls: list[ToolCall], coverin
         return kept
     if call.tool_name not in asked:
         return None
-    needed = required.get(call.tool_name, frozenset())
-    trimmed = call.model_copy(update={"arguments": {
-        name: value for name, value in call.arguments.items()
-        if name in needed or _grounded(ToolCall(tool_name=call.tool_name, arguments={name: value}), request, calls)}})
-    return trimmed if _grounded(trimmed, request, calls) and _adds_to(calls, trimmed) else None
+    grounded = {name: _grounded(ToolCall(tool_name=call.tool_name, arguments={name: value}), request, calls)
+                for name, value in call.arguments.items()}
+    if not all(grounded[name] for name in required.get(call.tool_name, ()) if name in grounded):
+        return None
+    trimmed = call.model_copy(update={"arguments": {name: value for name, value in call.arguments.items()
+                                                    if grounded[name]}})
+    return trimmed if _adds_to(calls, trimmed) else None
 
 
 def _kept_call(llama: Any, prompt: str, grammar: Any, max_tokens: int, options: dict[str, Any], *, opener: str,
@@ -522,7 +523,7 @@ def _kept_call(llama: Any, prompt: str, grammar: Any, max_tokens: int, options: 
             _forget_last_scored_token(llama)
         return None
     if kept != new[0]:
-        written = opener + json.dumps({"name": kept.tool_name, "arguments": kept.arguments}, ensure_ascii=False)
+        written = opener + call_json(kept)
     return written, spent, kept
 
 
