@@ -273,21 +273,19 @@ def domain_models_table(runs: dict, method: str = DEFAULT) -> str:
     """``method`` for each model that ran it on the domain cases, per tag: accuracy with its bootstrap interval, and
     where two models ran the same cases, the larger against the smaller (paired)."""
     models = sorted(model for model, strategy in runs if strategy == method)
-    head = ["tag", *(f"{model} % [95% CI]" for model in models)]
     pairs = list(zip(models, models[1:], strict=False))
-    head += [f"{b} - {a}, points [95% CI]" for a, b in pairs] + ["McNemar p" for _ in pairs]
+    head = ["tag", *(f"{model} % [95% CI]" for model in models)]
+    head += [cell for a, b in pairs for cell in (f"{b} - {a}, points [95% CI]", "McNemar p")]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    frames = {model: runs[(model, method)] for model in models}
     for tag in DOMAIN_TAGS:
-        rows = {model: runs[(model, method)] for model in models}
-        tagged = {model: frame[[tag in list(tags) for tags in frame["tags"]]] for model, frame in rows.items()}
+        tagged = {model: frame[[tag in list(tags) for tags in frame["tags"]]] for model, frame in frames.items()}
         cells = [_cell(tagged[model]) if len(tagged[model]) else "-" for model in models]
-        changes = []
         for a, b in pairs:
             shared = tagged[a].index.intersection(tagged[b].index)
-            changes.append(_change(_accuracy(tagged[a].loc[shared]), _accuracy(tagged[b].loc[shared]))
-                           if len(shared) else "- | -")
-        lines.append("| " + " | ".join([tag, *cells, *(c.split(" | ")[0] for c in changes),
-                                        *(c.split(" | ")[-1] for c in changes)]) + " |")
+            cells.append(_change(_accuracy(tagged[a].loc[shared]), _accuracy(tagged[b].loc[shared]))
+                         if len(shared) else "- | -")
+        lines.append("| " + " | ".join([tag, *cells]) + " |")
     return "\n".join(lines)
 
 
