@@ -24,6 +24,7 @@ from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
 from tool_selection.optional_arguments import unwritten_optional
 from tool_selection.rates import decimal_rates
+from tool_selection.respective_values import respective_values
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import check_decision, drop_undeclared
@@ -63,13 +64,16 @@ def _same(before: object, after: object) -> bool:
 
 
 def _read_as_run(spec: SelectorSpec, decision, registry, request: str, row: dict, fresh: dict):
-    """``decision`` read as the run's selector read it (undeclared arguments, rates, optional arguments) for
-    ``request`` (what the selector was given: the case's prompt), with the counts put in ``fresh``. A run made
-    before rates or optional arguments were read is read as today's default reads it."""
+    """``decision`` read as the run's selector read it (undeclared arguments, respective values, rates, optional
+    arguments) for ``request`` (what the selector was given: the case's prompt), with the counts put in ``fresh``.
+    A run made before any of these were read is read as today's default reads it."""
     if spec.undeclared_arguments == "drop":
         decision, dropped = drop_undeclared(decision, registry)
         if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
             fresh["undeclared_dropped"] = float(dropped)
+    if spec.respectively == "paired":
+        decision, paired = respective_values(decision, registry, request)
+        fresh["respective_values"] = float(paired + row.get("respective_values", 0.0))
     if spec.rates == "decimal":
         decision, rewritten = decimal_rates(decision, registry, request)
         fresh["rates_as_decimals"] = float(rewritten + row.get("rates_as_decimals", 0.0))

@@ -36,6 +36,7 @@ from tool_selection.rates import decimal_rates
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage, resolve_relevance
 from tool_selection.relevance.model import configured_model
+from tool_selection.respective_values import respective_values
 from tool_selection.spec import GateSpec, RetrievalSpec, SelectorSpec, check_strategy
 from tool_selection.strategies import (
     DEFAULT_STRATEGY,
@@ -123,7 +124,9 @@ class MultiToolSelector(dspy.Module):
     the row (``undeclared_dropped``); the default, ``"refuse"``, leaves such a call invalid, as the tool would.
     ``optional_arguments="written"`` (the default) removes optional arguments holding a string or number the
     request does not write, so the tool's default applies (``tool_selection.optional_arguments``), and records how
-    many (``optional_dropped``); ``"any"`` keeps them.
+    many (``optional_dropped``); ``"any"`` keeps them. ``respectively="paired"`` (the default) gives each call its own
+    part of a value the request pairs "respectively" where the model gave every call all of them
+    (``tool_selection.respective_values``).
     ``retrieval=RetrievalSpec(k=K)`` shows the model only the K tools its ``retriever`` ranks highest; with
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
     the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept. ``relevance``: a
@@ -259,7 +262,12 @@ class MultiToolSelector(dspy.Module):
     def _read_values(self, prediction: dspy.Prediction, registry: ToolRegistry, request: str,
                      extras: dict[str, Any]) -> None:
         """The calls' values read as the spec says (rates as decimals, optional arguments the request does not
-        write dropped), in ``prediction``, with the counts in ``extras``."""
+        write dropped, values paired "respectively" given one per call), in ``prediction``, with the counts in
+        ``extras``."""
+        if self.spec.respectively == "paired":
+            decision, paired = respective_values(prediction.decision, registry, request)
+            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
+            extras["respective_values"] = float(paired)
         if self.spec.rates == "decimal":
             decision, rewritten = decimal_rates(prediction.decision, registry, request)
             prediction.decision, prediction.tool_calls = decision, decision.tool_calls

@@ -25,6 +25,7 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import flat_fields, nest
 from tool_selection.optional_arguments import OptionalArguments
 from tool_selection.rates import Rates
+from tool_selection.respective_values import Respectively
 from tool_selection.strategies.registry import GATE_PREFIX
 from tool_selection.strict_files import read_yaml
 
@@ -158,6 +159,10 @@ class SelectorSpec(_Frozen, YamlValue):
         default="written", description="An optional argument (one its tool does not require) holding a string or "
         "number the request does not write: written drops it, so the tool's default applies (counted per case as "
         "optional_dropped); any keeps the model's value.")
+    respectively: Respectively = Field(
+        default="paired", description="A request that pairs values \"respectively\" (\"Taylor Swift and Maroon 5 "
+        "for 20 and 15 minutes respectively\") where every call of a tool holds all of them in one argument: paired "
+        "gives each call its own (counted per case as respective_values); as-written keeps the model's values.")
     constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
                                                       "can.")
     max_calls: int | None = Field(
