@@ -301,13 +301,19 @@ class MultiToolSelector(dspy.Module):
 
     def _retrieved(self, registry: ToolRegistry, request: str) -> list[str]:
         """The names of the ``retrieve`` tools most relevant to ``request``, best first (the index is built once per
-        catalog); with ``rerank``, the retriever's top ``rerank`` ordered by the selection's model, which keeps
-        ``retrieve``."""
-        from tool_selection.retrieval import LLMReranker, get_retriever
+        catalog); with ``catalogs``, only tools of the catalogs whose best tool ranks highest; with ``rerank``, the
+        retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``."""
+        from tool_selection.retrieval import CATALOG_DEPTH, LLMReranker, catalog_first, get_retriever
 
         if self._retriever is None:
             self._retriever = get_retriever(self.retriever_name)
-        hits = self._retriever.fit(registry, self._examples()).retrieve(request, self.rerank or self.retrieve)
+        shown = self.rerank or self.retrieve
+        catalogs = self.spec.retrieval.catalogs
+        retriever = self._retriever.fit(registry, self._examples())
+        if catalogs is None:
+            hits = retriever.retrieve(request, shown)
+        else:
+            hits = catalog_first(retriever.retrieve(request, max(CATALOG_DEPTH, 10 * shown)), registry, catalogs, shown)
         if self.rerank is not None:
             reranker = LLMReranker(inner_predict(self.select).lm, keep=self.retrieve)
             hits = reranker.rerank(request, registry, hits)

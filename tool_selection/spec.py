@@ -102,6 +102,11 @@ class RetrievalSpec(_Frozen):
                                  "tool ('toolsel suites SUITE --examples FILE' writes one), added to each tool's "
                                  "document in the index, so that a tool is found by requests like those it answered.",
                                  json_schema_extra={"flat": "retrieve_examples", "metavar": "FILE"})
+    catalogs: int | None = Field(default=None, ge=1, description="With --retrieve K: show only the tools of the N "
+                                 "catalogs (each tool's category: a tool set, an MCP server) whose best tool the "
+                                 "retriever ranks highest, up to K of them: the catalog first, then the tool, so that "
+                                 "look-alikes from other catalogs are not shown.",
+                                 json_schema_extra={"flat": "retrieve_catalogs", "metavar": "N"})
 
     @model_validator(mode="before")
     @classmethod
@@ -109,7 +114,8 @@ class RetrievalSpec(_Frozen):
         if isinstance(data, dict) and data.get("k") is None:
             what = ("rerank (--rerank) orders" if data.get("rerank") else "groups (--groups) divide"
                     if data.get("groups") else "examples (--retrieve-examples) index"
-                    if data.get("examples") else "--retriever is")
+                    if data.get("examples") else "catalogs (--retrieve-catalogs) narrow"
+                    if data.get("catalogs") else "--retriever is")
             raise ValueError(f"{what} the retriever's candidates: give retrieve (--retrieve) too.")
         return data
 

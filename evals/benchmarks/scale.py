@@ -5,6 +5,7 @@
                         [--relevance none]
     toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
     toolsel bench scale ... --examples                      # also with train requests in the tools' documents
+    toolsel bench scale ... --catalogs 1                    # also showing only the best-ranked catalog's tools
 
 A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
 
@@ -61,13 +62,22 @@ def sample_cases(n: int, seed: int = 0) -> Suite:
 
 def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
                     retrievers: list[str] = ("bm25", "dense", "hybrid"), seed: int = 0,
-                    examples: ToolExamples | None = None) -> pd.DataFrame:
+                    examples: ToolExamples | None = None, catalogs: int | None = None) -> pd.DataFrame:
     """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
     of ``suite`` (each registry holds every tool the cases need); with ``examples``, each retriever again with
-    them in its tools' documents (``<retriever>+examples``). Per row also its cost: seconds to fit (embeddings
+    them in its tools' documents (``<retriever>+examples``); with ``catalogs``, each again keeping only the tools of
+    the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds to fit (embeddings
     come from the disk cache when a run before made them), milliseconds per request (mean and 95th percentile),
     and the index's memory where the retriever's index is a matrix or a faiss index."""
-    from tool_selection.retrieval import clear_index_cache, get_retriever, mean_score, recall_at_k, reciprocal_rank
+    from tool_selection.retrieval import (
+        CATALOG_DEPTH,
+        catalog_first,
+        clear_index_cache,
+        get_retriever,
+        mean_score,
+        recall_at_k,
+        reciprocal_rank,
+    )
 
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     if examples is not None:
@@ -75,6 +85,8 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     variants = [(name, None) for name in retrievers]
     if examples is not None:
         variants += [(f"{name}+examples", examples.requests) for name in retrievers]
+    if catalogs is not None:
+        variants += [(f"{name}, best {_catalogs(catalogs)}", requests) for name, requests in variants]
     rows = []
     for size in sizes:
         if size is not None and size < len(required):
@@ -83,14 +95,18 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
         for name, with_examples in variants:
             print(f"retrieval: {len(registry):,} tools, {name} ...", file=sys.stderr, flush=True)
             clear_index_cache()
-            retriever = get_retriever(name.removesuffix("+examples"))
+            retriever = get_retriever(name.split(",")[0].removesuffix("+examples"))
             started = time.perf_counter()
             retriever.fit(registry, with_examples)
             fit_s = time.perf_counter() - started
             ranked, latencies = {}, []
             for case in suite:
                 started = time.perf_counter()
-                ranked[case.id] = retriever.retrieve(case.prompt, k=max(ks))
+                if "catalog" in name:
+                    ranked[case.id] = catalog_first(retriever.retrieve(case.prompt, k=max(CATALOG_DEPTH, 10 * max(ks))),
+                                                    registry, catalogs, max(ks))
+                else:
+                    ranked[case.id] = retriever.retrieve(case.prompt, k=max(ks))
                 latencies.append(1000 * (time.perf_counter() - started))
             row = {"registry_tools": len(registry), "retriever": name, "cases": len(suite)}
             for k in ks:
@@ -139,9 +155,11 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
-              examples: bool = False, out: Path = OUT) -> pd.DataFrame:
+              examples: bool = False, catalogs: int | None = None, out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
-    again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``)."""
+    again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
+    ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
+    examples, where they are on)."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
@@ -169,6 +187,13 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
                                                                                examples=str(examples_file))})
                 rows.append(_row(f"{label}, top {depth} ({retriever}, train examples)", len(registry), depth,
                                  measured(indexed, f"{len(registry)}-top{depth}-examples", registry), own))
+            if catalogs is not None:
+                routed = RetrievalSpec(k=depth, retriever=retriever, catalogs=catalogs,
+                                       examples=None if examples_file is None else str(examples_file))
+                what = f"{retriever}{', train examples' if examples_file else ''}, best {_catalogs(catalogs)}"
+                folder = f"{len(registry)}-top{depth}{'-examples' if examples_file else ''}-catalogs{catalogs}"
+                rows.append(_row(f"{label}, top {depth} ({what})", len(registry), depth,
+                                 measured(listed.model_copy(update={"retrieval": routed}), folder, registry), own))
             if rerank is not None and rerank > depth:
                 reranked = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
                                                                                 rerank=rerank)})
@@ -185,6 +210,10 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     (out / "cases.json").write_text(json.dumps([c.id for c in suite]))
     _plot(table, out / "scale.png")
     return table
+
+
+def _catalogs(n: int) -> str:
+    return "catalog" if n == 1 else f"{n} catalogs"
 
 
 def _plot(table: pd.DataFrame, path: Path) -> None:
@@ -291,6 +320,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", action="store_true",
                         help="Also every retrieval row with the train splits' requests added to the tools' documents "
                              "(example requests per tool; no scored request is among them).")
+    parser.add_argument("--catalogs", type=int, metavar="N",
+                        help="Also every retrieval row showing only the tools of the N catalogs (tool sets; each "
+                             "tool's category) whose best tool ranks highest: the catalog first, then the tool.")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
@@ -355,7 +387,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.retrieval_only:
         table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed,
                                 retrievers=args.retrievers,
-                                examples=catalog_examples("train") if args.examples else None)
+                                examples=catalog_examples("train") if args.examples else None, catalogs=args.catalogs)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.out) / "retrieval.csv", index=False)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -363,7 +395,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 0
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
-                      examples=args.examples, out=Path(args.out))
+                      examples=args.examples, catalogs=args.catalogs, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

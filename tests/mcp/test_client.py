@@ -32,6 +32,7 @@ class TestStdioConnection:
         tool_set = stdio_connection.tool_set()
         assert tool_set.name == "toolsel-treasure_hunt"
         assert tool_set.names() == TREASURE.names()
+        assert {tool.category for tool in tool_set} == {"toolsel-treasure_hunt"}  # one catalog per server
         for remote, local in zip(tool_set, TREASURE, strict=True):
             assert issubclass(remote, RemoteTool)
             assert (remote.description, remote.input_schema()) == (local.description, local.input_schema())
@@ -56,6 +57,7 @@ def test_http_connection_lists_and_calls(treasure_url):
     with connect_mcp(treasure_url, timeout=TIMEOUT) as connection:
         tool_set = connection.tool_set(name="island")
         assert (tool_set.name, tool_set.names()) == ("island", TREASURE.names())
+        assert {tool.category for tool in tool_set} == {"island"}
         result = connection.call_tool("move", {"direction": "sideways"})
         assert result.is_error
         assert result_value(result) == {

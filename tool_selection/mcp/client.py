@@ -206,10 +206,10 @@ class McpConnection:
 
     def tool_set(self, name: str | None = None) -> ToolSet:
         """The server's current tools, in its order, as a ``ToolSet`` whose tools execute on the server (call
-        again after a change). ``name`` defaults to the name the server gives itself."""
+        again after a change), each in the category ``name``: the name the server gives itself unless given."""
         name = name or (self._client.server_info.name if self._client.server_info else "") or "mcp"
         listed = self.list_tools()
-        imported = from_mcp(listed, name=name)
+        imported = from_mcp(listed, name=name, category=name)  # one catalog per server (--retrieve-catalogs)
         remote = tuple(_remote(imported.get(tool.name), self) for tool in listed)
         return ToolSet(name=name, tools=remote, description=f"Tools of the MCP server {self.server!r}")
 

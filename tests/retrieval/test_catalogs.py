@@ -1,0 +1,73 @@
+"""Catalog first: only the tools of the catalogs whose best tool ranks highest are shown, so that look-alikes from
+another catalog are not."""
+
+import dspy
+import pytest
+
+from tests.retrieval.conftest import function, needs_bm25s
+from tool_selection.interop import from_openai
+from tool_selection.registry import ToolRegistry
+from tool_selection.retrieval import RetrievedTool, catalog_first
+
+SHOP = [function("get_order_status", "Where an order of this shop is and when it arrives.", order_id="Order id."),
+        function("cancel_order", "Cancel an order of this shop before it ships.", order_id="Order id."),
+        function("list_orders", "The orders of this shop's customer, newest first.", customer="Customer id.")]
+MARKET = [function("order_status_check", "Check the status of a marketplace order.", order="Order number."),
+          function("stock_price", "Latest trading price of a stock.", symbol="Ticker symbol.")]
+
+
+@pytest.fixture
+def two_catalogs():
+    tools = [*from_openai(SHOP, category="shop").tools(), *from_openai(MARKET, category="market").tools()]
+    return ToolRegistry("two catalogs", tools)
+
+
+def hits(*names):
+    return [RetrievedTool(name, 1.0 - i / 10) for i, name in enumerate(names)]
+
+
+def test_only_the_best_ranked_catalogs_tools_are_kept_in_rank_order(two_catalogs):
+    ranked = hits("get_order_status", "order_status_check", "cancel_order", "stock_price", "list_orders")
+    kept = catalog_first(ranked, two_catalogs, catalogs=1, k=5)
+    assert [hit.name for hit in kept] == ["get_order_status", "cancel_order", "list_orders"]  # fewer than k
+    assert [hit.name for hit in catalog_first(ranked, two_catalogs, catalogs=1, k=2)] == ["get_order_status",
+                                                                                         "cancel_order"]
+
+
+def test_the_catalog_of_the_first_hit_wins_and_two_catalogs_keep_both(two_catalogs):
+    ranked = hits("order_status_check", "get_order_status", "stock_price", "cancel_order")
+    assert [hit.name for hit in catalog_first(ranked, two_catalogs, 1, 4)] == ["order_status_check", "stock_price"]
+    assert catalog_first(ranked, two_catalogs, 2, 4) == ranked
+
+
+def test_the_counts_must_be_positive(two_catalogs):
+    with pytest.raises(ValueError, match="catalogs must be a positive integer"):
+        catalog_first(hits("cancel_order"), two_catalogs, 0, 5)
+
+
+def test_catalogs_without_retrieve_names_the_missing_setting():
+    from tool_selection.spec import RetrievalSpec
+
+    with pytest.raises(ValueError, match=r"catalogs \(--retrieve-catalogs\) narrow .* give retrieve"):
+        RetrievalSpec.model_validate({"catalogs": 1})
+
+
+@needs_bm25s
+def test_the_selector_is_shown_only_the_best_ranked_catalogs_tools(make_lm, two_catalogs):
+    from tool_selection.retrieval import get_retriever
+    from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import RetrievalSpec
+
+    request = "What is the status of my order 1234 from this shop?"
+    ranked = [hit.name for hit in get_retriever("bm25").fit(two_catalogs).retrieve(request, 5)]
+    best = two_catalogs.get(ranked[0]).category
+    expected = [name for name in ranked if two_catalogs.get(name).category == best][:3]
+    assert len(expected) < len(ranked[:3]) or ranked[:3] != expected  # without catalogs, another catalog is shown
+    lm, llama = make_lm(['{"reasoning": "r", "tool_calls": []}'], cache=False)
+    selector = MultiToolSelector(two_catalogs, strategy="json-cot", relevance=None,
+                                 retrieval=RetrievalSpec(k=3, retriever="bm25", catalogs=1))
+    with dspy.context(lm=lm):
+        prediction = selector(request=request)
+    assert prediction.row_extras["retrieved"] == expected
+    listing = llama.calls[-1]["messages"][-1]["content"]
+    assert not any(name in listing for name in two_catalogs.names() if name not in expected)

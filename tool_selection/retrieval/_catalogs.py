@@ -1,0 +1,42 @@
+"""Catalog first: of the retrieved tools, only those of the catalogs the request most likely means.
+
+A registry joined from several catalogs (tool sets, MCP servers, each tool's ``category``) holds look-alikes: tools
+of another catalog that do nearly the same job under another name (``order_status_check`` beside
+``get_order_status``). A small model shown both picks either. Routing in two steps, the catalog and then the tool
+(as hierarchical MCP routers do), keeps them apart: the catalogs are ranked by their best tool in the retriever's
+ranking, and only the tools of the first ``catalogs`` of them are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tool_selection.registry import ToolRegistry
+from tool_selection.retrieval._base import RetrievedTool, check_k
+
+__all__ = ["CATALOG_DEPTH", "catalog_first", "catalog_of"]
+
+CATALOG_DEPTH = 50
+"""How many of the retriever's best tools the catalogs are ranked from (at least ten times the tools shown)."""
+
+
+def catalog_of(registry: ToolRegistry, name: str) -> str:
+    """The catalog ``name`` belongs to in ``registry``: its tool's category (a tool set's domain, an MCP server)."""
+    return registry.get(name).category
+
+
+def catalog_first(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs: int,
+                  k: int) -> list[RetrievedTool]:
+    """The first ``k`` of ``hits`` (best first) whose catalog is one of the ``catalogs`` catalogs whose best tool
+    ranks highest; fewer where those catalogs hold fewer among ``hits``."""
+    check_k(catalogs, "catalogs")
+    check_k(k)
+    chosen: list[str] = []
+    kept = []
+    for hit in hits:
+        catalog = catalog_of(registry, hit.name)
+        if catalog not in chosen and len(chosen) < catalogs:
+            chosen.append(catalog)
+        if catalog in chosen:
+            kept.append(hit)
+    return kept[:k]
