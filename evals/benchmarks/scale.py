@@ -155,11 +155,12 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
-              examples: bool = False, catalogs: int | None = None, out: Path = OUT) -> pd.DataFrame:
+              examples: bool = False, catalogs: int | None = None, routed_only: bool = False,
+              out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
-    examples, where they are on)."""
+    examples, where they are on); ``routed_only``: with ``catalogs``, the own tool set and the routed rows alone."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
@@ -179,10 +180,11 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
             rows.append(_row(f"{label}, all listed", len(registry), None,
                              measured(listed, f"{len(registry)}-all", registry), own))
         for depth in depths:
-            retrieved = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever)})
-            rows.append(_row(f"{label}, top {depth} ({retriever})", len(registry), depth,
-                             measured(retrieved, f"{len(registry)}-top{depth}", registry), own))
-            if examples_file is not None:
+            if not routed_only:  # routed_only: the unrouted rows were measured in an earlier run
+                retrieved = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever)})
+                rows.append(_row(f"{label}, top {depth} ({retriever})", len(registry), depth,
+                                 measured(retrieved, f"{len(registry)}-top{depth}", registry), own))
+            if examples_file is not None and not routed_only:
                 indexed = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
                                                                                examples=str(examples_file))})
                 rows.append(_row(f"{label}, top {depth} ({retriever}, train examples)", len(registry), depth,
@@ -323,6 +325,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalogs", type=int, metavar="N",
                         help="Also every retrieval row showing only the tools of the N catalogs (tool sets; each "
                              "tool's category) whose best tool ranks highest: the catalog first, then the tool.")
+    parser.add_argument("--routed-only", action="store_true",
+                        help="With --catalogs: only the own tool set and the routed rows (the unrouted ones measured "
+                             "in an earlier run; a larger model's run then takes half the time).")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
@@ -384,6 +389,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(markdown_table(table))
         return 0
     sizes = _sizes(args.sizes)
+    if args.routed_only and args.catalogs is None:
+        raise SystemExit("--routed-only keeps the rows routed by catalog: give --catalogs N too.")
     if args.retrieval_only:
         table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed,
                                 retrievers=args.retrievers,
@@ -395,7 +402,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 0
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
-                      examples=args.examples, catalogs=args.catalogs, out=Path(args.out))
+                      examples=args.examples, catalogs=args.catalogs, routed_only=args.routed_only,
+                      out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

@@ -3,8 +3,9 @@
 from types import SimpleNamespace
 
 import pandas as pd
+import pytest
 
-from evals.benchmarks.scale import _plot, _row, markdown_table, retrieval_markdown, retrieval_table
+from evals.benchmarks.scale import _plot, _row, main, markdown_table, retrieval_markdown, retrieval_table
 from evals.suite import Suite, load_suite
 
 
@@ -70,3 +71,16 @@ def test_one_registry_size_is_drawn_as_a_bar_per_setting(tmp_path):
             _row("1000 tools, top 5 (hybrid)", 1000, 5, _result([0.0, 0.0], retrieval_recall=0.5), own)]
     _plot(pd.DataFrame(rows), tmp_path / "scale.png")
     assert (tmp_path / "scale.png").stat().st_size > 10_000
+
+
+def test_the_retrieval_table_adds_each_retriever_routed_to_its_best_catalogs():
+    needing = [case for case in load_suite("finance").split("test").cases if case.expected_calls][:4]
+    table = retrieval_table(Suite("few", needing), sizes=[200], ks=[1, 5], retrievers=["bm25"], catalogs=1)
+    assert list(table["retriever"]) == ["bm25", "bm25, best catalog"]
+    plain, routed = table.iloc[0], table.iloc[1]
+    assert routed["recall@1"] == plain["recall@1"]  # the best tool's catalog is kept: the first hit stays
+
+
+def test_routed_only_needs_catalogs():
+    with pytest.raises(SystemExit, match="give --catalogs N too"):
+        main(["--routed-only", "--sizes", "1000"])
