@@ -129,7 +129,9 @@ class MultiToolSelector(dspy.Module):
     (``tool_selection.respective_values``).
     ``retrieval=RetrievalSpec(k=K)`` shows the model only the K tools its ``retriever`` ranks highest; with
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
-    the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept. ``relevance``: a
+    the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept; with ``catalogs=N``
+    only the tools of the N catalogs (tool categories) whose best tool ranks highest are shown
+    (``tool_selection.retrieval.catalog_first``). ``relevance``: a
     ``RelevanceStage``, a ``RelevanceModel``, or a setting as a spec's (``auto``, ``none``, a file).
 
     What it does is one value, ``spec`` (a ``SelectorSpec``); ``strategy_name``, ``gate_threshold``, ``retrieve``

@@ -66,9 +66,9 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
     of ``suite`` (each registry holds every tool the cases need); with ``examples``, each retriever again with
     them in its tools' documents (``<retriever>+examples``); with ``catalogs``, each again keeping only the tools of
-    the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds to fit (embeddings
-    come from the disk cache when a run before made them), milliseconds per request (mean and 95th percentile),
-    and the index's memory where the retriever's index is a matrix or a faiss index."""
+    the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds
+    to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
+    95th percentile), and the index's memory where the retriever's index is a matrix or a faiss index."""
     from tool_selection.retrieval import (
         CATALOG_DEPTH,
         catalog_first,
@@ -109,10 +109,10 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
                     ranked[case.id] = retriever.retrieve(case.prompt, k=max(ks))
                 latencies.append(1000 * (time.perf_counter() - started))
             row = {"registry_tools": len(registry), "retriever": name, "cases": len(suite)}
+            expected = {case.id: {c.tool_name for c in case.expected_calls} for case in suite}
             for k in ks:
-                row[f"recall@{k}"] = mean_score(recall_at_k({c.tool_name for c in case.expected_calls}, ranked[case.id], k)
-                                                for case in suite)
-            row["mrr"] = mean_score(reciprocal_rank({c.tool_name for c in case.expected_calls}, ranked[case.id]) for case in suite)
+                row[f"recall@{k}"] = mean_score(recall_at_k(expected[case.id], ranked[case.id], k) for case in suite)
+            row["mrr"] = mean_score(reciprocal_rank(expected[case.id], ranked[case.id]) for case in suite)
             row.update(fit_s=fit_s, query_ms=float(np.mean(latencies)),
                        query_ms_p95=float(np.percentile(latencies, 95)), index_mb=_index_megabytes(retriever))
             rows.append(row)

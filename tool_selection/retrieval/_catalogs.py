@@ -17,7 +17,8 @@ from tool_selection.retrieval._base import RetrievedTool, check_k
 __all__ = ["CATALOG_DEPTH", "catalog_first", "catalog_of"]
 
 CATALOG_DEPTH = 50
-"""How many of the retriever's best tools the catalogs are ranked from (at least ten times the tools shown)."""
+"""How many of the retriever's best tools the catalogs are ranked from (the selector takes ten times the tools it
+shows where that is more)."""
 
 
 def catalog_of(registry: ToolRegistry, name: str) -> str:
