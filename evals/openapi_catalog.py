@@ -127,11 +127,16 @@ def _short(text: Any) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 3].rstrip() + "..."
 
 
+def _one_type(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` names one JSON type (OpenAPI 3.1 also lists several, ``["string", "null"]``: left out)."""
+    return isinstance(schema.get("type"), str) and schema["type"] in _JSON_TYPES
+
+
 def _property(spec: dict[str, Any], schema: Any, description: Any = None) -> dict[str, Any]:
     """A parameter's JSON Schema reduced to its type, description, enum and item type."""
     schema = _resolve(spec, schema) if isinstance(schema, dict) else {}
     out: dict[str, Any] = {}
-    if schema.get("type") in _JSON_TYPES:
+    if _one_type(schema):
         out["type"] = schema["type"]
     text = _short(description or schema.get("description"))
     if text:
@@ -139,7 +144,7 @@ def _property(spec: dict[str, Any], schema: Any, description: Any = None) -> dic
     if isinstance(schema.get("enum"), list) and all(isinstance(v, str | int | float | bool) for v in schema["enum"]):
         out["enum"] = schema["enum"][:20]
     items = _resolve(spec, schema.get("items")) if out.get("type") == "array" else None
-    if isinstance(items, dict) and items.get("type") in _JSON_TYPES:
+    if isinstance(items, dict) and _one_type(items):
         out["items"] = {"type": items["type"]}
     return out
 

