@@ -305,7 +305,7 @@ class MultiToolSelector(dspy.Module):
         """The names of the ``retrieve`` tools most relevant to ``request``, best first (the index is built once per
         catalog); with ``catalogs``, only tools of the catalogs whose best tool ranks highest; with ``rerank``, the
         retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``."""
-        from tool_selection.retrieval import CATALOG_DEPTH, LLMReranker, catalog_first, get_retriever
+        from tool_selection.retrieval import LLMReranker, get_retriever, retrieve_by_catalog
 
         if self._retriever is None:
             self._retriever = get_retriever(self.retriever_name)
@@ -315,7 +315,7 @@ class MultiToolSelector(dspy.Module):
         if catalogs is None:
             hits = retriever.retrieve(request, shown)
         else:
-            hits = catalog_first(retriever.retrieve(request, max(CATALOG_DEPTH, 10 * shown)), registry, catalogs, shown)
+            hits = retrieve_by_catalog(retriever, registry, request, catalogs, shown)
         if self.rerank is not None:
             reranker = LLMReranker(inner_predict(self.select).lm, keep=self.retrieve)
             hits = reranker.rerank(request, registry, hits)

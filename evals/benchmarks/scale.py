@@ -70,45 +70,42 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
     95th percentile), and the index's memory where the retriever's index is a matrix or a faiss index."""
     from tool_selection.retrieval import (
-        CATALOG_DEPTH,
-        catalog_first,
         clear_index_cache,
         get_retriever,
         mean_score,
         recall_at_k,
         reciprocal_rank,
+        retrieve_by_catalog,
     )
 
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     if examples is not None:
         refuse_scored(examples, suite, "the train splits")
-    variants = [(name, None) for name in retrievers]
+    variants = [(name, name, None, None) for name in retrievers]  # label, retriever, examples, catalogs
     if examples is not None:
-        variants += [(f"{name}+examples", examples.requests) for name in retrievers]
+        variants += [(f"{name}+examples", name, examples.requests, None) for name in retrievers]
     if catalogs is not None:
-        variants += [(f"{name}, best {_catalogs(catalogs)}", requests) for name, requests in variants]
+        variants += [(f"{label}, best {_catalogs(catalogs)}", name, requests, catalogs)
+                     for label, name, requests, _ in variants]
     rows = []
     for size in sizes:
         if size is not None and size < len(required):
             continue  # a registry this small cannot hold the tools these cases need
         registry = registry_of_size(size, required, seed)
-        for name, with_examples in variants:
-            print(f"retrieval: {len(registry):,} tools, {name} ...", file=sys.stderr, flush=True)
+        for label, name, with_examples, routed in variants:
+            print(f"retrieval: {len(registry):,} tools, {label} ...", file=sys.stderr, flush=True)
             clear_index_cache()
-            retriever = get_retriever(name.split(",")[0].removesuffix("+examples"))
+            retriever = get_retriever(name)
             started = time.perf_counter()
             retriever.fit(registry, with_examples)
             fit_s = time.perf_counter() - started
             ranked, latencies = {}, []
             for case in suite:
                 started = time.perf_counter()
-                if "catalog" in name:
-                    ranked[case.id] = catalog_first(retriever.retrieve(case.prompt, k=max(CATALOG_DEPTH, 10 * max(ks))),
-                                                    registry, catalogs, max(ks))
-                else:
-                    ranked[case.id] = retriever.retrieve(case.prompt, k=max(ks))
+                ranked[case.id] = (retriever.retrieve(case.prompt, k=max(ks)) if routed is None else
+                                   retrieve_by_catalog(retriever, registry, case.prompt, routed, max(ks)))
                 latencies.append(1000 * (time.perf_counter() - started))
-            row = {"registry_tools": len(registry), "retriever": name, "cases": len(suite)}
+            row = {"registry_tools": len(registry), "retriever": label, "cases": len(suite)}
             expected = {case.id: {c.tool_name for c in case.expected_calls} for case in suite}
             for k in ks:
                 row[f"recall@{k}"] = mean_score(recall_at_k(expected[case.id], ranked[case.id], k) for case in suite)

@@ -15,7 +15,7 @@ servers) whose best tool ranks highest.
 from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever
 from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, clear_index_cache
 from tool_selection.retrieval._bm25 import BM25Retriever
-from tool_selection.retrieval._catalogs import CATALOG_DEPTH, catalog_first, catalog_of
+from tool_selection.retrieval._catalogs import CATALOG_DEPTH, catalog_first, retrieve_by_catalog
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
 from tool_selection.retrieval._documents import content_hash, name_words, tool_document, tool_documents
 from tool_selection.retrieval._factory import RETRIEVERS, get_retriever, register_retriever
@@ -40,7 +40,6 @@ __all__ = [
     "ToolRetriever",
     "bundled_encoder",
     "catalog_first",
-    "catalog_of",
     "clear_index_cache",
     "content_hash",
     "default_cache_dir",
@@ -50,6 +49,7 @@ __all__ = [
     "recall_at_k",
     "reciprocal_rank",
     "reciprocal_rank_fusion",
+    "retrieve_by_catalog",
     "register_retriever",
     "tool_document",
     "tool_documents",

@@ -12,18 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tool_selection.registry import ToolRegistry
-from tool_selection.retrieval._base import RetrievedTool, check_k
+from tool_selection.retrieval._base import RetrievedTool, ToolRetriever, check_k
 
-__all__ = ["CATALOG_DEPTH", "catalog_first", "catalog_of"]
+__all__ = ["CATALOG_DEPTH", "catalog_first", "retrieve_by_catalog"]
 
 CATALOG_DEPTH = 50
-"""How many of the retriever's best tools the catalogs are ranked from (the selector takes ten times the tools it
-shows where that is more)."""
-
-
-def catalog_of(registry: ToolRegistry, name: str) -> str:
-    """The catalog ``name`` belongs to in ``registry``: its tool's category (a tool set's domain, an MCP server)."""
-    return registry.get(name).category
+"""How many of the retriever's best tools the catalogs are ranked from (ten times the tools shown where that is
+more)."""
 
 
 def catalog_first(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs: int,
@@ -35,9 +30,15 @@ def catalog_first(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalog
     chosen: list[str] = []
     kept = []
     for hit in hits:
-        catalog = catalog_of(registry, hit.name)
+        catalog = registry.get(hit.name).category
         if catalog not in chosen and len(chosen) < catalogs:
             chosen.append(catalog)
         if catalog in chosen:
             kept.append(hit)
     return kept[:k]
+
+
+def retrieve_by_catalog(retriever: ToolRetriever, registry: ToolRegistry, request: str, catalogs: int,
+                        k: int) -> list[RetrievedTool]:
+    """``catalog_first`` over ``retriever``'s best ``CATALOG_DEPTH`` tools for ``request`` (or ten times ``k``)."""
+    return catalog_first(retriever.retrieve(request, max(CATALOG_DEPTH, 10 * k)), registry, catalogs, k)
