@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any, Literal
 
 from tool_selection.decision import MultiToolDecision, ToolCall
+from tool_selection.lm.strict_calls import RESPECTIVELY as SAID_RESPECTIVELY
 from tool_selection.parsing import words
 from tool_selection.registry import ToolRegistry
 
@@ -23,7 +24,6 @@ __all__ = ["RESPECTIVELY", "Respectively", "respective_values"]
 
 Respectively = Literal["paired", "as-written"]
 RESPECTIVELY: tuple[str, ...] = Respectively.__args__
-_SAID_RESPECTIVELY = re.compile(r"\brespective(?:ly)?\b", re.IGNORECASE)
 _PART_BREAK = re.compile(r"\s*(?:[,;&]|\band\b)\s*")
 
 
@@ -48,7 +48,7 @@ def respective_values(decision: MultiToolDecision, registry: ToolRegistry,
                       request: str) -> tuple[MultiToolDecision, int]:
     """``decision`` with each value the request pairs "respectively" given out one part per call (see the module),
     its calls checked again, and how many calls were given a part."""
-    if not _SAID_RESPECTIVELY.search(request):
+    if not SAID_RESPECTIVELY.search(request):
         return decision, 0
     request_words = f" {words(request)} "
     calls = list(decision.tool_calls)
