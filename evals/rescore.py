@@ -22,10 +22,7 @@ from evals.suite import Suite, SuiteError, load_suite, registry_for
 from evals.tracking import write_json
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
-from tool_selection.optional_arguments import unwritten_optional
-from tool_selection.rates import decimal_rates
-from tool_selection.respective_values import respective_values
-from tool_selection.selector import MultiToolSelector
+from tool_selection.selector import MultiToolSelector, read_values
 from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import check_decision, drop_undeclared
 from tool_selection.strategies.base import as_calls, inner_predict
@@ -71,15 +68,8 @@ def _read_as_run(spec: SelectorSpec, decision, registry, request: str, row: dict
         decision, dropped = drop_undeclared(decision, registry)
         if dropped or "undeclared_dropped" not in row:  # a drop run stored its rows without them, counted
             fresh["undeclared_dropped"] = float(dropped)
-    if spec.respectively == "paired":
-        decision, paired = respective_values(decision, registry, request)
-        fresh["respective_values"] = float(paired + row.get("respective_values", 0.0))
-    if spec.rates == "decimal":
-        decision, rewritten = decimal_rates(decision, registry, request)
-        fresh["rates_as_decimals"] = float(rewritten + row.get("rates_as_decimals", 0.0))
-    if spec.optional_arguments == "written":
-        decision, dropped = unwritten_optional(decision, registry, request)
-        fresh["optional_dropped"] = float(dropped + row.get("optional_dropped", 0.0))
+    decision, counts = read_values(spec, decision, registry, request)
+    fresh.update({name: count + row.get(name, 0.0) for name, count in counts.items()})  # added to the run's own counts
     return decision
 
 

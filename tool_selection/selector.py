@@ -63,7 +63,7 @@ from tool_selection.stuck.learned import resolve_router
 from tool_selection.toolset import ToolSet
 
 __all__ = ["DEMO_OMITS", "MultiToolSelector", "REASONING", "SelectTools", "ToolSelectionAdapter", "check_decision",
-           "apply_spec", "compact_demo", "render_tools", "response_schema", "spec_of"]
+           "apply_spec", "compact_demo", "read_values", "render_tools", "response_schema", "spec_of"]
 
 Tools = ToolRegistry | ToolSet
 
@@ -109,6 +109,25 @@ def check_undeclared_arguments(value: str) -> str:
         raise ToolSelectionError(f"undeclared_arguments must be one of {', '.join(UNDECLARED_ARGUMENTS)}, "
                                  f"got {value!r}.")
     return value
+
+
+def read_values(spec: SelectorSpec, decision: MultiToolDecision, registry: ToolRegistry,
+                request: str) -> tuple[MultiToolDecision, dict[str, float]]:
+    """``decision``'s values read as ``spec`` says: values paired "respectively" given one per call, rates as
+    decimals, optional arguments the request does not write dropped; with the count of each rewrite the spec asks
+    for (``respective_values``, ``rates_as_decimals``, ``optional_dropped``). A live selection and a rescored run
+    read alike."""
+    counts: dict[str, float] = {}
+    if spec.respectively == "paired":
+        decision, paired = respective_values(decision, registry, request)
+        counts["respective_values"] = float(paired)
+    if spec.rates == "decimal":
+        decision, rewritten = decimal_rates(decision, registry, request)
+        counts["rates_as_decimals"] = float(rewritten)
+    if spec.optional_arguments == "written":
+        decision, dropped = unwritten_optional(decision, registry, request)
+        counts["optional_dropped"] = float(dropped)
+    return decision, counts
 
 
 class MultiToolSelector(dspy.Module):
@@ -263,21 +282,11 @@ class MultiToolSelector(dspy.Module):
 
     def _read_values(self, prediction: dspy.Prediction, registry: ToolRegistry, request: str,
                      extras: dict[str, Any]) -> None:
-        """The calls' values read as the spec says (rates as decimals, optional arguments the request does not
-        write dropped, values paired "respectively" given one per call), in ``prediction``, with the counts in
+        """The calls' values read as the spec says (``read_values``), in ``prediction``, with the counts in
         ``extras``."""
-        if self.spec.respectively == "paired":
-            decision, paired = respective_values(prediction.decision, registry, request)
-            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
-            extras["respective_values"] = float(paired)
-        if self.spec.rates == "decimal":
-            decision, rewritten = decimal_rates(prediction.decision, registry, request)
-            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
-            extras["rates_as_decimals"] = float(rewritten)
-        if self.spec.optional_arguments == "written":
-            decision, dropped = unwritten_optional(prediction.decision, registry, request)
-            prediction.decision, prediction.tool_calls = decision, decision.tool_calls
-            extras["optional_dropped"] = float(dropped)
+        decision, counts = read_values(self.spec, prediction.decision, registry, request)
+        prediction.decision, prediction.tool_calls = decision, decision.tool_calls
+        extras.update(counts)
 
     def _gated(self, request: str, registry: ToolRegistry, extras: dict[str, Any]) -> dspy.Prediction | None:
         """The gate's answer of no call when it judges that no listed tool fits, else None; its columns go into
