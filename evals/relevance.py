@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,8 @@ MODEL_SIGNALS = ("bm25_best", "call_open", "dense_best", "dense_chosen", "ground
 for the 0.5B model, AUROC about 0.5, for one more model question per case) and ``bm25_background`` (its word weights do
 not depend on the catalog's size, but with one tool listed it tells requests apart less well than ``bm25_best``,
 and a model refitted with it in ``bm25_best``'s place abstains more wrongly at the same BFCL ``irrelevance``: the
-relevance page's refit sections)."""
+relevance page's refit sections). ``other_language`` is not weighed: it chooses which model reads the request
+(``RelevanceModel.other_language``, fitted with ``--other-language-signals``)."""
 
 PAIRED_METRICS = {"accuracy": "full_match", "abstention_accuracy": "abstention_correct",
                   "false_abstention_rate": "false_abstention"}
@@ -141,7 +142,7 @@ def apply_relevance(rows: pd.DataFrame, model: RelevanceModel, threshold: float 
     """``rows`` as they would be with the model deciding at ``threshold`` (default: its own): a call whose
     P(relevant) is below it becomes an abstention. Adds ``relevance_p`` and ``relevance_overruled``."""
     threshold = model.threshold if threshold is None else threshold
-    probabilities = model.probabilities(signals_of(rows, model.signals))
+    probabilities = model.probabilities(signals_of(rows, model.reads))
     overruled = called(rows) & (probabilities < threshold)
     out = abstain_where(rows, overruled)
     out["relevance_p"] = probabilities
@@ -163,7 +164,7 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Itera
     """The threshold with the best balanced accuracy on ``dev`` among those that add at most
     ``max_added_false_abstention`` to the selection's own false abstention there (a relevance stage that gains by
     refusing requests that need a call is not wanted); ties: the lowest, which overrules least."""
-    probabilities = model.probabilities(signals_of(dev, model.signals))
+    probabilities = model.probabilities(signals_of(dev, model.reads))
     if thresholds is None:
         candidates = np.unique(probabilities[called(dev)])
         above = [_between(top, 1.0) if top < 1.0 else 1.0 for top in candidates[-1:]]
@@ -189,6 +190,30 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Itera
     dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key not in ("threshold", "allowed")}
     dev_figures["max_added_false_abstention"] = max_added_false_abstention
     return RelevanceChoice(model.with_threshold(min(1.0, threshold), {"rows": len(dev), **dev_figures}), sweep)
+
+
+def fit_other_language(model: RelevanceModel, part: Mapping[str, pd.DataFrame], signals: Sequence[str], *,
+                       C: float = 1.0, max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceModel:
+    """``model`` with an ``other_language`` model for requests in another language than the tools' documents:
+    fitted on the same train rows (``part["train"]``) with ``signals`` (none that compares words), its threshold
+    chosen on the same dev rows by the same rule, then its intercept moved by the difference of the two thresholds'
+    log-odds, so that ``model``'s threshold takes the same decisions as its own."""
+    if not 0.0 < model.threshold < 1.0:
+        raise ToolSelectionError(f"The relevance model's threshold {model.threshold:g} overrules no call or every "
+                                 "call, so a model for other languages cannot be set to decide at it: choose its "
+                                 "threshold on dev first (choose_threshold).")
+    inner = choose_threshold(fit_on_rows(part["train"], signals, C=C, trained_on=model.trained_on), part["dev"],
+                             max_added_false_abstention=max_added_false_abstention).model
+    shift = _logit(model.threshold) - _logit(inner.threshold)
+    moved = inner.model_dump(exclude_none=True) | {"intercept": stored(inner.intercept + shift),
+                                                   "threshold": model.threshold,
+                                                   "dev": {**inner.dev, "own_threshold": inner.threshold}}
+    return RelevanceModel.model_validate(model.model_dump(exclude_none=True) | {"other_language": moved})
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-9), 1 - 1e-9)
+    return math.log(p / (1 - p))
 
 
 def _between(low: float, high: float) -> float:
@@ -238,12 +263,14 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
                      fit_suites: Sequence[str] | None = None,
                      max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
                      report_signals: Sequence[str] | None = None,
-                     whole: Sequence[str] = ()) -> RelevanceReport:
+                     whole: Sequence[str] = (), other_language_signals: Sequence[str] = ()) -> RelevanceReport:
     """``runs``: suite name -> its rows (with the signals recorded). The model combines ``signals``; it is fitted
     on the train rows of ``fit_suites`` (default: every suite with train rows), its threshold chosen on their dev
     rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev), and it is
     reported on every suite's test rows, and on all the rows of the suites in ``whole`` (train and dev included,
-    marked so). AUROCs alone: ``report_signals`` (default: ``signals``), where the rows hold them."""
+    marked so). AUROCs alone: ``report_signals`` (default: ``signals``), where the rows hold them. With
+    ``other_language_signals``, the model reads requests in another language with a second model of those
+    (``fit_other_language``)."""
     fit_suites = list(fit_suites or [name for name, rows in runs.items() if (rows["split"] == "train").any()])
     unknown = [name for name in fit_suites if name not in runs]
     if unknown:
@@ -252,6 +279,9 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
             for split in ("train", "dev")}
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
     choice = choose_threshold(model, part["dev"], max_added_false_abstention=max_added_false_abstention)
+    if other_language_signals:
+        choice = replace(choice, model=fit_other_language(choice.model, part, other_language_signals, C=C,
+                                                          max_added_false_abstention=max_added_false_abstention))
     tests = test_parts(runs)
     report_signals = list(report_signals or signals)
     aurocs = pd.DataFrame({name: signal_aurocs(rows, [s for s in report_signals if f"{SIGNAL_PREFIX}{s}" in rows])
@@ -273,6 +303,10 @@ class BoostedRelevance:
     classifier: object
     threshold: float = 0.5
     dev: Mapping[str, object] | None = None
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return self.signals
 
     def probabilities(self, table: pd.DataFrame) -> np.ndarray:
         return self.classifier.predict_proba(table[list(self.signals)].to_numpy(dtype=float))[:, 1]
@@ -355,7 +389,7 @@ def _combined_auroc(model: RelevanceModel, rows: pd.DataFrame) -> float:
     labels = needs_call(subset)
     if len(set(labels.tolist())) < 2:
         return math.nan
-    return float(roc_auc_score(labels, model.probabilities(signals_of(subset, model.signals))))
+    return float(roc_auc_score(labels, model.probabilities(signals_of(subset, model.reads))))
 
 
 def _test_row(name: str, before: pd.DataFrame, model: RelevanceModel) -> dict[str, object]:

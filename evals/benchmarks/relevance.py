@@ -33,6 +33,7 @@ from evals.runner import load_results
 from evals.suite import load_suite
 from evals.tracking import git_commit
 from tool_selection.errors import ToolSelectionError
+from tool_selection.relevance import RelevanceModel
 
 __all__ = ["add_arguments", "format_report", "load_runs", "markdown_report", "run_from_args"]
 
@@ -48,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-added-false-abstention", type=float, default=5.0, metavar="POINTS",
                         help="The most false abstention (points) the threshold may add on dev (default: 5).")
     parser.add_argument("--C", type=float, default=1.0, help="Inverse regularisation strength (default: 1).")
+    parser.add_argument("--other-language-signals", metavar="NAMES",
+                        help="Also fit, on the same rows, a model of these signals (none that compares words) for "
+                             "requests in another language than the tools' documents (the other_language signal).")
     parser.add_argument("--save", metavar="MODEL_JSON", help="Write the fitted model (for toolsel eval --relevance).")
     parser.add_argument("--markdown", metavar="FILE", help="Also write the report as a markdown page.")
     parser.add_argument("--figure", metavar="PNG", help="With --markdown: draw the threshold's trade-off (abstention "
@@ -97,7 +101,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     whole = whole_categories(runs)
     report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
                               max_added_false_abstention=args.max_added_false_abstention / 100,
-                              report_signals=everywhere_or_somewhere, whole=whole)
+                              report_signals=everywhere_or_somewhere, whole=whole,
+                              other_language_signals=_names(args.other_language_signals))
     print(format_report(report))
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")
@@ -115,12 +120,17 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
+def _names(text: str | None) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()] if text else []
+
+
 def _command(args: argparse.Namespace) -> str:
     parts = ["toolsel bench relevance", *args.runs]
     parts += [f"--signals {args.signals}"] if args.signals else []
     parts += [f"--fit-suites {args.fit_suites}"] if args.fit_suites else []
     parts += [f"--max-added-false-abstention {args.max_added_false_abstention:g}"] \
         if args.max_added_false_abstention != 5.0 else []
+    parts += [f"--other-language-signals {args.other_language_signals}"] if args.other_language_signals else []
     parts += [f"--save {args.save}"] if args.save else []
     parts += [f"--cost {args.cost}"] if args.cost else []
     parts += [f"--markdown {args.markdown} --figure {args.figure}"] if args.markdown and args.figure else []
@@ -323,6 +333,24 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
          "why)." if left_out else ""), "",
         *(line for section in sections for line in (f'--8<-- "{Path(section).as_posix()}"', "")),
         "## The model", "",
-        _table(pd.DataFrame({"signal": model.signals, "weight (standardised)": model.coefficients,
-                             "mean": model.means, "scale": model.scales})), "",
+        _weights(model), "",
+        *_other_language_part(model),
         "## Provenance", "", _table(provenance), ""])
+
+
+def _weights(model: RelevanceModel) -> str:
+    return _table(pd.DataFrame({"signal": model.signals, "weight (standardised)": model.coefficients,
+                                "mean": model.means, "scale": model.scales}))
+
+
+def _other_language_part(model: RelevanceModel) -> list[str]:
+    inner = model.other_language
+    if inner is None:
+        return []
+    return ["## The model for requests in another language", "",
+            "Where the `other_language` signal marks the request as written in another language than the tools' "
+            "documents (`tool_selection.relevance.language`), this model reads it instead: fitted on the same train "
+            "rows without the signals that compare words, its threshold chosen on the same dev rows by the same "
+            f"rule (P < {inner.dev.get('own_threshold', math.nan):.3f}; dev balanced accuracy "
+            f"{_points(inner.dev.get('balanced_accuracy'))}), then its intercept moved so that the threshold above "
+            "takes the same decisions.", "", _weights(inner), ""]

@@ -49,7 +49,7 @@ def _rate(summary: Mapping[str, float], metric: str) -> float:
 def matched_threshold(model: RelevanceModel, rows: pd.DataFrame, accuracy: float) -> float:
     """The lowest threshold (of the model's probabilities on ``rows``, and its own) at which ``model`` reaches
     ``accuracy`` on ``rows`` (a share; the highest probability's threshold if it never does)."""
-    candidates = sorted({model.threshold, *model.probabilities(signals_of(rows, model.signals)).tolist()})
+    candidates = sorted({model.threshold, *model.probabilities(signals_of(rows, model.reads)).tolist()})
     candidates = [float(np.nextafter(p, 1.0)) if p != model.threshold else p for p in candidates]
     for threshold in sorted(candidates):
         if summarize(apply_relevance(rows, model, threshold), with_ci=False)["accuracy"] >= accuracy - 1e-9:

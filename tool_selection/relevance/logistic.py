@@ -85,9 +85,14 @@ class LogisticModel(BaseModel):
                 z += missing[index]
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Every signal ``probability`` reads (a subclass may read more than it weighs)."""
+        return self.signals
+
     def probabilities(self, table: Any) -> np.ndarray:
         """The probability per row of a table (pandas) holding one column per signal (or ``rel_<signal>``)."""
-        columns = {name: _column_name(table, name) for name in self.signals}
+        columns = {name: _column_name(table, name) for name in self.reads}
         return np.array([self.probability({name: signal_number(row.get(column)) for name, column in columns.items()})
                          for row in table.to_dict("records")])
 
@@ -95,12 +100,13 @@ class LogisticModel(BaseModel):
         return self.model_copy(update={"threshold": float(threshold), "dev": dev or {}})
 
     @property
-    def fingerprint(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:12]
+    def fingerprint(self) -> str:  # an optional part left unset is left out, so older files keep their fingerprint
+        return hashlib.sha256(self.model_dump_json(exclude_none=True).encode()).hexdigest()[:12]
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.write_text(json.dumps({"format": FILE_FORMAT, **self.model_dump(mode="json")}, indent=2) + "\n")
+        data = self.model_dump(mode="json", exclude_none=True)
+        path.write_text(json.dumps({"format": FILE_FORMAT, **data}, indent=2) + "\n")
         return path
 
     @classmethod

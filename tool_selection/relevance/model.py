@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
+
+from pydantic import model_validator
 
 from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
@@ -29,11 +31,38 @@ class RelevanceModelError(ToolSelectionError, ValueError):
 
 
 class RelevanceModel(LogisticModel):
-    """``probability(signals)``: P(some listed tool does what is asked); below ``threshold`` the selector abstains."""
+    """``probability(signals)``: P(some listed tool does what is asked); below ``threshold`` the selector abstains.
+
+    ``other_language``: the model that reads a request the ``other_language`` signal marks as written in another
+    language than the tools' documents, fitted without the signals that compare words (``fit_other_language``).
+    Its intercept is moved so that ``threshold`` decides for both, so a probability it gives is a score on this
+    model's scale (the same side of the threshold as its own), and ``--relevance-threshold`` moves both."""
 
     what: ClassVar[str] = "relevance model"
     write_fix: ClassVar[str] = "Write one with RelevanceModel.save or 'toolsel bench relevance --save'."
     error: ClassVar[type[Exception]] = RelevanceModelError
+
+    other_language: RelevanceModel | None = None
+
+    @model_validator(mode="after")
+    def _one_level(self) -> Self:
+        inner = self.other_language
+        if inner is not None and (inner.other_language is not None or "other_language" in inner.signals
+                                  or WORD_SIGNALS & set(inner.signals)):
+            raise ValueError(f"other_language reads the requests in another language: it cannot have one of its own "
+                             f"or weigh other_language or a signal that compares words ({', '.join(sorted(WORD_SIGNALS))})")
+        return self
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        if self.other_language is None:
+            return self.signals
+        return tuple(dict.fromkeys([*self.signals, *self.other_language.signals, "other_language"]))
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        if self.other_language is not None and values.get("other_language") == 1.0:
+            return self.other_language.probability(values)
+        return super().probability(values)
 
     @classmethod
     def load_fix(cls) -> str:
@@ -52,14 +81,16 @@ def shipped_relevance_model(model: str) -> RelevanceModel | None:
 
 
 _RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")
-_RETRIEVAL_SIGNALS = {"bm25_best", "bm25_background", "dense_best", "dense_chosen"}
+WORD_SIGNALS = frozenset({"bm25_best", "bm25_background", "dense_best", "dense_chosen"})
+"""The signals that compare the request's words with the tools' (BM25, the English MiniLM embedder)."""
 
 
 def missing_retrieval_packages(signals: Sequence[str]) -> list[str]:
-    """The retrieval extra's packages that are not installed, where ``signals`` read retrieval scores (else [])."""
-    if not _RETRIEVAL_SIGNALS & set(signals):
-        return []
-    return [name for name in _RETRIEVAL_PACKAGES if importlib.util.find_spec(name) is None]
+    """The retrieval extra's packages that are not installed, where ``signals`` read retrieval scores or the
+    request's language (else [])."""
+    packages = [*(_RETRIEVAL_PACKAGES if WORD_SIGNALS & set(signals) else ()),
+                *(("py3langid",) if "other_language" in signals else ())]
+    return [name for name in packages if importlib.util.find_spec(name) is None]
 
 
 def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str | None, *,
@@ -77,7 +108,7 @@ def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str 
             return own
         model = configured_model() if model is None else model
         shipped = shipped_relevance_model(model)
-        missing = missing_retrieval_packages(shipped.signals) if shipped is not None else []
+        missing = missing_retrieval_packages(shipped.reads) if shipped is not None else []
         if missing:
             warnings.warn(f"The relevance model shipped for {model} reads retrieval scores, and {', '.join(missing)} "
                           "is not installed: running without it. Install it with pip install "

@@ -251,6 +251,12 @@ def _bm25_background(evidence: Evidence) -> float:
     return background_bm25().best(evidence.request, list(tool_documents(evidence.registry).values()))
 
 
+def _other_language(evidence: Evidence) -> float:
+    from tool_selection.relevance.language import in_other_language
+
+    return float(in_other_language(evidence.request, evidence.registry))
+
+
 def _tools_listed(evidence: Evidence) -> float:
     return math.log(max(len(evidence.registry), 1))
 
@@ -359,6 +365,8 @@ for _spec in (  # the order signals are listed and recorded in
     SignalSpec("bm25_best", _bm25_best, "BM25 score of the best tool", cheap=True),
     SignalSpec("bm25_background", _bm25_background, "BM25 score of the best tool, word weights from a fixed "
                "background catalog (the same for any number of listed tools)", cheap=True),
+    SignalSpec("other_language", _other_language, "1 when the request is in another language than the tools' "
+               "documents (py3langid)", cheap=True),
     SignalSpec("verify", _verify, "Yes/No score of 'does that call do exactly what I asked?' after the answer",
                costs_a_call=True, reads_the_answer=True, cheap=True, needs_logprobs=True),
     SignalSpec("gate", _gate, "the relevance gate's Yes/No score, with the gate's model", costs_a_call=True),

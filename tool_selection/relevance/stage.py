@@ -56,7 +56,7 @@ class RelevanceStage:
         if model is not None and not isinstance(model, RelevanceModel):
             model = RelevanceModel.load(model)
         self.model = model
-        wanted = list(model.signals) if model is not None else []
+        wanted = list(model.reads) if model is not None else []
         wanted += list(signals if signals is not None else ([] if model is not None else CHEAP_SIGNALS))
         self.signals = check_signals(wanted)
         self.gate_lm = gate_lm
