@@ -1,13 +1,13 @@
 """The ``mixed`` tool set (every domain's tools in one registry) and its suite ``evals/suites/mixed.jsonl``, which
 ``evals/suites/build_mixed.py`` generates from the domain suites (sampling: ``evals/suites/mixed.card.md``)."""
 
-import importlib.util
 import re
 from collections import Counter
 
 import pytest
 
 from evals.suite import SUITES_DIR, load_suite
+from tests.evals.suite_scripts import build_script
 from tests.evals.test_domain_suites import DOMAINS, alternatives
 from tool_selection import load_tool_set
 from tool_sets.mixed import DOMAIN_SETS, TOOL_SET
@@ -17,14 +17,7 @@ MIN_SPLIT = {"test": 100, "dev": 60}
 ID = re.compile(rf"^mixed-({'|'.join(DOMAINS)})-(\d{{3}})$")
 
 
-def _build_module():
-    spec = importlib.util.spec_from_file_location("build_mixed", SUITES_DIR / "build_mixed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BUILD = _build_module()
+BUILD = build_script("build_mixed")
 MIXED = load_suite("mixed")
 
 

@@ -2,7 +2,6 @@
 from the domain suites and the hand-written ``translations.json``: each source case asked in every language with
 the same tools and expected answer."""
 
-import importlib.util
 import json
 import re
 from collections import Counter
@@ -10,16 +9,9 @@ from collections import Counter
 import pytest
 
 from evals.suite import SUITES_DIR, load_suite
+from tests.evals.suite_scripts import build_script
 
-
-def _build_module():
-    spec = importlib.util.spec_from_file_location("build_translated", SUITES_DIR / "build_translated.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BUILD = _build_module()
+BUILD = build_script("build_translated")
 TRANSLATED = load_suite("translated")
 TABLE = json.loads((SUITES_DIR / "translations.json").read_text(encoding="utf-8"))
 LANGUAGES = ["en", *TABLE["languages"]]
