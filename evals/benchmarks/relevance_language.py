@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from evals.stats import compare_paired
 from tool_selection.conversations.summary import format_table
 from tool_selection.relevance import RelevanceModel
 from tool_selection.relevance.signals import DECISION_SIGNALS
+from tool_selection.relevance.stage import OVERRULED_CALLS
 
 __all__ = ["against_run", "aurocs_by_language", "by_language", "language_rows", "main", "markdown"]
 
@@ -46,10 +48,8 @@ def language_rows(run: Path, model: RelevanceModel | None = None, *,
     source, language = rows["id"].str.rsplit(".", n=1).str[0], rows["id"].str.rsplit(".", n=1).str[1]
     if language.isna().any():
         raise SystemExit(f"{run}: these rows are not the translated suite's (ids end in .en, .es, ...)")
-    overruled = rows.get("relevance_overruled_calls", pd.Series(None, index=rows.index)).fillna("").astype(str)
     predicted = rows["predicted"].fillna("[]").astype(str).str.strip()
-    rows = rows.assign(source=source, language=language,
-                       selection_called=(predicted != "[]") | overruled.str.startswith("[{"))
+    rows = rows.assign(source=source, language=language, selection_called=(predicted != "[]") | _overruled(rows))
     if model is not None or other_language is not None:  # a call put back is not scored again: no full match
         reads = {*(model.reads if model else ()), *(other_language.reads if other_language else ())}
         rows = _with_decision_signals(run, rows, [name for name in DECISION_SIGNALS if name in reads])
@@ -72,11 +72,16 @@ def _with_decision_signals(run: Path, rows: pd.DataFrame, names: list[str]) -> p
     return fill_decision_signals(rows, cases, names)
 
 
+def _overruled(rows: pd.DataFrame) -> pd.Series:
+    """Whether the relevance stage dropped the row's calls (kept in ``OVERRULED_CALLS``)."""
+    calls = rows[OVERRULED_CALLS] if OVERRULED_CALLS in rows else pd.Series(None, index=rows.index)
+    return calls.fillna("").astype(str).str.startswith("[{")
+
+
 def _selection_alone(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows as the selection alone answered: the overruled calls put back (their scores are not recomputed, so
     only abstention and the relevance columns are read from rows that pass through here)."""
-    overruled = rows["relevance_overruled_calls"].fillna("").astype(str).str.startswith("[{")
-    return rows.assign(predicted=rows["predicted"].where(~overruled, rows["relevance_overruled_calls"]))
+    return rows.assign(predicted=rows["predicted"].where(~_overruled(rows), rows.get(OVERRULED_CALLS)))
 
 
 def _paired(rows: pd.DataFrame, language: str) -> dict[str, object]:
@@ -190,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         [*(str(run) for run in args.runs), *([f"--model {args.model}"] if args.model else []),
          *([f"--other-language-model {args.other_language_model}"] if other else []),
          *([f"--against {args.against}"] if args.against else []),
-         *([f"--title '{args.title}'"] if args.title != parser.get_default("title") else [])])
+         *([f"--title {shlex.quote(args.title)}"] if args.title != parser.get_default("title") else [])])
     before = language_rows(args.against) if args.against else None
     text = markdown(rows, title=args.title, command=command, note=args.note, aurocs=model is None and other is None,
                     before=before)
