@@ -367,8 +367,9 @@ def bfcl_to_json_schema(node: Any) -> Any:
             out[key] = bfcl_to_json_schema(value) if key in ("additionalProperties", "anyOf", "oneOf") else value
     if out.get("type") == "number" and "enum" in out:
         out["enum"] = [float(v) if isinstance(v, int | float) else v for v in out["enum"]]
-    if "required" in out and "properties" in out:
-        out["required"] = [r for r in out["required"] if r in out["properties"]]
+    required = out.get("required")
+    if "properties" in out and isinstance(required, list) and all(isinstance(r, str) for r in required):
+        out["required"] = [r for r in required if r in out["properties"]]  # else left for the schema check to refuse
     # BFCL sometimes writes a default that contradicts its own type (e.g. "default": "None"): drop it.
     if "default" in out and "type" in out:
         try:

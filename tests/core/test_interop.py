@@ -157,6 +157,17 @@ def test_import_bfcl_function_docs_maps_non_standard_types():
     assert [p.field for p in hypot.check_arguments({"x": 3.5})] == ["x", "y"]
 
 
+@pytest.mark.parametrize("required", [[{"type": "dict"}, "city"], [["city"]], "city"])
+def test_a_bfcl_required_list_that_is_not_of_names_is_refused_not_crashed_on(required):
+    """BFCL's required names are filtered to the listed properties; anything else is left for the schema check."""
+    doc = {"name": "weather", "description": "Weather for a city.",
+           "parameters": {"type": "dict", "properties": {"city": {"type": "string"}}, "required": required}}
+    with pytest.raises(ToolDefinitionError, match="PARAMETERS is not valid JSON Schema"):
+        from_bfcl([doc])
+    assert from_bfcl([{**doc, "parameters": {**doc["parameters"], "required": ["city", "country"]}}]).get(
+        "weather").input_schema()["required"] == ["city"]
+
+
 def test_import_mcp_tools_list_result():
     result = mcp.types.ListToolsResult(tools=[to_mcp(Echo), to_mcp(Add)])
     for payload in (result, result.model_dump(by_alias=True), result.tools):
