@@ -93,11 +93,10 @@ def run_from_args(args: argparse.Namespace) -> int:
     runs, params = load_runs(args.runs)
     recorded = sorted(set.intersection(*(set(signal_names(rows)) for rows in runs.values())))
     everywhere_or_somewhere = sorted(set.union(*(set(signal_names(rows)) for rows in runs.values())))
-    signals = ([s.strip() for s in args.signals.split(",")] if args.signals
-               else [s for s in MODEL_SIGNALS if s in recorded])
+    signals = _names(args.signals) or [s for s in MODEL_SIGNALS if s in recorded]
     if not signals:
         raise ToolSelectionError("These runs recorded no relevance signal: evaluate with --relevance-signals cheap.")
-    fit = [s.strip() for s in args.fit_suites.split(",")] if args.fit_suites else None
+    fit = _names(args.fit_suites) or None
     whole = whole_categories(runs)
     report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
                               max_added_false_abstention=args.max_added_false_abstention / 100,
@@ -121,7 +120,8 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def _names(text: str | None) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()] if text else []
+    """A comma-separated flag's names (an empty one is kept, for the check of names to refuse)."""
+    return [name.strip() for name in text.split(",")] if text else []
 
 
 def _command(args: argparse.Namespace) -> str:

@@ -54,9 +54,8 @@ def language_rows(run: Path, model: RelevanceModel | None = None, *,
         reads = {*(model.reads if model else ()), *(other_language.reads if other_language else ())}
         rows = _with_decision_signals(run, rows, [name for name in DECISION_SIGNALS if name in reads])
         alone, english = _selection_alone(rows), rows["language"] == SOURCE
-        read = [apply_relevance(alone[english], model) if model else rows[english],
-                apply_relevance(alone[~english], other_language or model) if other_language or model
-                else rows[~english]]
+        read = [apply_relevance(alone[part], reader) if reader else rows[part]
+                for part, reader in ((english, model), (~english, other_language or model))]
         rows = pd.concat(read).loc[rows.index].drop(columns=["full_match"])
     need, empty = needs_call(rows).astype(bool), (rows["predicted"].fillna("[]").astype(str).str.strip() == "[]")
     return rows.assign(false_abstained=empty.astype(float).where(need), abstained=empty.astype(float).where(~need))
