@@ -299,6 +299,8 @@ def _check_examples(path: str, tools: ToolRegistry | None, cases: Suite) -> None
 
     examples = ToolExamples.load(path)
     refuse_scored(examples, cases, path)
+    if tools is not None:
+        examples.check_catalog(tools)
     registries = [tools] if tools is not None else [registry_for(case) for case in cases]
     listed = {name for registry in registries for name in registry.names()}
     if not listed & set(examples.requests):

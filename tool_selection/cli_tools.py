@@ -1,4 +1,5 @@
-"""``toolsel tools list|show|schema``: inspect the registered tools and export their schemas."""
+"""``toolsel tools list|show|schema|examples``: inspect the registered tools, export their schemas, and have a
+model write example requests for a retriever's index."""
 
 from __future__ import annotations
 
@@ -35,6 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     schema.add_argument("name", help="Tool name, as listed by 'toolsel tools list'.")
     schema.add_argument("--format", choices=SCHEMA_FORMATS, default="openai", help="Schema format (default: openai).")
     schema.set_defaults(handler=_schema)
+
+    examples = sub.add_parser(
+        "examples", help="A model writes example requests for every tool, for a retriever's index.",
+        description="A model writes three example requests for every tool of the tool sets (all of them by "
+                    "default) into FILE, for --retrieve-examples: a retriever then meets each tool in its users' "
+                    "words. A FILE written before is resumed: tools whose description is unchanged keep theirs.")
+    examples.add_argument("--out", required=True, metavar="FILE", help="The examples file to write (or resume).")
+    examples.add_argument("--set", dest="tool_sets", action="append", metavar="NAME",
+                          help="Only this tool set (repeat for several).")
+    examples.add_argument("--model", default=None, help="Model spec (default: the embedded default model).")
+    examples.set_defaults(handler=_examples)
 
 
 def _load_all_sets() -> dict[str, list[type[BaseTool]]]:
@@ -91,4 +103,26 @@ def _schema(args: argparse.Namespace) -> int:
         "json-schema": lambda t: t.input_schema(),
     }
     print_json(exporters[args.format](tool))
+    return 0
+
+
+def _examples(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from tool_selection.defaults import DEFAULT_MODEL
+    from tool_selection.lm import get_lm
+    from tool_selection.registry import ToolRegistry
+    from tool_selection.retrieval.written import write_examples
+    from tool_selection.toolset import load_tool_set
+
+    sets = ({name: list(load_tool_set(name).tools) for name in args.tool_sets} if args.tool_sets
+            else _load_all_sets())
+    registry = ToolRegistry("examples", {tool for tools in sets.values() for tool in tools})
+    lm = get_lm(args.model or DEFAULT_MODEL, constrained=True, max_tokens=150)
+    with tqdm(total=len(registry), desc="writing example requests", unit="tool") as bar:
+        written = write_examples(registry, lm, path=args.out,
+                                 progress=lambda done, total, name: bar.update(done - bar.n))
+    print(f"{len(written):,} requests for {len(written.requests):,} of {len(registry):,} tools "
+          f"({written.source['seconds']:,.0f} s of writing in all): {args.out}")
+    print(f"Use them with: toolsel eval ... --retrieve 5 --retrieve-examples {args.out}")
     return 0

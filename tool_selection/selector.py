@@ -176,6 +176,7 @@ class MultiToolSelector(dspy.Module):
         self.gate_lm = gate_lm
         self._retriever = None
         self._retrieval_examples = None
+        self._examples_checked: set[int] = set()  # hashes of the tool listings checked
         self.relevance = _relevance_stage(relevance)
         self.cascade: Cascade | None = None  # set from a spec's cascade (apply_spec)
 
@@ -320,7 +321,7 @@ class MultiToolSelector(dspy.Module):
             self._retriever = get_retriever(self.retriever_name)
         shown = self.rerank or self.retrieve
         catalogs = self.spec.retrieval.catalogs
-        retriever = self._retriever.fit(registry, self._examples())
+        retriever = self._retriever.fit(registry, self._examples(registry))
         if catalogs is None:
             hits = retriever.retrieve(request, shown)
         else:
@@ -330,8 +331,10 @@ class MultiToolSelector(dspy.Module):
             hits = reranker.rerank(request, registry, hits)
         return [hit.name for hit in hits]
 
-    def _examples(self) -> dict[str, tuple[str, ...]] | None:
-        """The example requests the retriever indexes with each tool (``--retrieve-examples``), read once."""
+    def _examples(self, registry: ToolRegistry) -> dict[str, tuple[str, ...]] | None:
+        """The example requests the retriever indexes with each tool (``--retrieve-examples``), read once, and
+        checked once per listing of tool names against the tool documents they were written from
+        (``check_catalog``)."""
         path = self.spec.retrieval.examples if self.spec.retrieval else None
         if path is None:
             return None
@@ -339,6 +342,10 @@ class MultiToolSelector(dspy.Module):
             from tool_selection.retrieval.examples import ToolExamples
 
             self._retrieval_examples = ToolExamples.load(path)
+        listing = hash(tuple(registry.names()))
+        if listing not in self._examples_checked:
+            self._retrieval_examples.check_catalog(registry)
+            self._examples_checked.add(listing)
         return self._retrieval_examples.requests
 
     def check_lm(self, lm: dspy.BaseLM | None = None) -> None:

@@ -6,6 +6,8 @@
     toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
     toolsel bench scale ... --examples                      # also with train requests in the tools' documents
     toolsel bench scale ... --catalogs 1                    # also showing only the best-ranked catalog's tools
+    toolsel bench scale --write-examples FILE --sizes 1000 --cases 300   # the model writes requests for every tool
+    toolsel bench scale ... --written FILE                  # also with those written requests in the documents
 
 A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
 
@@ -62,10 +64,13 @@ def sample_cases(n: int, seed: int = 0) -> Suite:
 
 def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
                     retrievers: list[str] = ("bm25", "dense", "hybrid"), seed: int = 0,
-                    examples: ToolExamples | None = None, catalogs: int | None = None) -> pd.DataFrame:
+                    examples: ToolExamples | None = None, catalogs: int | None = None,
+                    written: ToolExamples | None = None) -> pd.DataFrame:
     """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
     of ``suite`` (each registry holds every tool the cases need); with ``examples``, each retriever again with
-    them in its tools' documents (``<retriever>+examples``); with ``catalogs``, each again keeping only the tools of
+    them in its tools' documents (``<retriever>+examples``); with ``written`` (requests a model wrote for every tool,
+    ``write_catalog_examples``), each with those (``+written``) and, with ``examples`` too, with both
+    (``+examples+written``); with ``catalogs``, each again keeping only the tools of
     the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds
     to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
     95th percentile), and the index's memory where the retriever's index is a matrix or a faiss index."""
@@ -84,6 +89,12 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     variants = [(name, name, None, None) for name in retrievers]  # label, retriever, examples, catalogs
     if examples is not None:
         variants += [(f"{name}+examples", name, examples.requests, None) for name in retrievers]
+    if written is not None:
+        refuse_scored(written, suite, "the written examples")
+        variants += [(f"{name}+written", name, written.requests, None) for name in retrievers]
+        if examples is not None:
+            variants += [(f"{name}+examples+written", name, examples.combined(written).requests, None)
+                         for name in retrievers]
     if catalogs is not None:
         variants += [(f"{label}, best {_catalogs(catalogs)}", name, requests, catalogs)
                      for label, name, requests, _ in variants]
@@ -92,6 +103,8 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
         if size is not None and size < len(required):
             continue  # a registry this small cannot hold the tools these cases need
         registry = registry_of_size(size, required, seed)
+        if written is not None:
+            written.check_catalog(registry)
         for label, name, with_examples, routed in variants:
             print(f"retrieval: {len(registry):,} tools, {label} ...", file=sys.stderr, flush=True)
             clear_index_cache()
@@ -114,6 +127,30 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
                        query_ms_p95=float(np.percentile(latencies, 95)), index_mb=_index_megabytes(retriever))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def write_catalog_examples(path: Path, model: str, suite: Suite, sizes: list[int | None], seed: int = 0) -> None:
+    """Requests ``model`` writes for every tool of each size's registry (those the scale rows use for ``suite``),
+    into one file at ``path``, resumed where it holds some already (``tool_selection.retrieval.written``)."""
+    from tqdm.auto import tqdm
+
+    from tool_selection.lm import get_lm
+    from tool_selection.registry import ToolRegistry
+    from tool_selection.retrieval.written import write_examples
+
+    required = sorted({c.tool_name for case in suite for c in case.expected_calls})
+    tools = {tool.NAME: tool for size in sizes for tool in registry_of_size(size, required, seed).tools()}
+    registry = ToolRegistry("scale-catalog", tools.values())
+    lm = get_lm(model, constrained=True, max_tokens=150)
+    with tqdm(total=len(registry), desc="writing example requests", unit="tool") as bar:
+        def advance(done: int, total: int, name: str) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+            bar.set_postfix_str(name[:30])
+
+        examples = write_examples(registry, lm, path=path, progress=advance)
+    print(f"{len(examples):,} requests for {len(examples.requests):,} of {len(registry):,} tools in "
+          f"{examples.source['seconds']:,.0f} s of writing: {path}")
 
 
 def _index_megabytes(retriever) -> float:
@@ -153,11 +190,13 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
               examples: bool = False, catalogs: int | None = None, routed_only: bool = False,
-              out: Path = OUT) -> pd.DataFrame:
+              written: Path | None = None, out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
-    examples, where they are on); ``routed_only``: with ``catalogs``, the own tool set and the routed rows alone."""
+    examples, where they are on); ``routed_only``: with ``catalogs``, the own tool set and the routed rows alone;
+    ``written``: a file of requests a model wrote for every tool (``--write-examples``), a row with them and, with
+    ``examples``, one with both."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
@@ -168,6 +207,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
         return evaluate(suite, model, selector=selector, run=run.replace(run_dir=out / folder), tools=tools)
 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
+    indexes = _written_indexes(written, examples_file, out)
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
@@ -186,6 +226,11 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
                                                                                examples=str(examples_file))})
                 rows.append(_row(f"{label}, top {depth} ({retriever}, train examples)", len(registry), depth,
                                  measured(indexed, f"{len(registry)}-top{depth}-examples", registry), own))
+            for what, path in ({} if routed_only else indexes).items():
+                indexed = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
+                                                                               examples=str(path))})
+                rows.append(_row(f"{label}, top {depth} ({retriever}, {what})", len(registry), depth,
+                                 measured(indexed, f"{len(registry)}-top{depth}-{path.stem}", registry), own))
             if catalogs is not None:
                 routed = RetrievalSpec(k=depth, retriever=retriever, catalogs=catalogs,
                                        examples=None if examples_file is None else str(examples_file))
@@ -209,6 +254,18 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     (out / "cases.json").write_text(json.dumps([c.id for c in suite]))
     _plot(table, out / "scale.png")
     return table
+
+
+def _written_indexes(written: Path | None, train: Path | None, out: Path) -> dict[str, Path]:
+    """The examples files of the written rows, by what they hold: the written requests, and with the train
+    splits' too (saved beside the run) where those are on."""
+    if written is None:
+        return {}
+    indexes = {"written examples": Path(written)}
+    if train is not None:
+        both = ToolExamples.load(train).combined(ToolExamples.load(written))
+        indexes["train + written examples"] = both.save(out / "examples-train+written.json")
+    return indexes
 
 
 def _catalogs(n: int) -> str:
@@ -325,6 +382,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--routed-only", action="store_true",
                         help="With --catalogs: only the own tool set and the routed rows (the unrouted ones measured "
                              "in an earlier run; a larger model's run then takes half the time).")
+    parser.add_argument("--write-examples", metavar="FILE",
+                        help="No scoring: --model writes three requests for every tool of each --sizes registry into "
+                             "FILE (resumed where FILE holds some already), for --written.")
+    parser.add_argument("--written", metavar="FILE",
+                        help="Also every retrieval row with the requests --write-examples wrote in the tools' "
+                             "documents (and, with --examples, with both).")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
@@ -388,10 +451,16 @@ def run_from_args(args: argparse.Namespace) -> int:
     sizes = _sizes(args.sizes)
     if args.routed_only and args.catalogs is None:
         raise SystemExit("--routed-only keeps the rows routed by catalog: give --catalogs N too.")
+    if args.write_examples:
+        write_catalog_examples(Path(args.write_examples), args.model, sample_cases(args.cases, args.seed), sizes,
+                               args.seed)
+        return 0
+    written = ToolExamples.load(args.written) if args.written else None
     if args.retrieval_only:
         table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed,
                                 retrievers=args.retrievers,
-                                examples=catalog_examples("train") if args.examples else None, catalogs=args.catalogs)
+                                examples=catalog_examples("train") if args.examples else None, catalogs=args.catalogs,
+                                written=written)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.out) / "retrieval.csv", index=False)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -400,7 +469,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, routed_only=args.routed_only,
-                      out=Path(args.out))
+                      written=args.written and Path(args.written), out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

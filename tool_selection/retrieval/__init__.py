@@ -17,7 +17,13 @@ from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, Tool
 from tool_selection.retrieval._bm25 import BM25Retriever
 from tool_selection.retrieval._catalogs import CATALOG_DEPTH, catalog_first, retrieve_by_catalog
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
-from tool_selection.retrieval._documents import content_hash, name_words, tool_document, tool_documents
+from tool_selection.retrieval._documents import (
+    content_hash,
+    document_hash,
+    name_words,
+    tool_document,
+    tool_documents,
+)
 from tool_selection.retrieval._factory import RETRIEVERS, get_retriever, register_retriever
 from tool_selection.retrieval._hybrid import HybridRetriever, reciprocal_rank_fusion
 from tool_selection.retrieval._minilm import MiniLMEncoder
@@ -43,6 +49,7 @@ __all__ = [
     "clear_index_cache",
     "content_hash",
     "default_cache_dir",
+    "document_hash",
     "get_retriever",
     "mean_score",
     "name_words",

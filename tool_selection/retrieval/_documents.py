@@ -10,7 +10,7 @@ from tool_selection.parsing import name_words
 from tool_selection.registry import ToolRegistry
 from tool_selection.tool import BaseTool
 
-__all__ = ["DOCUMENT_FORMAT", "content_hash", "name_words", "tool_document", "tool_documents"]
+__all__ = ["DOCUMENT_FORMAT", "content_hash", "document_hash", "name_words", "tool_document", "tool_documents"]
 
 # Bump when tool_document's output changes, so that cached indexes of the old text are not reused.
 DOCUMENT_FORMAT = 1
@@ -44,3 +44,8 @@ def content_hash(documents: dict[str, str]) -> str:
     """A short hash of the names and documents: equal registries share it, any change to a tool alters it."""
     payload = json.dumps([DOCUMENT_FORMAT, sorted(documents.items())], ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def document_hash(tool: type[BaseTool]) -> str:
+    """A short hash of ``tool``'s document without examples: what examples written from it depend on."""
+    return hashlib.sha256(tool_document(tool).encode()).hexdigest()[:12]

@@ -5,9 +5,12 @@ retriever's index, so that a tool is found by requests like the ones it served a
     examples = ToolExamples.load("examples.json")        # checked: its format, and every entry's shape
     retriever = get_retriever("hybrid").fit(registry, examples.requests)
 
-A file comes from a deployment's logs or from a suite's train split (``toolsel suites SUITE --examples FILE``,
-which leaves out every request that a dev or test case also asks). Evaluating with one refuses any scored case
-whose request is among its examples (``among``): the index would hold the answer.
+A file comes from a deployment's logs, from a suite's train split (``toolsel suites SUITE --examples FILE``,
+which leaves out every request that a dev or test case also asks), or from a model that writes them for every tool
+of a catalog (``toolsel tools examples``, ``tool_selection.retrieval.written``). Evaluating with one refuses any
+scored case whose request is among its examples (``among``): the index would hold the answer. Written examples
+record the document of each tool they were written from, so that a catalog whose tools changed since, or another
+catalog, is refused (``check_catalog``) instead of indexed with examples of other tools.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tool_selection.errors import ToolSelectionError
+from tool_selection.registry import ToolRegistry
 
 __all__ = ["EXAMPLES_FORMAT", "ToolExamples", "ToolExamplesError", "same_request"]
 
@@ -46,6 +50,9 @@ class ToolExamples(BaseModel):
     version: Literal[1] = 1
     requests: dict[str, tuple[str, ...]] = Field(description="Tool name -> the requests it answered.")
     source: dict[str, Any] = Field(default_factory=dict)
+    documents: dict[str, str] = Field(default_factory=dict, description="Tool name -> hash of the tool document "
+                                      "the examples were written from (``document_hash``); empty for requests "
+                                      "people asked, which do not depend on how a tool is described.")
 
     @field_validator("requests")
     @classmethod
@@ -69,10 +76,39 @@ class ToolExamples(BaseModel):
         held = {same_request(text) for texts in self.requests.values() for text in texts}
         return [text for text in requests if same_request(text) in held]
 
+    def check_catalog(self, registry: ToolRegistry) -> None:
+        """Refuse ``registry`` where these examples were written from other tool documents: none of its tools is
+        among those they were written for (another catalog), or a tool's document changed since (its examples
+        describe what it used to do). Examples without documents (requests people asked) pass."""
+        if not self.documents:
+            return
+        from tool_selection.retrieval._documents import document_hash
+
+        shared = [name for name in registry.names() if name in self.documents]
+        rewrite = "write them again for this catalog ('toolsel tools examples ... --out FILE' keeps what is current)"
+        if not shared:
+            raise ToolExamplesError(
+                f"These examples were written for {len(self.documents)} tools, none of which is among the "
+                f"{len(registry)} tools listed ({', '.join(registry.names()[:3])}, ...): they are another catalog's; "
+                f"{rewrite}.")
+        changed = [name for name in shared if self.documents[name] != document_hash(registry.get(name))]
+        if changed:
+            raise ToolExamplesError(
+                f"{len(changed)} tools changed since their examples were written ({', '.join(changed[:5])}): the "
+                f"examples describe what they used to do; {rewrite}.")
+
+    def combined(self, other: ToolExamples) -> ToolExamples:
+        """These examples and ``other``'s, per tool these first (a tool's document keeps eight in all)."""
+        requests = {name: tuple(dict.fromkeys((*self.requests.get(name, ()), *other.requests.get(name, ()))))
+                    for name in sorted({*self.requests, *other.requests})}
+        return ToolExamples(requests=requests, documents={**other.documents, **self.documents},
+                            source={"combined": [self.source, other.source]})
+
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=1) + "\n", encoding="utf-8")
+        exclude = None if self.documents else {"documents"}  # files of asked requests keep their earlier form
+        path.write_text(self.model_dump_json(indent=1, exclude=exclude) + "\n", encoding="utf-8")
         return path
 
     @classmethod
