@@ -22,6 +22,7 @@ from tool_selection.cli import add_deferred_command
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_SUITE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import add_flags, given
+from tool_selection.joined_numbers import LISTED_NUMBERS
 from tool_selection.optional_arguments import OPTIONAL_ARGUMENTS
 from tool_selection.rates import RATES
 from tool_selection.respective_values import RESPECTIVELY
@@ -91,9 +92,12 @@ def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore.add_argument("--respectively", choices=RESPECTIVELY,
                          help="Score the run as 'toolsel eval --respectively ...' would have: written to a copy, "
                               "--into DIR.")
+    rescore.add_argument("--listed-numbers", choices=LISTED_NUMBERS,
+                         help="Score the run as 'toolsel eval --listed-numbers ...' would have: written to a copy, "
+                              "--into DIR.")
     rescore.add_argument("--into", metavar="DIR",
-                         help="With --undeclared-arguments, --rates, --optional-arguments or --respectively: the "
-                              "copy's directory.")
+                         help="With --undeclared-arguments, --rates, --optional-arguments, --respectively or "
+                              "--listed-numbers: the copy's directory.")
     rescore.set_defaults(handler=_rescore)
 
 
@@ -119,7 +123,8 @@ def _splice(args: argparse.Namespace) -> int:
 
 
 OPTIMIZE_SKIPS = ("program", "allow_tool_changes", "gate_model", "gate_threshold", "retrieve", "retriever", "rerank",
-                  "groups", "undeclared_arguments", "rates", "optional_arguments", "respectively", "relevance_signals")
+                  "groups", "undeclared_arguments", "rates", "optional_arguments", "respectively", "listed_numbers",
+                  "relevance_signals")
 """Selector fields an optimization does not take: it compiles a zero-shot selector's prompt, with its strategy,
 decoding and relevance model, and scores the selection."""
 
@@ -225,11 +230,12 @@ def _rescore(args: argparse.Namespace) -> int:
     settings = {name: value for name, value in (("undeclared_arguments", args.undeclared_arguments),
                                                 ("rates", args.rates),
                                                 ("optional_arguments", args.optional_arguments),
-                                                ("respectively", args.respectively)) if value}
+                                                ("respectively", args.respectively),
+                                                ("listed_numbers", args.listed_numbers)) if value}
     if settings or args.into:
         if not (settings and args.into) or len(args.run_dirs) != 1:
-            raise ToolSelectionError("--undeclared-arguments, --rates, --optional-arguments or --respectively goes "
-                                     "with --into DIR, and one run directory.")
+            raise ToolSelectionError("--undeclared-arguments, --rates, --optional-arguments, --respectively or "
+                                     "--listed-numbers goes with --into DIR, and one run directory.")
         changed = rescore_as(args.run_dirs[0], args.into, settings, suite=args.suite)
         read = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in settings.items())
         print(f"{args.into}: {changed} row(s) scored differently read with {read}")

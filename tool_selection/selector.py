@@ -31,6 +31,7 @@ from tool_selection.demo_pool import DemoPool, refuse_unusable
 from tool_selection.descriptions import DescriptionOverrides
 from tool_selection.divide import decide_in_groups
 from tool_selection.errors import ToolSelectionError
+from tool_selection.joined_numbers import numbers_apart
 from tool_selection.optional_arguments import unwritten_optional
 from tool_selection.rates import decimal_rates
 from tool_selection.registry import ToolRegistry
@@ -113,11 +114,14 @@ def check_undeclared_arguments(value: str) -> str:
 
 def read_values(spec: SelectorSpec, decision: MultiToolDecision, registry: ToolRegistry,
                 request: str) -> tuple[MultiToolDecision, dict[str, float]]:
-    """``decision``'s values read as ``spec`` says: values paired "respectively" given one per call, rates as
-    decimals, optional arguments the request does not write dropped; with the count of each rewrite the spec asks
-    for (``respective_values``, ``rates_as_decimals``, ``optional_dropped``). A live selection and a rescored run
-    read alike."""
+    """``decision``'s values read as ``spec`` says: listed numbers a call joined taken apart, values paired
+    "respectively" given one per call, rates as decimals, optional arguments the request does not write dropped;
+    with the count of each rewrite the spec asks for (``numbers_apart``, ``respective_values``,
+    ``rates_as_decimals``, ``optional_dropped``). A live selection and a rescored run read alike."""
     counts: dict[str, float] = {}
+    if spec.listed_numbers == "apart":
+        decision, made = numbers_apart(decision, registry, request)
+        counts["numbers_apart"] = float(made)
     if spec.respectively == "paired":
         decision, paired = respective_values(decision, registry, request)
         counts["respective_values"] = float(paired)
@@ -145,7 +149,8 @@ class MultiToolSelector(dspy.Module):
     request does not write, so the tool's default applies (``tool_selection.optional_arguments``), and records how
     many (``optional_dropped``); ``"any"`` keeps them. ``respectively="paired"`` (the default) gives each call its own
     part of a value the request pairs "respectively" where the model gave every call all of them
-    (``tool_selection.respective_values``).
+    (``tool_selection.respective_values``). ``listed_numbers="apart"`` (the default) makes a call that holds
+    numbers the request lists, joined (510 for "5,10 and 15"), once per number (``tool_selection.joined_numbers``).
     ``retrieval=RetrievalSpec(k=K)`` shows the model only the K tools its ``retriever`` ranks highest; with
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
     the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept; with ``catalogs=N``

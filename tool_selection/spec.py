@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, DEFAULT_STRATEGY, NO_CASCADE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import flat_fields, nest
+from tool_selection.joined_numbers import ListedNumbers
 from tool_selection.optional_arguments import OptionalArguments
 from tool_selection.rates import Rates
 from tool_selection.respective_values import Respectively
@@ -169,6 +170,11 @@ class SelectorSpec(_Frozen, YamlValue):
         default="paired", description="A request that pairs values \"respectively\" (\"Taylor Swift and Maroon 5 "
         "for 20 and 15 minutes respectively\") where every call of a tool holds all of them in one argument: paired "
         "gives each call its own (counted per case as respective_values); as-written keeps the model's values.")
+    listed_numbers: ListedNumbers = Field(
+        default="apart", description="An integer argument holding numbers the request lists, joined (\"the "
+        "factorial of 5,10 and 15\" answered with 510, a grammar's single integer where the model began a list): "
+        "apart makes the call once per listed number (counted per case as numbers_apart); as-written keeps the "
+        "model's value.")
     constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
                                                       "can.")
     max_calls: int | None = Field(
