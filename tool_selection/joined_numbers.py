@@ -58,12 +58,12 @@ def _joined(value: int, runs: list[list[int]]) -> list[int] | None:
 def numbers_apart(decision: MultiToolDecision, registry: ToolRegistry,
                   request: str) -> tuple[MultiToolDecision, int]:
     """``decision`` with each call that holds listed numbers joined made once per number (see the module), its
-    calls checked again, and how many calls were made from joined numbers."""
+    calls checked again, and how many calls held them joined."""
     runs = listed_runs(request)
     if not runs:
         return decision, 0
     written = {meaning for match in REQUEST_NUMBER.finditer(request) for meaning in number_of(match.group())}
-    calls, made = [], 0
+    calls, joined = [], 0
     for call in decision.tool_calls:
         found = None
         if call.tool_name in registry and isinstance(call.arguments, dict):
@@ -78,9 +78,9 @@ def numbers_apart(decision: MultiToolDecision, registry: ToolRegistry,
         apart = [ToolCall(tool_name=call.tool_name, arguments={**call.arguments, name: part})
                  for part in parts if part not in held]
         calls += apart
-        made += len(apart)
-    if not made and len(calls) == len(decision.tool_calls):
+        joined += 1
+    if not joined:
         return decision, 0
     from tool_selection.strategies.base import check_decision  # DSPy: not while a command's parser is built
 
-    return check_decision(decision.reasoning, calls, registry), made
+    return check_decision(decision.reasoning, calls, registry), joined

@@ -173,8 +173,8 @@ class SelectorSpec(_Frozen, YamlValue):
     listed_numbers: ListedNumbers = Field(
         default="apart", description="An integer argument holding numbers the request lists, joined (\"the "
         "factorial of 5,10 and 15\" answered with 510, a grammar's single integer where the model began a list): "
-        "apart makes the call once per listed number (counted per case as numbers_apart); as-written keeps the "
-        "model's value.")
+        "apart makes the call once per listed number (the calls taken apart counted per case as numbers_apart); "
+        "as-written keeps the model's value.")
     constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
                                                       "can.")
     max_calls: int | None = Field(
