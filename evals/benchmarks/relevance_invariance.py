@@ -1,0 +1,120 @@
+"""Relevance that reads the request, not the listing: the same kept decisions with each case's tools listed alone
+and with unrelated functions beside them. From kept runs (no model runs).
+
+    python -m evals.benchmarks.relevance_invariance RUN [RUN ...] [--added 4] [--seed 0] [--out FILE]
+
+RUN: kept runs of a BFCL category, each with the relevance model its model ships with. Each case is read again with
+``--added`` functions beside its own, drawn (seeded, per case) from the other cases of BFCL ``multiple``: the
+signals the model reads that are computed from the request, the tools and the decision (``bm25_best``,
+``dense_best``, ...) are computed again over the longer listing from the kept calls; the signals of the model's own
+answer (its log-probabilities) keep the row's values, as if the model had answered the same. Per run: the
+relevance probability of the calls alone and with the others (median, and the share of cases it moves by more than
+0.1), and the false abstention the stage makes either way, paired (McNemar's exact p).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evals.relevance import called, fill_decision_signals, signals_of
+from evals.rescore import suite_of_run
+from evals.runner import load_results
+from evals.stats import mcnemar_exact
+from evals.suite import Case, load_suite
+from tool_selection.relevance import RelevanceModel
+from tool_selection.relevance.model import shipped_relevance_model
+from tool_selection.relevance.signals import SIGNAL_PREFIX
+
+__all__ = ["main", "padded_cases", "read_padded"]
+
+POOL = "bfcl:multiple"
+LISTING_SIGNALS = ("bm25_best", "dense_best", "bm25_background", "tools_listed", "other_language")
+"""The signals that read the other listed tools; the rest read the request, the chosen calls or the answer."""
+
+
+def padded_cases(cases: list[Case], added: int, seed: int = 0, pool: str = POOL) -> dict[str, Case]:
+    """Each case with ``added`` functions beside its own, drawn from ``pool``'s cases' functions (none of its own
+    names; the same draw for a case id whatever else is asked)."""
+    functions = {tool["name"]: tool for case in load_suite(pool) for tool in case.tools or ()}
+    padded = {}
+    for case in cases:
+        own = {tool["name"] for tool in case.tools or ()}
+        others = random.Random(f"{seed}:{case.id}").sample(sorted(set(functions) - own), added)
+        padded[case.id] = case.model_copy(update={"tools": [*(case.tools or ()), *(functions[n] for n in others)]})
+    return padded
+
+
+def read_padded(run: Path, model: RelevanceModel, added: int, seed: int = 0) -> pd.DataFrame:
+    """One row per case of ``run`` where the selection called (whether or not the stage kept the call): ``p_alone``,
+    ``p_padded`` and whether the stage drops the call each way (``dropped_alone``, ``dropped_padded``)."""
+    rows = load_results(run)
+    params = json.loads((run / "summary.json").read_text(encoding="utf-8"))["params"]
+    cases = {case.id: case for case in suite_of_run(run, params, None)}
+    selected = called(rows) | (pd.to_numeric(rows.get("relevance_overruled"), errors="coerce").fillna(0) == 1)
+    rows = rows[np.asarray(selected)].reset_index(drop=True)
+    listing = [name for name in model.reads if name in LISTING_SIGNALS]
+    cleared = rows.drop(columns=[f"{SIGNAL_PREFIX}{name}" for name in listing], errors="ignore")
+    probabilities = {}
+    for label, read in (("alone", cases), ("padded", padded_cases(list(cases.values()), added, seed))):
+        filled = fill_decision_signals(cleared, read, listing)
+        probabilities[label] = model.probabilities(signals_of(filled, model.reads))
+    return pd.DataFrame({"id": rows["id"], "p_alone": probabilities["alone"], "p_padded": probabilities["padded"],
+                         "dropped_alone": probabilities["alone"] < model.threshold,
+                         "dropped_padded": probabilities["padded"] < model.threshold})
+
+
+def summary_row(label: str, table: pd.DataFrame) -> dict:
+    moved = table["p_padded"] - table["p_alone"]
+    p_value, only_alone, only_padded = mcnemar_exact(table["dropped_alone"], table["dropped_padded"])
+    return {"run": label, "calls": len(table), "median P alone": f"{table['p_alone'].median():.3f}",
+            "median P padded": f"{table['p_padded'].median():.3f}", "median change": f"{moved.median():+.3f}",
+            "moved > 0.1": f"{100 * float(np.mean(moved.abs() > 0.1)):.1f}%",
+            "dropped alone": f"{100 * table['dropped_alone'].mean():.1f}%",
+            "dropped padded": f"{100 * table['dropped_padded'].mean():.1f}%",
+            "McNemar p": f"{p_value:.3g} ({only_alone} vs {only_padded})"}
+
+
+def markdown(summaries: list[dict], command: str, added: int, note: str = "") -> str:
+    head = list(summaries[0])
+    lines = [f"## The same calls with {added} unrelated functions listed beside",
+             "", f"<!-- generated by: {command} -->", "",
+             "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    lines += ["| " + " | ".join(str(row[key]) for key in head) + " |" for row in summaries]
+    return "\n".join([*lines, *(["", note] if note else []), ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="Kept run folders of BFCL categories.")
+    parser.add_argument("--added", type=int, default=4, help="Unrelated functions listed beside (default: 4).")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--note", default="", help="A paragraph to print under the table.")
+    parser.add_argument("--out", type=Path, help="Write the section here (default: print it).")
+    args = parser.parse_args(argv)
+    summaries = []
+    for run in args.runs:
+        model_name = json.loads((run / "summary.json").read_text(encoding="utf-8"))["params"]["model"]
+        model = shipped_relevance_model(model_name)
+        if model is None:
+            raise SystemExit(f"{run}: no relevance model ships for {model_name}.")
+        label = f"{model_name.removeprefix('local:')}, {run.name.split('-local-')[0]}"
+        summaries.append(summary_row(label, read_padded(run, model, args.added, args.seed)))
+    command = "python -m evals.benchmarks.relevance_invariance " + " ".join(
+        [*(str(run) for run in args.runs), *([f"--added {args.added}"] if args.added != 4 else []),
+         *([f"--seed {args.seed}"] if args.seed else [])])
+    text = markdown(summaries, command, args.added, args.note)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
