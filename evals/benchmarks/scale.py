@@ -28,6 +28,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -190,70 +191,81 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
               examples: bool = False, catalogs: int | None = None, routed_only: bool = False,
-              written: Path | None = None, out: Path = OUT) -> pd.DataFrame:
+              written: Path | None = None, written_only: bool = False, out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
     examples, where they are on); ``routed_only``: with ``catalogs``, the own tool set and the routed rows alone;
     ``written``: a file of requests a model wrote for every tool (``--write-examples``), a row with them and, with
-    ``examples``, one with both."""
+    ``examples``, one with both; ``written_only``: the own tool set and those rows alone."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
-    depths = [k] if isinstance(k, int) else list(k)
     run = RunConfig(mlflow=False, progress=True, cache=False)
 
     def measured(selector: SelectorSpec, folder: str, tools=None):
         return evaluate(suite, model, selector=selector, run=run.replace(run_dir=out / folder), tools=tools)
 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
-    indexes = _written_indexes(written, examples_file, out)
+    rows_of = RetrievalRows(listed, retriever, examples_file, _written_indexes(written, examples_file, out),
+                            catalogs=catalogs, rerank=rerank, groups=groups,
+                            only="routed" if routed_only else "written" if written_only else None)
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
         registry = registry_of_size(size, required, seed)
         label = f"{len(registry)} tools"
-        if len(registry) <= context_tools:  # the whole listing fits the context
+        if len(registry) <= context_tools and rows_of.only is None:  # the whole listing fits the context
             rows.append(_row(f"{label}, all listed", len(registry), None,
                              measured(listed, f"{len(registry)}-all", registry), own))
-        for depth in depths:
-            if not routed_only:  # routed_only: the unrouted rows were measured in an earlier run
-                retrieved = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever)})
-                rows.append(_row(f"{label}, top {depth} ({retriever})", len(registry), depth,
-                                 measured(retrieved, f"{len(registry)}-top{depth}", registry), own))
-            if examples_file is not None and not routed_only:
-                indexed = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
-                                                                               examples=str(examples_file))})
-                rows.append(_row(f"{label}, top {depth} ({retriever}, train examples)", len(registry), depth,
-                                 measured(indexed, f"{len(registry)}-top{depth}-examples", registry), own))
-            for what, path in ({} if routed_only else indexes).items():
-                indexed = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
-                                                                               examples=str(path))})
-                rows.append(_row(f"{label}, top {depth} ({retriever}, {what})", len(registry), depth,
-                                 measured(indexed, f"{len(registry)}-top{depth}-{path.stem}", registry), own))
-            if catalogs is not None:
-                routed = RetrievalSpec(k=depth, retriever=retriever, catalogs=catalogs,
-                                       examples=None if examples_file is None else str(examples_file))
-                what = f"{retriever}{', train examples' if examples_file else ''}, best {_catalogs(catalogs)}"
-                folder = f"{len(registry)}-top{depth}{'-examples' if examples_file else ''}-catalogs{catalogs}"
-                rows.append(_row(f"{label}, top {depth} ({what})", len(registry), depth,
-                                 measured(listed.model_copy(update={"retrieval": routed}), folder, registry), own))
-            if rerank is not None and rerank > depth:
-                reranked = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
-                                                                                rerank=rerank)})
-                rows.append(_row(f"{label}, top {depth} of {rerank} re-ranked", len(registry), depth,
-                                 measured(reranked, f"{len(registry)}-top{depth}-of{rerank}", registry), own))
-            if groups is not None and groups < depth:
-                grouped = listed.model_copy(update={"retrieval": RetrievalSpec(k=depth, retriever=retriever,
-                                                                               groups=groups)})
-                rows.append(_row(f"{label}, top {depth} in groups of {groups}", len(registry), depth,
-                                 measured(grouped, f"{len(registry)}-top{depth}-groups{groups}", registry), own))
+        for depth in [k] if isinstance(k, int) else list(k):
+            for what, folder, selector in rows_of.settings(depth):
+                rows.append(_row(f"{label}, top {depth} {what}", len(registry), depth,
+                                 measured(selector, f"{len(registry)}-top{depth}{folder}", registry), own))
     table = pd.DataFrame(rows)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "scale.csv", index=False)
     (out / "cases.json").write_text(json.dumps([c.id for c in suite]))
     _plot(table, out / "scale.png")
     return table
+
+
+@dataclass(frozen=True)
+class RetrievalRows:
+    """The retrieval settings a scale run measures at each depth: plain, with the train examples, with written
+    examples, routed to the best catalogs, re-ranked, in groups; ``only`` ("routed", "written") keeps those alone."""
+
+    listed: SelectorSpec
+    retriever: str
+    examples_file: Path | None
+    indexes: dict[str, Path]
+    catalogs: int | None = None
+    rerank: int | None = None
+    groups: int | None = None
+    only: str | None = None
+
+    def settings(self, depth: int) -> list[tuple[str, str, SelectorSpec]]:
+        """(what the row's label adds, its folder's suffix, the selector) for each row at ``depth``."""
+        name, train = self.retriever, None if self.examples_file is None else str(self.examples_file)
+        found: list[tuple[str, str, RetrievalSpec, str | None]] = []  # ..., the rows' kind for ``only``
+        found.append((f"({name})", "", RetrievalSpec(k=depth, retriever=name), None))
+        if train is not None:
+            found.append((f"({name}, train examples)", "-examples",
+                          RetrievalSpec(k=depth, retriever=name, examples=train), None))
+        found += [(f"({name}, {what})", f"-{path.stem}", RetrievalSpec(k=depth, retriever=name, examples=str(path)),
+                   "written") for what, path in self.indexes.items()]
+        if self.catalogs is not None:
+            what = f"{name}{', train examples' if train else ''}, best {_catalogs(self.catalogs)}"
+            found.append((f"({what})", f"{'-examples' if train else ''}-catalogs{self.catalogs}",
+                          RetrievalSpec(k=depth, retriever=name, catalogs=self.catalogs, examples=train), "routed"))
+        if self.rerank is not None and self.rerank > depth:
+            found.append((f"of {self.rerank} re-ranked", f"-of{self.rerank}",
+                          RetrievalSpec(k=depth, retriever=name, rerank=self.rerank), None))
+        if self.groups is not None and self.groups < depth:
+            found.append((f"in groups of {self.groups}", f"-groups{self.groups}",
+                          RetrievalSpec(k=depth, retriever=name, groups=self.groups), None))
+        return [(what, folder, self.listed.model_copy(update={"retrieval": spec}))
+                for what, folder, spec, kind in found if self.only is None or kind == self.only]
 
 
 def _written_indexes(written: Path | None, train: Path | None, out: Path) -> dict[str, Path]:
@@ -388,6 +400,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--written", metavar="FILE",
                         help="Also every retrieval row with the requests --write-examples wrote in the tools' "
                              "documents (and, with --examples, with both).")
+    parser.add_argument("--written-only", action="store_true",
+                        help="With --written: only the own tool set and the rows with written examples.")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
@@ -451,6 +465,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     sizes = _sizes(args.sizes)
     if args.routed_only and args.catalogs is None:
         raise SystemExit("--routed-only keeps the rows routed by catalog: give --catalogs N too.")
+    if args.written_only and not args.written:
+        raise SystemExit("--written-only keeps the rows with written examples: give --written FILE too.")
     if args.write_examples:
         write_catalog_examples(Path(args.write_examples), args.model, sample_cases(args.cases, args.seed), sizes,
                                args.seed)
@@ -469,7 +485,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, routed_only=args.routed_only,
-                      written=args.written and Path(args.written), out=Path(args.out))
+                      written=args.written and Path(args.written), written_only=args.written_only,
+                      out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

@@ -84,3 +84,20 @@ def test_the_retrieval_table_adds_each_retriever_routed_to_its_best_catalogs():
 def test_routed_only_needs_catalogs():
     with pytest.raises(SystemExit, match="give --catalogs N too"):
         main(["--routed-only", "--sizes", "1000"])
+
+
+def test_each_depth_measures_the_settings_asked_for_and_only_keeps_one_kind(tmp_path):
+    from evals.benchmarks.scale import RetrievalRows
+    from tool_selection.spec import SelectorSpec
+
+    listed = SelectorSpec(strategy="json-cot", relevance="none")
+    written = {"written examples": tmp_path / "written.json"}
+    every = RetrievalRows(listed, "hybrid", tmp_path / "train.json", written, catalogs=1, rerank=20, groups=5)
+    assert [(what, folder) for what, folder, _ in every.settings(10)] == [
+        ("(hybrid)", ""), ("(hybrid, train examples)", "-examples"), ("(hybrid, written examples)", "-written"),
+        ("(hybrid, train examples, best catalog)", "-examples-catalogs1"), ("of 20 re-ranked", "-of20"),
+        ("in groups of 5", "-groups5")]
+    assert "of 20 re-ranked" not in [what for what, _, _ in every.settings(30)]  # no re-ranking of 20 into 30
+    only = RetrievalRows(listed, "hybrid", None, written, catalogs=1, only="written").settings(5)
+    assert [(what, selector.retrieval.examples) for what, _, selector in only] == [
+        ("(hybrid, written examples)", str(tmp_path / "written.json"))]
