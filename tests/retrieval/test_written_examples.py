@@ -56,6 +56,21 @@ def test_resuming_writes_only_the_tools_that_are_new_or_changed(tmp_path):
     assert ToolExamples.load(path) == resumed
 
 
+def test_a_run_that_stops_keeps_the_tools_it_finished(tmp_path):
+    path = tmp_path / "written.json"
+    registry = from_openai(FUNCTIONS[:2], name="two")
+
+    def stop_at_the_second(done, total, name):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_examples(registry, answers(("a?", "b?", "c?"), ("d?", "e?", "f?")), path=path,
+                       progress=stop_at_the_second)
+    kept = ToolExamples.load(path)  # the second tool was written when the run stopped: kept too
+    assert kept.requests == {"get_stock_price": ("a?", "b?", "c?"), "get_weather": ("d?", "e?", "f?")}
+
+
 def test_resuming_refuses_a_file_another_writer_or_model_made(tmp_path):
     path = ToolExamples(requests={"get_weather": ("Rain in Oslo?",)}).save(tmp_path / "asked.json")
     with pytest.raises(ToolExamplesError, match="written by people, not a model"):

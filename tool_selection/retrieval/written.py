@@ -95,7 +95,7 @@ def _resumed(path: Path | None, model: str) -> ToolExamples | None:
 def write_examples(registry: ToolRegistry, lm: dspy.BaseLM, *, path: str | Path | None = None,
                    progress: Callable[[int, int, str], None] | None = None) -> ToolExamples:
     """Requests ``lm`` writes for each tool of ``registry`` (``WriteRequests``), saved to ``path`` every
-    ``SAVE_EVERY`` tools and at the end. Where ``path`` holds examples from this writer and model, the tools whose
+    ``SAVE_EVERY`` tools and when the run ends, however it ends. Where ``path`` holds examples from this writer and model, the tools whose
     document is unchanged keep theirs and are not written again; tools no longer listed are dropped."""
     path = None if path is None else Path(path)
     model = str(getattr(lm, "model", lm))
@@ -116,19 +116,20 @@ def write_examples(registry: ToolRegistry, lm: dspy.BaseLM, *, path: str | Path 
         return ToolExamples(requests=dict(sorted(requests.items())), documents=dict(sorted(documents.items())),
                             source=source)
 
-    with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):  # what DSPy uses unless told otherwise, pinned
-        for done, tool in enumerate(todo, start=1):
-            started = time.perf_counter()
-            written = written_requests(predict, tool)
-            seconds += time.perf_counter() - started
-            documents[tool.NAME] = document_hash(tool)
-            if written:
-                requests[tool.NAME] = written
-            if progress is not None:
-                progress(done, len(todo), tool.NAME)
-            if path is not None and done % SAVE_EVERY == 0:
-                current().save(path)
-    examples = current()
-    if path is not None:
-        examples.save(path)
-    return examples
+    try:
+        with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):  # what DSPy uses unless told otherwise, pinned
+            for done, tool in enumerate(todo, start=1):
+                started = time.perf_counter()
+                written = written_requests(predict, tool)
+                seconds += time.perf_counter() - started
+                documents[tool.NAME] = document_hash(tool)
+                if written:
+                    requests[tool.NAME] = written
+                if progress is not None:
+                    progress(done, len(todo), tool.NAME)
+                if path is not None and done % SAVE_EVERY == 0:
+                    current().save(path)
+    finally:  # a run stopped by an error or by hand keeps every tool it finished
+        if path is not None:
+            current().save(path)
+    return current()
