@@ -86,7 +86,7 @@ def test_written_examples_refuse_another_catalog_and_changed_tools():
     with pytest.raises(ToolExamplesError, match="none of which is among the 3 tools listed"):
         written.check_catalog(from_openai(FUNCTIONS[2:], name="other"))
     changed = from_openai([function("get_weather", "Weather warnings for a region.", region="Region.")], name="c")
-    with pytest.raises(ToolExamplesError, match=r"1 tools changed .*\(get_weather\).*toolsel tools examples"):
+    with pytest.raises(ToolExamplesError, match=r"1 tool changed .*\(get_weather\).*toolsel tools examples"):
         written.check_catalog(changed)
     ToolExamples(requests=written.requests).check_catalog(changed)  # requests people asked carry no documents
 
@@ -109,7 +109,7 @@ def test_the_selector_refuses_examples_written_for_an_earlier_description(tmp_pa
                                      strategy="json-cot", relevance="none")
         with dspy.context(lm=DummyLM([{"reasoning": "r", "tool_calls": "[]"}], adapter=dspy.JSONAdapter())):
             if refused:
-                with pytest.raises(ToolExamplesError, match="changed since their examples were written"):
+                with pytest.raises(ToolExamplesError, match="changed since the examples were written"):
                     selector(request="Will it rain in Oslo?")
             else:
                 assert selector(request="Will it rain in Oslo?").row_extras["retrieved"][0] == "get_weather"

@@ -94,8 +94,8 @@ class ToolExamples(BaseModel):
         changed = [name for name in shared if self.documents[name] != document_hash(registry.get(name))]
         if changed:
             raise ToolExamplesError(
-                f"{len(changed)} tools changed since their examples were written ({', '.join(changed[:5])}): the "
-                f"examples describe what they used to do; {rewrite}.")
+                f"{len(changed)} {'tool' if len(changed) == 1 else 'tools'} changed since the examples were written "
+                f"({', '.join(changed[:5])}): they were written from an earlier description; {rewrite}.")
 
     def combined(self, other: ToolExamples) -> ToolExamples:
         """These examples and ``other``'s, per tool these first (a tool's document keeps eight in all)."""
