@@ -18,7 +18,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from evals.metrics import score_case, summarize, summarize_by_tag
 from evals.runner import RESULTS_FILE, TABLE_FILE, decision_fields, load_rows, rows_to_frame
-from evals.suite import Suite, SuiteError, load_suite, registry_for
+from evals.suite import Case, Suite, SuiteError, load_suite, registry_for
 from evals.tracking import write_json
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
@@ -27,7 +27,7 @@ from tool_selection.spec import SelectorSpec
 from tool_selection.strategies import check_decision, drop_undeclared
 from tool_selection.strategies.base import as_calls, inner_predict
 
-__all__ = ["rescore_as", "rescore_run", "splice_run", "suite_of_run"]
+__all__ = ["cases_of_run", "rescore_as", "rescore_run", "run_params", "splice_run", "suite_of_run"]
 
 
 def _reparse(selector: MultiToolSelector, raw: str):
@@ -53,6 +53,16 @@ def suite_of_run(run_dir: Path, params: dict, suite: str | Path | None) -> Suite
     except SuiteError as error:
         raise SuiteError(f"Cannot load the suite {run_dir} was made on ({reference}): {error}\nA run made on a "
                          "suite file before runs recorded its place needs it given: --suite PATH.") from None
+
+
+def run_params(run_dir: Path) -> dict:
+    """The settings a finished run recorded (its ``summary.json``'s ``params``)."""
+    return json.loads((Path(run_dir) / "summary.json").read_text(encoding="utf-8"))["params"]
+
+
+def cases_of_run(run_dir: Path) -> dict[str, Case]:
+    """The cases of the suite a finished run was made on, by id (``suite_of_run``)."""
+    return {case.id: case for case in suite_of_run(run_dir, run_params(run_dir), None)}
 
 
 def _same(before: object, after: object) -> bool:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from evals.suite import (
@@ -23,7 +25,7 @@ from tool_selection.errors import close_matches
 from tool_selection.strict_files import string_problem
 from tool_selection.strict_json import MAX_DEPTH, loads_strict
 
-__all__ = ["built_in_suites", "file_reference", "load_suite_file"]
+__all__ = ["built_in_suites", "file_reference", "load_suite_file", "suite_lines", "write_suite_file"]
 
 
 def built_in_suites() -> list[str]:
@@ -126,3 +128,21 @@ def _parse_case(raw: bytes | None) -> Case | None:
     if no_split:
         raise ValueError(f"case {case.id[:80]!r}: {no_split}")
     return case
+
+
+def suite_lines(cases: Iterable[dict]) -> str:
+    """``cases`` as a suite file's text: one JSON object per line, other scripts' characters as written."""
+    return "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
+
+
+def write_suite_file(path: Path, text: str, *, check: bool, script: str) -> int:
+    """A build script's last step: write ``text`` to ``path`` (0), or with ``check`` compare only, and where ``path``
+    does not hold ``text`` say that ``script`` rewrites it (1)."""
+    if check:
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            print(f"{path.name} is out of date: run python {script}", file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path.name}: {text.count(chr(10))} cases")
+    return 0

@@ -15,7 +15,6 @@ out.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ import pandas as pd
 
 from evals.benchmarks.board_report import DEFAULT as DEFAULT_STRATEGY
 from evals.relevance import called, fill_decision_signals, needs_call, signal_aurocs
-from evals.rescore import suite_of_run
+from evals.rescore import cases_of_run, run_params
 from evals.runner import load_results
 from evals.suite import registry_for
 from tool_selection.conversations.summary import format_table
@@ -46,7 +45,7 @@ def whole_default_runs(results: Path, strategy: str = DEFAULT_STRATEGY) -> list[
     """The kept runs under ``results`` of ``strategy`` over a whole split (no sample, no limit)."""
     runs = []
     for summary in sorted(results.glob("*/summary.json")):
-        params = json.loads(summary.read_text())["params"]
+        params = run_params(summary.parent)
         if params.get("strategy") == strategy and params.get("sample") is None and params.get("limit") is None:
             runs.append(summary.parent)
     return runs
@@ -54,8 +53,7 @@ def whole_default_runs(results: Path, strategy: str = DEFAULT_STRATEGY) -> list[
 
 def rows_with_sizes(run: Path) -> pd.DataFrame:
     """A run's rows, each with its case's number of listed tools (``tools_listed``) and suite."""
-    params = json.loads((run / "summary.json").read_text())["params"]
-    cases = {case.id: case for case in suite_of_run(run, params, None)}
+    params, cases = run_params(run), cases_of_run(run)
     sizes = {case_id: len(registry_for(case)) for case_id, case in cases.items()}
     rows = fill_decision_signals(load_results(run), cases, SIZE_FREE_SIGNALS)
     return rows.assign(tools_listed=rows["id"].map(sizes), suite=params["suite"])

@@ -15,7 +15,6 @@ relevance probability of the calls alone and with the others (median, and the sh
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from evals.relevance import called, fill_decision_signals, signals_of
-from evals.rescore import suite_of_run
+from evals.rescore import cases_of_run, run_params
 from evals.runner import load_results
 from evals.stats import mcnemar_exact
 from evals.suite import Case, load_suite
@@ -54,9 +53,7 @@ def padded_cases(cases: list[Case], added: int, seed: int = 0, pool: str = POOL)
 def read_padded(run: Path, model: RelevanceModel, added: int, seed: int = 0) -> pd.DataFrame:
     """One row per case of ``run`` where the selection called (whether or not the stage kept the call): ``p_alone``,
     ``p_padded`` and whether the stage drops the call each way (``dropped_alone``, ``dropped_padded``)."""
-    rows = load_results(run)
-    params = json.loads((run / "summary.json").read_text(encoding="utf-8"))["params"]
-    cases = {case.id: case for case in suite_of_run(run, params, None)}
+    rows, cases = load_results(run), cases_of_run(run)
     selected = called(rows) | (pd.to_numeric(rows.get("relevance_overruled"), errors="coerce").fillna(0) == 1)
     rows = rows[np.asarray(selected)].reset_index(drop=True)
     listing = [name for name in model.reads if name in LISTING_SIGNALS]
@@ -100,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     summaries = []
     for run in args.runs:
-        model_name = json.loads((run / "summary.json").read_text(encoding="utf-8"))["params"]["model"]
+        model_name = run_params(run)["model"]
         model = shipped_relevance_model(model_name)
         if model is None:
             raise SystemExit(f"{run}: no relevance model ships for {model_name}.")

@@ -13,7 +13,6 @@ McNemar's p. Then each recorded signal's AUROC per language, over the requests w
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import sys
@@ -23,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from evals.relevance import apply_relevance, fill_decision_signals, needs_call, signal_aurocs, signal_names
-from evals.rescore import suite_of_run
+from evals.rescore import cases_of_run
 from evals.runner import load_results
 from evals.stats import compare_paired
 from tool_selection.conversations.summary import format_table
@@ -66,9 +65,7 @@ def _with_decision_signals(run: Path, rows: pd.DataFrame, names: list[str]) -> p
     where the run did not record them (a signal added since)."""
     if not names or not (run / "summary.json").exists():
         return rows
-    params = json.loads((run / "summary.json").read_text())["params"]
-    cases = {case.id: case for case in suite_of_run(run, params, None)}
-    return fill_decision_signals(rows, cases, names)
+    return fill_decision_signals(rows, cases_of_run(run), names)
 
 
 def _overruled(rows: pd.DataFrame) -> pd.Series:

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from evals.suite_file import suite_lines
+
 SUITES_DIR = Path(__file__).resolve().parent
 OUTPUT = SUITES_DIR / "mixed.jsonl"
 CARD = SUITES_DIR / "mixed.card.md"  # its counts block is rewritten with the suite
@@ -166,8 +168,7 @@ def build(suites_dir: Path = SUITES_DIR) -> tuple[list[dict], list[str]]:
     return ordered, warnings
 
 
-def render(cases: list[dict]) -> str:
-    return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
+render = suite_lines
 
 
 def counts_table(cases: list[dict]) -> str:

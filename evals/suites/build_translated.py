@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from evals.suite_file import suite_lines, write_suite_file
+
 SUITES_DIR = Path(__file__).resolve().parent
 OUTPUT = SUITES_DIR / "translated.jsonl"
 TRANSLATIONS = SUITES_DIR / "translations.json"
@@ -57,23 +59,14 @@ def build(suites_dir: Path = SUITES_DIR) -> list[dict]:
     return cases
 
 
-def render(cases: list[dict]) -> str:
-    return "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
+render = suite_lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="Only compare with the existing translated.jsonl.")
     args = parser.parse_args(argv)
-    text = render(build())
-    if args.check:
-        if not OUTPUT.exists() or OUTPUT.read_text(encoding="utf-8") != text:
-            print(f"{OUTPUT.name} is out of date: run python evals/suites/build_translated.py", file=sys.stderr)
-            return 1
-        return 0
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT.name}: {text.count(chr(10))} cases")
-    return 0
+    return write_suite_file(OUTPUT, render(build()), check=args.check, script="evals/suites/build_translated.py")
 
 
 if __name__ == "__main__":
