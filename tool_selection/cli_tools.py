@@ -107,22 +107,14 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _examples(args: argparse.Namespace) -> int:
-    from tqdm.auto import tqdm
-
     from tool_selection.defaults import DEFAULT_MODEL
-    from tool_selection.lm import get_lm
     from tool_selection.registry import ToolRegistry
-    from tool_selection.retrieval.written import write_examples
+    from tool_selection.retrieval.written import write_examples_shown
     from tool_selection.toolset import load_tool_set
 
     sets = ({name: list(load_tool_set(name).tools) for name in args.tool_sets} if args.tool_sets
             else _load_all_sets())
     registry = ToolRegistry("examples", {tool for tools in sets.values() for tool in tools})
-    lm = get_lm(args.model or DEFAULT_MODEL, constrained=True, max_tokens=150)
-    with tqdm(total=len(registry), desc="writing example requests", unit="tool") as bar:
-        written = write_examples(registry, lm, path=args.out,
-                                 progress=lambda done, total, name: bar.update(done - bar.n))
-    print(f"{len(written):,} requests for {len(written.requests):,} of {len(registry):,} tools "
-          f"({written.source['seconds']:,.0f} s of writing in all): {args.out}")
+    write_examples_shown(registry, args.model or DEFAULT_MODEL, args.out)
     print(f"Use them with: toolsel eval ... --retrieve 5 --retrieve-examples {args.out}")
     return 0

@@ -133,25 +133,12 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
 def write_catalog_examples(path: Path, model: str, suite: Suite, sizes: list[int | None], seed: int = 0) -> None:
     """Requests ``model`` writes for every tool of each size's registry (those the scale rows use for ``suite``),
     into one file at ``path``, resumed where it holds some already (``tool_selection.retrieval.written``)."""
-    from tqdm.auto import tqdm
-
-    from tool_selection.lm import get_lm
     from tool_selection.registry import ToolRegistry
-    from tool_selection.retrieval.written import write_examples
+    from tool_selection.retrieval.written import write_examples_shown
 
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     tools = {tool.NAME: tool for size in sizes for tool in registry_of_size(size, required, seed).tools()}
-    registry = ToolRegistry("scale-catalog", tools.values())
-    lm = get_lm(model, constrained=True, max_tokens=150)
-    with tqdm(total=len(registry), desc="writing example requests", unit="tool") as bar:
-        def advance(done: int, total: int, name: str) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-            bar.set_postfix_str(name[:30])
-
-        examples = write_examples(registry, lm, path=path, progress=advance)
-    print(f"{len(examples):,} requests for {len(examples.requests):,} of {len(registry):,} tools in "
-          f"{examples.source['seconds']:,.0f} s of writing: {path}")
+    write_examples_shown(ToolRegistry("scale-catalog", tools.values()), model, path)
 
 
 def _index_megabytes(retriever) -> float:

@@ -29,10 +29,11 @@ from tool_selection.retrieval._documents import document_hash, tool_document
 from tool_selection.retrieval.examples import ToolExamples, ToolExamplesError, same_request
 from tool_selection.tool import BaseTool
 
-__all__ = ["WRITER_VERSION", "WriteRequests", "write_examples", "written_requests"]
+__all__ = ["WRITER_VERSION", "WriteRequests", "write_examples", "write_examples_shown", "written_requests"]
 
 WRITER_VERSION = 1  # bump when the instructions or demonstrations change: earlier files are then refused on resume
 SAVE_EVERY = 20  # tools between saves of a file being written
+MAX_TOKENS = 150  # three requests; an answer cut here (a runaway list) does not parse and costs its tool
 
 
 class WriteRequests(dspy.Signature):
@@ -133,3 +134,23 @@ def write_examples(registry: ToolRegistry, lm: dspy.BaseLM, *, path: str | Path 
         if path is not None:
             current().save(path)
     return current()
+
+
+def write_examples_shown(registry: ToolRegistry, model: str, path: str | Path) -> ToolExamples:
+    """``write_examples`` by ``model`` (a model spec) into ``path``, with a progress bar over the tools left to
+    write and what was written said at the end: the command's and the scale benchmark's way to run it."""
+    from tqdm.auto import tqdm
+
+    from tool_selection.lm import get_lm
+
+    lm = get_lm(model, constrained=True, max_tokens=MAX_TOKENS)
+    with tqdm(total=len(registry), desc="writing example requests", unit="tool") as bar:
+        def advance(done: int, total: int, name: str) -> None:
+            bar.total = total  # a resumed file leaves fewer to write
+            bar.update(done - bar.n)
+            bar.set_postfix_str(name[:30])
+
+        examples = write_examples(registry, lm, path=path, progress=advance)
+    print(f"{len(examples):,} requests for {len(examples.requests):,} of {len(registry):,} tools "
+          f"({examples.source['seconds']:,.0f} s of writing in all): {path}")
+    return examples
