@@ -5,8 +5,8 @@ judges the decision likely wrong a larger model's selector decides instead.
     selector = MultiToolSelector.from_spec(spec, model="local:qwen2.5-coder-0.5b")
     selector(request="...", tools=registry).row_extras["cascade_decided_by"]     # "primary" or "secondary"
 
-The router (``tool_selection.stuck.learned.RouterModel``) reads only what the relevance stage records, so the
-primary's decision costs nothing more; an escalated request costs the secondary's decision on top. Each row records
+The router (``tool_selection.stuck.learned.RouterModel``) reads only what the relevance stage records (its signals,
+and the stage's own verdict), so the primary's decision costs nothing more; an escalated request costs the secondary's decision on top. Each row records
 who decided, the router's probability and each model's seconds and tokens (``cascade_*`` columns); the
 secondary's own relevance columns are kept under ``secondary_``.
 """
@@ -22,9 +22,8 @@ from typing import Any
 import dspy
 from dspy.utils.usage_tracker import track_usage
 
-from tool_selection.relevance.stage import recorded_signals
 from tool_selection.stuck.capture import usage_totals
-from tool_selection.stuck.learned import RouterModel
+from tool_selection.stuck.learned import RouterModel, router_inputs
 
 __all__ = ["CASCADE_PREFIX", "Cascade"]
 
@@ -50,7 +49,7 @@ class Cascade:
         """The primary's ``prediction``, or the secondary's where the router escalates; ``row_extras`` gain the
         cascade's columns either way. ``options``: what the secondary is asked with (conversation, tool_choice)."""
         extras = dict(getattr(prediction, "row_extras", None) or {})
-        wrong = self.router.probability(recorded_signals(extras))
+        wrong = self.router.probability(router_inputs(extras))
         escalate = wrong >= self.router.threshold
         columns: dict[str, Any] = {
             "wrong_p": wrong, "escalated": float(escalate), "decided_by": "secondary" if escalate else "primary",

@@ -37,7 +37,7 @@ from evals.stuck_bench.routing import (
 from evals.stuck_bench.verdict import Comparison, cascade_cases, compare_to_secondary, pays
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.signals import SIGNAL_PREFIX
-from tool_selection.stuck.learned import ROUTERS_DIR, RouterModel, fit_router
+from tool_selection.stuck.learned import ROUTERS_DIR, STAGE_INPUTS, RouterModel, fit_router
 
 __all__ = [
     "Cascade", "Comparison", "GroupData", "VariantResult", "choose_threshold", "compare_to_secondary",
@@ -53,7 +53,11 @@ FREE_SIGNALS = ("call_open", "name_logprob", "name_logprob_min", "unlisted", "gr
                 "dense_chosen", "bm25_best")
 PAID_SIGNALS = ("verify",)
 VARIANTS = {"free": FREE_SIGNALS, "free + verify": FREE_SIGNALS + PAID_SIGNALS}
-POOLED, SHIPPED_VARIANT = "pooled (shipped)", "free"  # the router that ships: the free detector on every group
+POOLED = "pooled"  # the free detector on every group's rows together
+BOARD = Path("results/board")  # the board's whole-category runs of each model's default selector
+BOARD_GROUP, BOARD_CATEGORIES, BOARD_STRATEGY = "bfcl, default selector", ("multiple", "irrelevance"), "native-strict-cover"
+BOARD_VARIANTS = {"free": FREE_SIGNALS, "free + stage": FREE_SIGNALS + STAGE_INPUTS}
+SHIPPED = (BOARD_GROUP, "free + stage")  # the router that ships: it reads the decisions the default selector makes
 LEFT_OUT = {
     "tools_listed": "the number of tools listed tells the suites apart (one function in every bfcl_irrelevance "
                     "case, 2-4 in bfcl_multiple; a fixed tool set per domain suite), so it would learn which suite "
@@ -65,9 +69,16 @@ THRESHOLD_RULE = ("the lowest escalation rate whose dev cascade accuracy is with
                   "own dev accuracy; if no threshold gets there, the best dev cascade accuracy (ties: less "
                   "escalation). Candidates: every distinct dev score, and escalating nothing")
 CASE_COLUMNS = ("id", "split", "full_match", "latency_s")  # what each model's rows must hold
+ON_DEV, OUT_OF_FOLD = "dev", "train + dev, out of fold"  # where a threshold is chosen
+FOLDS = 5
 
 
 # --- the per-case table ---------------------------------------------------------------------------------------
+
+def column_of(name: str) -> str:
+    """A router input's column in a run's rows: ``rel_<signal>``, or the relevance stage's own column."""
+    return name if name in STAGE_INPUTS else SIGNAL_PREFIX + name
+
 
 def _require_columns(rows: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [column for column in columns if column not in rows]
@@ -76,7 +87,9 @@ def _require_columns(rows: pd.DataFrame, columns: Sequence[str], what: str) -> N
     signals = [c for c in missing if c.startswith(SIGNAL_PREFIX)]
     fix = ("record the signal with `toolsel eval --split all --relevance-signals cheap` "
            "(evals/benchmarks/measure_relevance.sh MODEL SUITE), or leave it out of the detector's signals"
-           if signals else "give the per-case rows of `toolsel eval` (results.parquet), which hold them")
+           if signals else "run the model with its relevance model (relevance auto, the default), which records "
+           "the stage's verdict, or leave it out of the detector" if set(missing) & set(STAGE_INPUTS)
+           else "give the per-case rows of `toolsel eval` (results.parquet), which hold them")
     raise ToolSelectionError(f"{what} have no column {', '.join(missing)}: {fix}.")
 
 
@@ -108,7 +121,7 @@ def _side(rows: pd.DataFrame, role: str, signals: Sequence[str]) -> pd.DataFrame
                          f"{role}_seconds": pd.to_numeric(rows["latency_s"]).astype(float) - stage,
                          f"{role}_stage_seconds": stage})
     for name in signals:
-        side[SIGNAL_PREFIX + name] = pd.to_numeric(rows[SIGNAL_PREFIX + name], errors="coerce")
+        side[column_of(name)] = pd.to_numeric(rows[column_of(name)], errors="coerce")
     return side.reset_index(drop=True)
 
 
@@ -116,7 +129,7 @@ def pair_rows(primary: pd.DataFrame, secondary: pd.DataFrame, suite: str, signal
     """One row per case of ``suite`` answered by both models (paired by ``id``): ``primary_correct``,
     ``secondary_correct``, each model's seconds without its relevance stage, the stage's ``detector_seconds``
     (the primary's) and the primary's ``rel_<signal>`` columns. Refuses rows that do not pair."""
-    _require_columns(primary, [*CASE_COLUMNS, *(SIGNAL_PREFIX + s for s in signals)], f"The primary's {suite} rows")
+    _require_columns(primary, [*CASE_COLUMNS, *map(column_of, signals)], f"The primary's {suite} rows")
     _require_columns(secondary, CASE_COLUMNS, f"The secondary's {suite} rows")
     for name, rows in (("primary", primary), ("secondary", secondary)):
         _check_unique(rows, f"The {name}'s {suite} rows")
@@ -141,16 +154,16 @@ def pair_rows(primary: pd.DataFrame, secondary: pd.DataFrame, suite: str, signal
 # --- the detector ---------------------------------------------------------------------------------------------
 
 def _features(rows: pd.DataFrame, signals: Sequence[str]) -> pd.DataFrame:
-    return rows[[SIGNAL_PREFIX + name for name in signals]].astype(float).replace([np.inf, -np.inf], np.nan)
+    return rows[[column_of(name) for name in signals]].astype(float).replace([np.inf, -np.inf], np.nan)
 
 
 def fit_detector(train: pd.DataFrame, signals: Sequence[str], *, C: float = 1.0, primary: str = PRIMARY,
-                 secondary: str = SECONDARY) -> RouterModel:
+                 secondary: str = SECONDARY, split: str = "train") -> RouterModel:
     """A router (``tool_selection.stuck.learned``): a logistic regression of "the primary is wrong"
     (1 - ``primary_correct``) on the primary's standardised signals, a missing value read as the train mean plus a
     learned weight for its being missing (a signal is missing where the primary made no call)."""
     features = _features(train, signals)
-    empty = [name for name in signals if not features[SIGNAL_PREFIX + name].notna().any()]
+    empty = [name for name in signals if not features[column_of(name)].notna().any()]
     if empty:
         raise ToolSelectionError(f"The signals {', '.join(empty)} have no value on the train rows: record them "
                                  "(--relevance-signals) or leave them out of the detector.")
@@ -160,7 +173,7 @@ def fit_detector(train: pd.DataFrame, signals: Sequence[str], *, C: float = 1.0,
                                  "nothing to learn; pool more suites into the group.")
     return fit_router(features, wrong.tolist(), signals, C=C, primary=_spec(primary), secondary=_spec(secondary),
                       trained_on={"suites": sorted(train["suite"].unique()) if "suite" in train else [],
-                                  "split": "train"})
+                                  "split": split})
 
 
 def _spec(model: str) -> str:
@@ -183,7 +196,7 @@ def signal_aurocs(train: pd.DataFrame, test: pd.DataFrame, signals: Sequence[str
     and its test AUROC for the primary's mistakes, a missing value read as the train median (as the detector does)."""
     rows = []
     for name in signals:
-        column = SIGNAL_PREFIX + name
+        column = column_of(name)
         median = train[column].median()
         on_train = auroc(train[column].fillna(median), 1 - train["primary_correct"])
         direction = -1.0 if on_train < 0.5 else 1.0
@@ -235,6 +248,22 @@ def run_cascade(table: pd.DataFrame, scores: Sequence[float], threshold: float,
     return Cascade(escalated, correct, seconds.to_numpy(float))
 
 
+def out_of_fold_scores(rows: pd.DataFrame, signals: Sequence[str], *, folds: int = FOLDS,
+                       seed: int = 0) -> np.ndarray:
+    """Each row's P(wrong) from a detector fitted on the other folds (stratified by the primary's mistakes)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    wrong = (1 - rows["primary_correct"]).astype(int).to_numpy()
+    if min(np.bincount(wrong, minlength=2)) < folds:
+        raise ToolSelectionError(f"Out-of-fold scores need at least {folds} rows where the primary is right and "
+                                 f"{folds} where it is wrong: pool more suites into the group.")
+    scores = np.zeros(len(rows))
+    for fit_on, score_on in StratifiedKFold(folds, shuffle=True, random_state=seed).split(rows, wrong):
+        model = fit_detector(rows.iloc[fit_on], signals)
+        scores[score_on] = wrong_probability(model, rows.iloc[score_on], signals)
+    return scores
+
+
 # --- one detector on one group ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -247,6 +276,7 @@ class VariantResult:
     model: RouterModel
     threshold: float
     threshold_met: bool
+    threshold_on: str
     dev_point: pd.Series
     dev_secondary_accuracy: float
     test: pd.DataFrame
@@ -272,12 +302,21 @@ def _split(table: pd.DataFrame, split: str, group: str) -> pd.DataFrame:
 
 
 def evaluate_variant(group: str, variant: str, table: pd.DataFrame, signals: Sequence[str],
-                     seed: int = 0, *, primary: str = PRIMARY, secondary: str = SECONDARY) -> VariantResult:
-    """Fits the detector on ``table``'s train rows, chooses its threshold on dev and runs the cascade on test; the
-    detector costs the primary's stage seconds when it reads a paid signal, nothing otherwise."""
+                     seed: int = 0, *, primary: str = PRIMARY, secondary: str = SECONDARY,
+                     threshold_on: str = ON_DEV) -> VariantResult:
+    """Fits the detector and chooses its threshold (``threshold_on``: ``ON_DEV``, fitted on train and thresholded on
+    dev; ``OUT_OF_FOLD``, fitted on train + dev and thresholded on their out-of-fold scores), then runs the cascade
+    on test; the detector costs the primary's stage seconds when it reads a paid signal, nothing otherwise."""
     train, dev, test = (_split(table, split, group) for split in SPLITS)
-    model = fit_detector(train, signals, primary=primary, secondary=secondary)
-    threshold, met, point = choose_threshold(dev, wrong_probability(model, dev, signals))
+    names = {"primary": primary, "secondary": secondary}
+    if threshold_on == OUT_OF_FOLD:
+        dev = pd.concat([train, dev], ignore_index=True)
+        model = fit_detector(dev, signals, **names, split="train+dev")
+        dev_scores = out_of_fold_scores(dev, signals, seed=seed)
+    else:
+        model = fit_detector(train, signals, **names)
+        dev_scores = wrong_probability(model, dev, signals)
+    threshold, met, point = choose_threshold(dev, dev_scores)
     scores = wrong_probability(model, test, signals)
     paid = any(name in PAID_SIGNALS for name in signals)
     overhead = test["detector_seconds"].to_numpy(float) if paid else np.zeros(len(test))
@@ -288,6 +327,7 @@ def evaluate_variant(group: str, variant: str, table: pd.DataFrame, signals: Seq
                           costed["secondary_cost"])
     return VariantResult(
         group=group, variant=variant, signals=tuple(signals), model=model, threshold=threshold, threshold_met=met,
+        threshold_on=threshold_on,
         dev_point=point, dev_secondary_accuracy=float(dev["secondary_correct"].mean()),
         test=costed.assign(escalated=cascade.escalated, cascade_correct=cascade.correct),
         cascade=cascade, comparison=compare_to_secondary(cascade.correct, test["secondary_correct"], seed),
@@ -305,12 +345,15 @@ class GroupData:
     sources: list[dict]
 
 
-def run_rows(results: Path, model: str, suite: str, signals: Sequence[str]) -> tuple[pd.DataFrame, dict]:
+def run_rows(results: Path, model: str, suite: str, signals: Sequence[str], *,
+             run_dir: Path | None = None) -> tuple[pd.DataFrame, dict]:
+    """``model``'s rows of ``suite`` (``results/<model>/<suite>/``, or ``run_dir``) with the decision signals the run
+    did not record computed, and where they came from."""
     from evals.relevance import fill_decision_signals
     from evals.runner import load_results
     from tool_selection.relevance.signals import DECISION_SIGNALS
 
-    run_dir = results / model / suite
+    run_dir = run_dir or results / model / suite
     if not run_dir.is_dir():
         raise ToolSelectionError(f"No rows for {model} on {suite} in {run_dir}: run "
                                  f"evals/benchmarks/measure_relevance.sh {model} (or give --results).")
@@ -350,6 +393,36 @@ def load_group(results: Path, group: str, suites: Sequence[str], signals: Sequen
         tables.append(pair_rows(primary_rows, secondary_rows, suite, signals))
         sources += [primary_source, secondary_source]
     return GroupData(group, pd.concat(tables, ignore_index=True), sources)
+
+
+def board_run(board: Path, model: str, category: str) -> Path:
+    """The board's run of ``model``'s default selector (``BOARD_STRATEGY``, no demonstrations) over the whole BFCL
+    ``category``: of the kept runs, the one with the most cases."""
+    runs = []
+    for summary in (board / model).glob(f"bfcl-{category.replace('_', '-')}-local-*/summary.json"):
+        params = json.loads(summary.read_text()).get("params", {})
+        if params.get("strategy") == BOARD_STRATEGY and not params.get("demos") and params.get("split") == "all":
+            runs.append((params.get("cases", 0), summary.parent))
+    if not runs:
+        raise ToolSelectionError(f"No run of {model}'s default selector on bfcl:{category} under {board / model}: "
+                                 "run the board's sweep (toolsel sweep evals/sweeps/board.yaml).")
+    return max(runs)[1]
+
+
+def load_board_group(board: Path, signals: Sequence[str], *, primary: str = PRIMARY,
+                     secondary: str = SECONDARY) -> GroupData:
+    """``BOARD_GROUP``: both models' board runs of ``BOARD_CATEGORIES``, paired (the decisions the default selector
+    makes, its relevance stage included, on every split)."""
+    tables, sources = [], []
+    for category in BOARD_CATEGORIES:
+        suite = f"bfcl_{category}"
+        primary_rows, primary_source = run_rows(board, primary, suite, signals,
+                                                run_dir=board_run(board, primary, category))
+        secondary_rows, secondary_source = run_rows(board, secondary, suite, (),
+                                                    run_dir=board_run(board, secondary, category))
+        tables.append(pair_rows(primary_rows, secondary_rows, suite, signals))
+        sources += [primary_source, secondary_source]
+    return GroupData(BOARD_GROUP, pd.concat(tables, ignore_index=True), sources)
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -438,9 +511,9 @@ def routing_rows(results: Sequence[VariantResult]) -> list[dict]:
 
 
 def dev_rows(results: Sequence[VariantResult]) -> list[dict]:
-    return [{"group": r.group, "detector": r.variant, "threshold": _threshold(r.threshold),
-             "dev escalation %": _pct(r.dev_point["escalation_rate"]),
-             "dev cascade %": _pct(r.dev_point["accuracy"]), "dev secondary %": _pct(r.dev_secondary_accuracy),
+    return [{"group": r.group, "detector": r.variant, "chosen on": r.threshold_on, "threshold": _threshold(r.threshold),
+             "escalation %": _pct(r.dev_point["escalation_rate"]),
+             "cascade %": _pct(r.dev_point["accuracy"]), "secondary %": _pct(r.dev_secondary_accuracy),
              "rule": "within 1 point" if r.threshold_met else "fallback: best dev accuracy"} for r in results]
 
 
@@ -510,13 +583,15 @@ def markdown_page(groups: Sequence[GroupData], results: Sequence[VariantResult],
         "as the train median.", "",
         "## The learned score's routing curve (test)", "", _table(routing_rows(results)), "",
         "APGR: the area under the share of the accuracy gap recovered over the escalation rate (0.5: a random "
-        "router); undefined (-) where the secondary is not more accurate than the primary. *Oracle escalation*: "
+        "router; above 1 where the cascade passes the secondary); undefined (-) where the secondary is not more "
+        "accurate than the primary. *Oracle escalation*: "
         "the least escalation with which any detector matches the secondary; *perfect detector*: the best a "
         "detector can do, escalating exactly the cases only the secondary gets right.", "",
         "## Per suite (test)", "", _table(suite_rows(results)), "",
         "The detector's AUROC within each suite: a pooled AUROC can exceed every suite's own when the suites' "
         "error rates differ, since then telling the suites apart already ranks mistakes.", "",
-        "## The threshold, chosen on dev", "", _table(dev_rows(results)), "", f"Rule: {THRESHOLD_RULE}.", "",
+        "## The threshold, chosen on rows other than test", "", _table(dev_rows(results)), "",
+        f"Rule: {THRESHOLD_RULE} (*dev* read as the rows it was chosen on).", "",
         "## The detectors", "", _table(weight_rows(results)), "", _method(), "",
         "## Seconds", "", _table(seconds_rows(groups)), "", _seconds_note(), "",
         "## Provenance", "", _table(provenance_rows(groups)), ""]
@@ -529,10 +604,17 @@ def _intro() -> str:
             "its answer leaves behind scores P(the primary is wrong), and a case scoring at least the threshold "
             "is escalated to the secondary (qwen2.5-coder-1.5b), whose answer it takes. One detector per group, "
             f"fitted on the group's train rows ({groups}), its threshold chosen on dev, reported on test. Two "
-            "detectors each: the free signals only, and with the paid `verify` signal too. Last, the router that "
-            "ships (`tool_selection/stuck/routers/`, `toolsel eval --cascade auto`, written by `--save`): the free "
-            "detector fitted on the train rows of every group together, thresholded on their dev rows together "
-            "(*pooled*); [the cascade page](cascade.md) runs it live.")
+            "detectors each: the free signals only, and with the paid `verify` signal too; then the free detector "
+            "on every group together (*pooled*). These rows were recorded without the relevance stage deciding (the "
+            f"selection alone, `native-strict`). Last, **{BOARD_GROUP}**: the board's whole-category runs of "
+            f"{' and '.join(f'`bfcl:{c}`' for c in BOARD_CATEGORIES)} by each model's default selector "
+            f"(`{BOARD_STRATEGY}` with its relevance model), the decisions `--cascade auto` sees live; its "
+            "detectors read the free signals, and with them the relevance stage's verdict (*free + stage*: its "
+            "probability that a call is wanted, `relevance_p`, and whether it dropped the calls, "
+            "`relevance_overruled`). They are fitted on train + dev together and thresholded on those rows' "
+            f"out-of-fold scores ({FOLDS} folds: more rows to choose on than the small dev split alone), "
+            f"then read on test. The router that ships (`tool_selection/stuck/routers/`, `toolsel eval --cascade "
+            f"auto`, written by `--save`) is {SHIPPED[0]}, {SHIPPED[1]}; [the cascade page](cascade.md) runs it live.")
 
 
 def _method() -> str:
@@ -565,26 +647,30 @@ def _seconds_note() -> str:
 
 # --- the command ------------------------------------------------------------------------------------------------
 
-def run(results: Path, *, primary: str = PRIMARY, secondary: str = SECONDARY,
+def run(results: Path, *, board: Path = BOARD, primary: str = PRIMARY, secondary: str = SECONDARY,
         seed: int = 0) -> tuple[list[GroupData], list[VariantResult]]:
-    """Every group's data and every detector's result, then the shipped router's: the free detector fitted on the
-    train rows of every group together (``POOLED``), thresholded on their dev rows together."""
+    """Every group's data and every detector's result: each group of ``results`` (the selection without its
+    relevance stage), the free detector on all of them together (``POOLED``), then ``BOARD_GROUP``'s detectors, the
+    shipped router (``SHIPPED``) among them, thresholded out of fold on train + dev."""
     signals = max(VARIANTS.values(), key=len)
-    groups = [load_group(results, name, suites, signals, primary=primary, secondary=secondary)
-              for name, suites in GROUPS.items()]
     names = {"primary": primary, "secondary": secondary}
+    groups = [load_group(results, name, suites, signals, **names) for name, suites in GROUPS.items()]
     outcomes = [evaluate_variant(data.name, variant, data.table, variant_signals, seed=seed, **names)
                 for data in groups for variant, variant_signals in VARIANTS.items()]
     pooled = pd.concat([data.table for data in groups], ignore_index=True)
-    outcomes.append(evaluate_variant(POOLED, SHIPPED_VARIANT, pooled, VARIANTS[SHIPPED_VARIANT], seed=seed, **names))
+    outcomes.append(evaluate_variant(POOLED, "free", pooled, FREE_SIGNALS, seed=seed, **names))
+    groups.append(load_board_group(board, max(BOARD_VARIANTS.values(), key=len), **names))
+    outcomes += [evaluate_variant(BOARD_GROUP, variant, groups[-1].table, variant_signals, seed=seed,
+                                  threshold_on=OUT_OF_FOLD, **names)
+                 for variant, variant_signals in BOARD_VARIANTS.items()]
     return groups, outcomes
 
 
 def shipped_router(result: VariantResult) -> RouterModel:
-    """The pooled free detector as the router that ships: its dev threshold (escalate none: 1.0) and dev figures."""
+    """A detector as the router that ships: its threshold (escalate none: 1.0) and the figures it was chosen on."""
     threshold = 1.0 if math.isinf(result.threshold) else result.threshold
     return result.model.with_threshold(threshold, {
-        "rule": THRESHOLD_RULE,
+        "rule": THRESHOLD_RULE, "chosen_on": result.threshold_on,
         "within_tolerance": result.threshold_met, "escalation_rate": float(result.dev_point["escalation_rate"]),
         "cascade_accuracy": float(result.dev_point["accuracy"]),
         "secondary_accuracy": result.dev_secondary_accuracy})
@@ -615,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(page)
     if args.save:
-        router = shipped_router(outcomes[-1])
+        router = shipped_router(next(r for r in outcomes if (r.group, r.variant) == SHIPPED))
         path = router.save(Path(args.save) / f"{args.primary}.json")
         print(f"router: {path} ({router.fingerprint}, escalates at P(wrong) >= {router.threshold:.3f})")
     return 0

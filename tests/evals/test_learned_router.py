@@ -166,6 +166,55 @@ def test_the_router_is_fitted_on_train_rows_only():
     assert first.model.trained_on["rows"] == int((table["split"] == "train").sum())
 
 
+def test_an_out_of_fold_threshold_reads_train_and_dev_and_never_test():
+    from evals.benchmarks.learned_router import OUT_OF_FOLD
+
+    table, _ = paired_table()
+    scrambled = table.copy()
+    test = scrambled["split"] == "test"
+    scrambled.loc[test, "rel_call_open"] = -scrambled.loc[test, "rel_call_open"]
+    scrambled.loc[test, "primary_correct"] = 1 - scrambled.loc[test, "primary_correct"]
+    first, second = (evaluate_variant("mini", "free", t, SIGNALS, threshold_on=OUT_OF_FOLD) for t in (table, scrambled))
+    assert first.model == second.model and first.threshold == second.threshold  # test rows changed, nothing else
+    assert first.model.trained_on == {"suites": ["mini"], "split": "train+dev", "rows": 60, "wrong": 20}
+    assert first.threshold_on == OUT_OF_FOLD and first.threshold_met and first.cascade.accuracy == 1.0
+
+
+def test_the_stage_verdict_is_read_from_its_own_columns():
+    from evals.benchmarks.learned_router import column_of
+    from tool_selection.stuck.learned import STAGE_INPUTS
+
+    table, _ = paired_table(signals=())
+    table["relevance_overruled"] = (table["primary_correct"] == 0).astype(float)  # the stage dropped the wrong calls
+    result = evaluate_variant("mini", "free + stage", table, ("relevance_overruled",))
+    assert [column_of(name) for name in ("call_open", *STAGE_INPUTS)] == ["rel_call_open", *STAGE_INPUTS]
+    assert result.model.signals == ("relevance_overruled",) and result.model.reads_stage
+    assert result.metrics.auroc == 1.0
+    primary, secondary = (model_rows([False] * 3, latency=1.0, stage=0.0, splits=["train", "dev", "test"])
+                          for _ in range(2))
+    with pytest.raises(ToolSelectionError, match="no column relevance_p: run the model with its relevance model"):
+        pair_rows(primary, secondary, "mini", ("relevance_p",))
+
+
+def test_the_board_group_reads_each_models_whole_category_run_of_the_default_selector(tmp_path):
+    import json
+
+    from evals.benchmarks.learned_router import BOARD_STRATEGY, board_run
+
+    def kept(name: str, **params) -> None:
+        (tmp_path / "m" / name).mkdir(parents=True)
+        (tmp_path / "m" / name / "summary.json").write_text(json.dumps({"params": {"split": "all", **params}}))
+
+    kept("bfcl-multiple-local-m-a", strategy=BOARD_STRATEGY, cases=40)
+    kept("bfcl-multiple-local-m-b", strategy=BOARD_STRATEGY, cases=200)
+    kept("bfcl-multiple-local-m-c", strategy=BOARD_STRATEGY, cases=400, demos=3)
+    kept("bfcl-multiple-local-m-d", strategy="native-strict", cases=400)
+    kept("bfcl-parallel-multiple-local-m-e", strategy=BOARD_STRATEGY, cases=400)
+    assert board_run(tmp_path, "m", "multiple").name == "bfcl-multiple-local-m-b"
+    with pytest.raises(ToolSelectionError, match="No run of m's default selector on bfcl:irrelevance"):
+        board_run(tmp_path, "m", "irrelevance")
+
+
 def test_the_shipped_router_carries_its_dev_threshold_and_loads_back(tmp_path):
     from evals.benchmarks.learned_router import shipped_router
     from tool_selection.stuck.learned import RouterModel

@@ -55,8 +55,9 @@ def test_a_router_loads_back_and_a_broken_one_is_refused_naming_the_problem(tmp_
 def test_the_shipped_router_is_the_0_5b_models_and_is_refused_for_another_model(tmp_path):
     assert shipped_routers() == ["qwen2.5-coder-0.5b"]
     router = shipped_router(PRIMARY)
-    assert router.secondary == SECONDARY and set(router.trained_on["suites"]) >= {"bfcl_multiple", "events"}
-    assert router.trained_on["split"] == "train" and 0 < router.threshold < 1 and router.dev["secondary_accuracy"]
+    assert router.secondary == SECONDARY and set(router.trained_on["suites"]) >= {"bfcl_multiple", "bfcl_irrelevance"}
+    assert router.trained_on["split"] == "train+dev" and 0 < router.threshold < 1 and router.dev["secondary_accuracy"]
+    assert router.reads_stage and router.dev["chosen_on"] == "train + dev, out of fold"
     assert resolve_router("auto", PRIMARY) == router and resolve_router("none", PRIMARY) is None
     with pytest.raises(RouterModelError, match="No router ships for local:qwen2.5-coder-1.5b"):
         resolve_router("auto", SECONDARY)
@@ -112,16 +113,45 @@ def test_a_decision_the_router_trusts_costs_the_secondary_nothing(make_lm, tmp_p
     assert extras["cascade_secondary_seconds"] == 0.0 and secondary.calls == []
 
 
+def test_a_router_may_read_the_relevance_stages_verdict_and_nothing_unknown():
+    from tool_selection.cascade import Cascade
+    from tool_selection.decision import MultiToolDecision
+    from tool_selection.stuck.learned import router_inputs
+
+    trusts_kept_calls = RouterModel(signals=("relevance_overruled", "grounded_args"), means=(0.5, 0.5),
+                                    scales=(0.5, 0.5), coefficients=(-5.0, 0.0), intercept=0.0, missing=(0.0, 0.0),
+                                    threshold=0.5, primary=PRIMARY, secondary=SECONDARY)
+    assert trusts_kept_calls.reads_stage and trusts_kept_calls.relevance_signals == ("grounded_args",)
+    with pytest.raises(ValueError, match="telepathy"):
+        RouterModel.check_inputs(["relevance_p", "telepathy"])
+    extras = {"rel_grounded_args": 1.0, "relevance_p": 0.1, "relevance_overruled": 1.0, "relevance_seconds": 0.2}
+    assert router_inputs(extras) == {"grounded_args": 1.0, "relevance_p": 0.1, "relevance_overruled": 1.0}
+    asked = []
+    cascade = Cascade(router=trusts_kept_calls, lm=None,
+                      decide=lambda **kwargs: asked.append(kwargs) or dspy.Prediction(decision=MultiToolDecision()))
+    for overruled, escalated in ((1.0, 0.0), (0.0, 1.0)):  # a dropped call is trusted, a kept one escalated
+        prediction = dspy.Prediction(decision=MultiToolDecision(), row_extras={**extras, "relevance_overruled": overruled})
+        assert cascade.after(prediction, "r", TOOLS, 1.0).row_extras["cascade_escalated"] == escalated
+    assert len(asked) == 1
+
+
 def test_a_cascade_is_refused_where_no_router_ships_and_recorded_in_the_spec(make_lm, tmp_path):
     with pytest.raises(RouterModelError, match="No router ships for local:qwen2.5-coder-1.5b"):
         MultiToolSelector.from_spec(SelectorSpec(relevance="none", cascade="auto"), model=SECONDARY)
     secondary_lm, secondary = make_lm([], cache=False)
     secondary.metadata = NATIVE_TEMPLATE
-    selector = MultiToolSelector.from_spec(SelectorSpec(strategy="native", relevance="none", cascade="auto"),
+    with pytest.raises(RouterModelError, match="reads the relevance stage's verdict .*run with relevance auto"):
+        MultiToolSelector.from_spec(SelectorSpec(strategy="native", relevance="none", cascade="auto"),
+                                    model=PRIMARY, secondary_lm=secondary_lm)
+    selector = MultiToolSelector.from_spec(SelectorSpec(strategy="native", cascade="auto"),
                                            model=PRIMARY, secondary_lm=secondary_lm)
-    assert selector.to_spec().describe()["cascade"] == "auto"
-    assert set(shipped_router(PRIMARY).signals) <= set(selector.relevance.signals)  # recorded for the router
-    assert selector.relevance.model is None  # relevance none: signals only, no call dropped
+    assert selector.to_spec().describe()["cascade"] == "auto" and selector.relevance.model is not None
+    router = shipped_router(PRIMARY)
+    assert set(router.relevance_signals) <= set(selector.relevance.signals)  # recorded for the router
+    signals_only = UNGROUNDED_IS_WRONG.save(tmp_path / "router.json")  # reads no verdict: relevance none will do
+    selector = MultiToolSelector.from_spec(SelectorSpec(strategy="native", relevance="none", cascade=str(signals_only)),
+                                           model=PRIMARY, secondary_lm=secondary_lm)
+    assert selector.relevance.model is None and "grounded_args" in selector.relevance.signals
 
 
 def test_a_cascade_runs_summary_says_how_much_it_escalated_and_what_each_model_spent():

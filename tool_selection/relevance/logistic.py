@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -54,7 +54,13 @@ class LogisticModel(BaseModel):
     @field_validator("signals")
     @classmethod
     def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return check_signals(value)
+        return cls.check_inputs(value)
+
+    @classmethod
+    def check_inputs(cls, names: Sequence[str]) -> tuple[str, ...]:
+        """``names`` if the model can read each of them (relevance signals; a subclass may read more), else an
+        error naming the unknown ones."""
+        return check_signals(names)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -166,14 +172,16 @@ def _rounded(values: Sequence[float]) -> tuple[float, ...]:
 
 
 def fit_logistic(table: Any, labels: Sequence[int], signals: Sequence[str], *, C: float = 1.0,
-                 balanced: bool = False, missing_weights: bool = False) -> dict[str, Any]:
+                 balanced: bool = False, missing_weights: bool = False,
+                 check: Callable[[Sequence[str]], tuple[str, ...]] = check_signals) -> dict[str, Any]:
     """The stored fields of a logistic regression of ``labels`` (0/1) on the ``signals`` columns of ``table`` (named
     as the signal or ``rel_<signal>``): each signal standardised with its training mean and spread, a missing value
     counted as the mean; with ``missing_weights``, one more feature per signal (1 where it is missing) whose
-    weights are returned as ``missing``; ``balanced`` weights the two classes equally."""
+    weights are returned as ``missing``; ``balanced`` weights the two classes equally; ``check``: the names the
+    model may read (``LogisticModel.check_inputs``)."""
     from sklearn.linear_model import LogisticRegression
 
-    signals = check_signals(signals)
+    signals = check(signals)
     y = np.asarray(labels, dtype=int)
     x = np.column_stack([_column(table, name, len(y)) for name in signals])
     means = np.array([np.nanmean(col) if np.isfinite(col).any() else 0.0 for col in x.T])

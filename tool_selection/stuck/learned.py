@@ -6,13 +6,14 @@ decision is wrong, stored as data beside the code (``routers/<primary>.json``) a
     detector(Attempt(request, decision, features={"call_open": 3.1, ...})).score   # P(the primary is wrong)
 
 The signals are those the relevance stage records for every decision (``rel_<signal>`` columns), so the detector
-costs nothing beyond them. A router is fitted on train rows only and its threshold chosen on dev by
+costs nothing beyond them; a router may also read the stage's own verdict (``STAGE_INPUTS``: its probability that a
+call is wanted, and whether it dropped the calls), which needs the stage's relevance model. A router is fitted on train rows only and its threshold chosen on dev by
 ``python -m evals.benchmarks.learned_router --save``, which also reports it on test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,13 +24,16 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.specs import ModelSpec
 from tool_selection.relevance.logistic import LogisticModel, fit_logistic, model_file_stem, shipped_names
 from tool_selection.relevance.model import missing_retrieval_packages
+from tool_selection.relevance.signals import check_signals
+from tool_selection.relevance.stage import recorded_signals
 from tool_selection.stuck.base import Attempt, DetectorUnavailable, StuckDetector, StuckSignal
 from tool_selection.stuck.registry import DetectorConfigError, DetectorOptions, register_detector
 
-__all__ = ["LearnedDetector", "RouterModel", "RouterModelError", "fit_router", "resolve_router", "shipped_router",
-           "shipped_routers"]
+__all__ = ["STAGE_INPUTS", "LearnedDetector", "RouterModel", "RouterModelError", "fit_router", "resolve_router",
+           "router_inputs", "shipped_router", "shipped_routers"]
 
 ROUTERS_DIR = Path(__file__).parent / "routers"  # <primary model name>.json
+STAGE_INPUTS = ("relevance_p", "relevance_overruled")  # the relevance stage's verdict, as its row columns name it
 SAVE_COMMAND = "python -m evals.benchmarks.learned_router --save"
 
 
@@ -58,6 +62,23 @@ class RouterModel(LogisticModel):
         return self.missing
 
     @classmethod
+    def check_inputs(cls, names: Sequence[str]) -> tuple[str, ...]:
+        signals = [name for name in names if name not in STAGE_INPUTS]
+        if signals or not names:
+            check_signals(signals)
+        return tuple(names)
+
+    @property
+    def relevance_signals(self) -> tuple[str, ...]:
+        """The relevance signals it reads (what the stage must compute)."""
+        return tuple(name for name in self.signals if name not in STAGE_INPUTS)
+
+    @property
+    def reads_stage(self) -> bool:
+        """Whether it reads the relevance stage's verdict, which only a stage with a relevance model gives."""
+        return any(name in STAGE_INPUTS for name in self.signals)
+
+    @classmethod
     def load_fix(cls) -> str:
         return "give a router file, auto or none."
 
@@ -69,9 +90,17 @@ def fit_router(table: Any, wrong: Sequence[int], signals: Sequence[str], *, prim
     if len({int(label) for label in wrong}) < 2:
         raise RouterModelError("Fitting a router needs rows where the primary was right and rows where it was wrong: "
                                "pool more suites into the train rows.")
-    fields = fit_logistic(table, wrong, signals, C=C, missing_weights=True)
+    fields = fit_logistic(table, wrong, signals, C=C, missing_weights=True, check=RouterModel.check_inputs)
     return RouterModel(**fields, primary=primary, secondary=secondary,
                        trained_on={**(trained_on or {}), "rows": len(wrong), "wrong": int(sum(map(int, wrong)))})
+
+
+def router_inputs(extras: Mapping[str, Any] | None) -> dict[str, float]:
+    """What a router reads from a decision's row: its relevance signals (``rel_<signal>``) and the relevance
+    stage's verdict (``STAGE_INPUTS``), by name."""
+    extras = extras or {}
+    stage = {name: extras[name] for name in STAGE_INPUTS if isinstance(extras.get(name), int | float)}
+    return {**recorded_signals(extras), **stage}
 
 
 def shipped_routers() -> list[str]:
