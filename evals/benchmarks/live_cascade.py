@@ -4,13 +4,12 @@ same cases, and the live run checked against the offline figures.
     python -m evals.benchmarks.live_cascade [--runs results/cascade] [--out docs/results/cascade.md]
 
 Reads kept runs under ``--runs`` named ``<kind>-<suite>``: ``cascade`` (the 0.5B with ``--cascade auto``),
-``small`` (the 0.5B alone; default: its whole-category board run, whose answers are the same), ``large`` (the
-1.5B alone), all with the default selector, and ``agree`` (the cascade with the selector the router's rows were
-recorded with: ``native-strict``, no relevance model). For each suite and
-pooled: accuracy of each, the cascade against the 1.5B (paired bootstrap interval, McNemar's exact p), escalation
-and seconds per case, and the verdict of ``learned_router.pays``. The agreement run is set against the router
-applied offline to the kept relevance rows of the same cases (``results/relevance``, a signal those rows lack computed as
-the offline page computes it): the same escalations, the same primary decisions, the same final scores.
+``small`` (the 0.5B alone; default: its whole-category board run, whose answers are the same) and ``large`` (the
+1.5B alone), all with the default selector. For each suite and pooled: accuracy of each, the cascade against the
+1.5B (paired bootstrap interval, McNemar's exact p), escalation and seconds per case, and the verdict of
+``learned_router.pays``. The cascade run is also set against the router applied offline to the rows it was fitted on
+(both models' board runs of the same cases, a signal those rows lack computed as the offline page computes it):
+the same escalations, the same primary decisions, the same final scores.
 """
 
 from __future__ import annotations
@@ -25,7 +24,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evals.benchmarks.learned_router import PRIMARY, RESULTS, SECONDARY, compare_to_secondary, pays, run_rows
+from evals.benchmarks.learned_router import (
+    BOARD,
+    PRIMARY,
+    SECONDARY,
+    board_run,
+    compare_to_secondary,
+    pays,
+    run_rows,
+)
 from evals.runner import load_results
 from tool_selection.errors import ToolSelectionError
 from tool_selection.stuck.learned import shipped_router
@@ -33,7 +40,6 @@ from tool_selection.stuck.learned import shipped_router
 __all__ = ["agreement", "cascade_table", "main", "markdown_page"]
 
 RUNS = Path("results/cascade")
-BOARD = Path("results/board") / PRIMARY
 KINDS = ("cascade", "small", "large")
 SUITES = ("multiple", "irrelevance")
 FRONTIER = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
@@ -52,11 +58,7 @@ def _run(runs: Path, kind: str, suite: str) -> tuple[pd.DataFrame, dict]:
 def _board_run(suite: str) -> Path:
     """The board's whole-category run of the 0.5B default: the same selector on every case, so its answers on the
     test split are the 0.5B-alone answers (its seconds were timed in another run)."""
-    runs = sorted(BOARD.glob(f"bfcl-{suite}-local-{PRIMARY}-native-strict-cover-*"),
-                  key=lambda d: json.loads((d / "summary.json").read_text())["params"]["cases"])
-    if not runs:
-        raise ToolSelectionError(f"No 0.5B run of bfcl:{suite}: kept under {BOARD} nor run as small-{suite}.")
-    return runs[-1]
+    return board_run(BOARD, PRIMARY, suite)
 
 
 def _paired(runs: Path, suite: str) -> tuple[pd.DataFrame, dict]:
@@ -127,16 +129,16 @@ def frontier_rows(table: pd.DataFrame, shares=FRONTIER) -> list[dict]:
     return rows
 
 
-def agreement(runs: Path, relevance: Path, suite: str) -> dict | None:
-    """The agreement run against the router applied to the kept relevance rows of the same cases (None without
-    an agreement run)."""
-    folder = runs / f"agree-{suite}"
-    if not (folder / "summary.json").is_file():
+def agreement(runs: Path, board: Path, suite: str) -> dict | None:
+    """The cascade run against the router applied offline to the board rows of the same cases, the rows it was
+    fitted on (None where no board rows are kept)."""
+    if not (board / PRIMARY).is_dir():
         return None
-    live = load_results(folder).set_index("id")
+    live = load_results(runs / f"cascade-{suite}").set_index("id")
     router = shipped_router(PRIMARY)
-    kept = run_rows(relevance, PRIMARY, f"bfcl_{suite}", router.signals)[0].set_index("id").loc[live.index]
-    large = load_results(relevance / SECONDARY / f"bfcl_{suite}").set_index("id").loc[live.index]
+    kept = run_rows(board, PRIMARY, f"bfcl_{suite}", router.signals,
+                    run_dir=board_run(board, PRIMARY, suite))[0].set_index("id").loc[live.index]
+    large = load_results(board_run(board, SECONDARY, suite)).set_index("id").loc[live.index]
     offline_p = router.probabilities(kept)
     offline_escalated = offline_p >= router.threshold
     offline_correct = np.where(offline_escalated, large["full_match"], kept["full_match"]).astype(float)
@@ -175,11 +177,13 @@ def markdown_page(rows: list[dict], agreements: list[dict], params: dict, *, com
         "# The 0.5B -> 1.5B cascade, live", "",
         f"Generated by `{command}` on {today} at commit `{commit}`, from kept runs (`results/cascade/`).", "",
         f"`toolsel eval --cascade auto` with the router that ships for the 0.5B model (`{router.fingerprint}`, "
-        f"fitted on the train rows of {', '.join(router.trained_on.get('suites', []))}, escalating at P(wrong) >= "
-        f"{router.threshold:.3f}, chosen on their dev rows; see [the offline page](learned-router.md)): the 0.5B "
-        "decides with the default selector, the router reads the relevance signals of its decision, and the 1.5B "
-        "decides the request again where the router escalates. Against each model alone on the same BFCL test "
-        "cases (the test split of each category, as the offline page's).", "",
+        f"fitted on the {router.trained_on.get('split', 'train')} rows of "
+        f"{', '.join(router.trained_on.get('suites', []))}, escalating at P(wrong) >= {router.threshold:.3f}, "
+        f"chosen on {router.dev.get('chosen_on', 'dev')}; see [the offline page](learned-router.md)): the 0.5B "
+        "decides with the default selector, the router reads the relevance signals of its decision and the "
+        "relevance stage's verdict, and the 1.5B decides the request again where the router escalates. Against "
+        "each model alone on the same BFCL test cases (the test split of each category, as the offline page's).",
+        "",
         "## Test: the cascade against each model alone", "", _table(rows), "",
         "Full match in points; the interval is the paired bootstrap 95% interval of cascade minus 1.5B, McNemar's "
         "exact p beside the cases only the cascade / only the 1.5B gets right. Seconds per case as recorded (the "
@@ -195,13 +199,13 @@ def markdown_page(rows: list[dict], agreements: list[dict], params: dict, *, com
         "rest kept (the 0.5B's): the frontier these scores allow, read on test, not a threshold chosen on it. "
         "Seconds: the cascade's primary seconds on every case plus the 1.5B's own seconds where escalated.", "",
         "## The live cascade against the offline figures", "",
-        _table(agreements) if agreements else "(no agreement run kept)", "",
-        "The cascade run with the selector the router's rows were recorded with (`--strategy native-strict "
-        "--relevance none --cascade auto`), case by case against the same router applied to the kept rows of "
-        "`results/relevance/` (recorded at an older commit) and the 1.5B's kept answers there. Where the 0.5B's "
-        "answer today is the one those rows hold, the router's P(wrong) and its escalation are the same: a "
+        _table(agreements) if agreements else "(no board rows kept to check against)", "",
+        "The cascade run, case by case, against the same router applied to the rows it was fitted on: the board's "
+        "whole-category runs of the 0.5B (recorded at an older commit) and the 1.5B's answers there. Where the "
+        "0.5B's answer today is the one those rows hold, the router's P(wrong) and its escalation are the same: a "
         "difference comes from a changed answer (the code changed since those rows) or a signal recomputed on "
-        "another machine.", "",
+        "another machine; the final score also differs where the 1.5B answers an escalated case otherwise than "
+        "its board run did.", "",
         "## Runs", "", _table([{"run": kind, "command": f"`toolsel eval {value}`"} for kind, value in params.items()]),
         ""])
 
@@ -211,8 +215,6 @@ COMMANDS = {
     "small": "--suite bfcl:SUITE --model local:qwen2.5-coder-0.5b --split all --no-cache (the board's whole run; "
              "its test cases)",
     "large": "--suite bfcl:SUITE --model local:qwen2.5-coder-1.5b --split test --no-cache",
-    "agree": "--suite bfcl:multiple --model local:qwen2.5-coder-0.5b --strategy native-strict --relevance none "
-             "--cascade auto --split test --no-cache",
 }
 
 
@@ -220,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.benchmarks.live_cascade",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default=str(RUNS), help=f"Folder of kept runs (default: {RUNS}).")
-    parser.add_argument("--relevance", default=str(RESULTS), help=f"The kept relevance rows (default: {RESULTS}).")
+    parser.add_argument("--board", default=str(BOARD), help=f"The board's kept runs (default: {BOARD}).")
     parser.add_argument("--out", help="Write the markdown page here (default: print it).")
     args = parser.parse_args(argv)
     from evals.tracking import git_commit
@@ -230,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [cascade_table(t, f"bfcl_{suite}") for t, suite in zip(tables, SUITES, strict=True)]
     both = pd.concat(tables, ignore_index=True)
     rows.append(cascade_table(both, "both"))
-    agreements = [a for suite in SUITES if (a := agreement(runs, Path(args.relevance), suite)) is not None]
+    agreements = [a for suite in SUITES if (a := agreement(runs, Path(args.board), suite)) is not None]
     command = " ".join(["python -m evals.benchmarks.live_cascade",
                         *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
     page = markdown_page(rows, agreements, COMMANDS, command=command, commit=git_commit(),

@@ -268,8 +268,8 @@ def test_the_live_page_is_made_from_kept_runs_and_names_each_command(tmp_path):
         write(tmp_path / f"small-{suite}", [{"id": c, "full_match": 0.0 if e else 1.0, "latency_s": 1.0}
                                            for c, e in zip(ids, escalate, strict=True)])
     out = tmp_path / "cascade.md"
-    assert live_main(["--runs", str(tmp_path), "--out", str(out)]) == 0
+    assert live_main(["--runs", str(tmp_path), "--board", str(tmp_path / "no-board"), "--out", str(out)]) == 0
     page = out.read_text()
     assert "| both | 40 | 75.0 | 100.0 | 100.0 | +0.0 [+0.0, +0.0]" in page  # the cascade recovers every mistake
     assert "| 20.0 | 95.0 | 100.0 | 1.60 (0.53x) |" in page  # the frontier: 8 of the 10 mistakes escalated
-    assert "| 30 of 30 | yes |" in page and "(no agreement run kept)" in page and "--cascade auto" in page
+    assert "| 30 of 30 | yes |" in page and "(no board rows kept to check against)" in page and "--cascade auto" in page
