@@ -184,6 +184,7 @@ class MultiToolSelector(dspy.Module):
         self._examples_checked: set[int] = set()  # hashes of the tool listings checked
         self.relevance = _relevance_stage(relevance)
         self.cascade: Cascade | None = None  # set from a spec's cascade (apply_spec)
+        self._intents: Any = None  # the request's intents as retrieval queries (retrieval query), made on first use
 
     # the settings, read from the spec
     @property
@@ -238,10 +239,13 @@ class MultiToolSelector(dspy.Module):
             registry = self.described.apply(registry)
         extras: dict[str, Any] = {}
         if self.retrieve is not None:
-            start = time.perf_counter()
+            start, asked = time.perf_counter(), self._intents.seconds if self._intents is not None else 0.0
             ranked = self._retrieved(registry, request)
             registry = registry.subset(ranked, name=f"{registry.name}-top{self.retrieve}")
             extras["retrieved"] = ranked
+            if self._intents is not None:
+                extras["retrieval_intents"] = list(self._intents(request))
+                extras["intent_seconds"] = self._intents.seconds - asked
             if self._retrieval_examples is not None:  # which examples the index held, by content
                 extras["retrieval_examples"] = self._retrieval_examples.fingerprint
             if self.rerank is not None:
@@ -319,7 +323,8 @@ class MultiToolSelector(dspy.Module):
     def _retrieved(self, registry: ToolRegistry, request: str) -> list[str]:
         """The names of the ``retrieve`` tools most relevant to ``request``, best first (the index is built once per
         catalog); with ``catalogs``, only tools of the catalogs whose best tool ranks highest; with ``rerank``, the
-        retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``."""
+        retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``; with a ``query`` other
+        than the request, the retriever reads the actions the selection's model reads in the request."""
         from tool_selection.retrieval import LLMReranker, get_retriever, retrieve_by_catalog
 
         if self._retriever is None:
@@ -327,6 +332,12 @@ class MultiToolSelector(dspy.Module):
         shown = self.rerank or self.retrieve
         catalogs = self.spec.retrieval.catalogs
         retriever = self._retriever.fit(registry, self._examples(registry))
+        if self.spec.retrieval.query is not None:
+            from tool_selection.retrieval.intent import IntentRetriever, IntentRewriter
+
+            if self._intents is None:
+                self._intents = IntentRewriter(inner_predict(self.select).lm)
+            retriever = IntentRetriever(retriever, self._intents, self.spec.retrieval.query)
         if catalogs is None:
             hits = retriever.retrieve(request, shown)
         else:

@@ -108,6 +108,11 @@ class RetrievalSpec(_Frozen):
                                  "retriever ranks highest, up to K of them: the catalog first, then the tool, so that "
                                  "look-alikes from other catalogs are not shown.",
                                  json_schema_extra={"flat": "retrieve_catalogs", "metavar": "N"})
+    query: Literal["intent", "request+intent"] | None = Field(
+        default=None, description="With --retrieve K: what the retriever reads (default: the request): intent, the "
+        "actions the selection's model reads in the request (one short model call per request; each action ranked, "
+        "the rankings fused); request+intent, both.",
+        json_schema_extra={"flat": "retrieve_query"})
 
     @model_validator(mode="before")
     @classmethod
@@ -116,7 +121,8 @@ class RetrievalSpec(_Frozen):
             what = ("rerank (--rerank) orders" if data.get("rerank") else "groups (--groups) divide"
                     if data.get("groups") else "examples (--retrieve-examples) index"
                     if data.get("examples") else "catalogs (--retrieve-catalogs) narrow"
-                    if data.get("catalogs") else "--retriever is")
+                    if data.get("catalogs") else "the query (--retrieve-query) feeds"
+                    if data.get("query") else "--retriever is")
             raise ValueError(f"{what} the retriever's candidates: give retrieve (--retrieve) too.")
         return data
 

@@ -27,7 +27,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from evals.suite import Suite, load_suite
 from evals.tool_examples import refuse_scored
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
 from tool_selection.retrieval.examples import ToolExamples
+from tool_selection.retrieval.intent import IntentRetriever
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import RetrievalSpec, SelectorSpec
 
@@ -66,12 +67,15 @@ def sample_cases(n: int, seed: int = 0) -> Suite:
 def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
                     retrievers: list[str] = ("bm25", "dense", "hybrid"), seed: int = 0,
                     examples: ToolExamples | None = None, catalogs: int | None = None,
-                    written: ToolExamples | None = None) -> pd.DataFrame:
+                    written: ToolExamples | None = None,
+                    intents: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
     """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
     of ``suite`` (each registry holds every tool the cases need); with ``examples``, each retriever again with
     them in its tools' documents (``<retriever>+examples``); with ``written`` (requests a model wrote for every tool,
     ``write_catalog_examples``), each with those (``+written``) and, with ``examples`` too, with both
-    (``+examples+written``); with ``catalogs``, each again keeping only the tools of
+    (``+examples+written``); with ``intents`` (request -> the actions a model read in it, ``write_intents``), each
+    again reading the request through them (``, intent``: the actions alone; ``, request+intent``: both, the
+    rankings fused); with ``catalogs``, each again keeping only the tools of
     the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds
     to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
     95th percentile), and the index's memory where the retriever's index is a matrix or a faiss index."""
@@ -87,18 +91,21 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     if examples is not None:
         refuse_scored(examples, suite, "the train splits")
-    variants = [(name, name, None, None) for name in retrievers]  # label, retriever, examples, catalogs
-    if examples is not None:
-        variants += [(f"{name}+examples", name, examples.requests, None) for name in retrievers]
+    variants = [(name, name, None, None, "request") for name in retrievers]  # label, retriever, examples, catalogs,
+    if examples is not None:                                                   # what the retriever reads
+        variants += [(f"{name}+examples", name, examples.requests, None, "request") for name in retrievers]
     if written is not None:
         refuse_scored(written, suite, "the written examples")
-        variants += [(f"{name}+written", name, written.requests, None) for name in retrievers]
+        variants += [(f"{name}+written", name, written.requests, None, "request") for name in retrievers]
         if examples is not None:
-            variants += [(f"{name}+examples+written", name, examples.combined(written).requests, None)
+            variants += [(f"{name}+examples+written", name, examples.combined(written).requests, None, "request")
                          for name in retrievers]
+    if intents is not None:
+        variants += [(f"{label}, {query}", name, requests, None, query) for label, name, requests, _, _ in variants
+                     for query in ("intent", "request+intent")]
     if catalogs is not None:
-        variants += [(f"{label}, best {_catalogs(catalogs)}", name, requests, catalogs)
-                     for label, name, requests, _ in variants]
+        variants += [(f"{label}, best {_catalogs(catalogs)}", name, requests, catalogs, query)
+                     for label, name, requests, _, query in variants]
     rows = []
     for size in sizes:
         if size is not None and size < len(required):
@@ -106,10 +113,12 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
         registry = registry_of_size(size, required, seed)
         if written is not None:
             written.check_catalog(registry)
-        for label, name, with_examples, routed in variants:
+        for label, name, with_examples, routed, query in variants:
             print(f"retrieval: {len(registry):,} tools, {label} ...", file=sys.stderr, flush=True)
             clear_index_cache()
             retriever = get_retriever(name)
+            if query != "request":
+                retriever = IntentRetriever(retriever, lambda request: intents.get(request, ()), query)
             started = time.perf_counter()
             retriever.fit(registry, with_examples)
             fit_s = time.perf_counter() - started
@@ -128,6 +137,38 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
                        query_ms_p95=float(np.percentile(latencies, 95)), index_mb=_index_megabytes(retriever))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def write_intents(path: Path, model: str, suite: Suite) -> dict[str, tuple[str, ...]]:
+    """The actions ``model`` reads in each request of ``suite`` (``tool_selection.retrieval.intent``), kept in
+    ``path`` with the model, the rewriter's version and the seconds, saved every 20 requests and when the run ends
+    however it ends, and resumed where ``path`` holds some from the same model and version."""
+    from tqdm.auto import tqdm
+
+    from tool_selection.lm import get_lm
+    from tool_selection.retrieval.intent import INTENT_VERSION, MAX_TOKENS, IntentRewriter
+
+    writer = {"version": INTENT_VERSION, "model": model}
+    kept = json.loads(path.read_text()) if path.exists() else {"writer": writer, "intents": {}, "seconds": 0.0}
+    if kept.get("writer") != writer:
+        raise SystemExit(f"{path} holds intents read by {kept.get('writer')}, not by {writer}: give another "
+                         "--intents FILE, or remove it.")
+    rewriter = IntentRewriter(get_lm(model, constrained=True, max_tokens=MAX_TOKENS), known=kept["intents"])
+
+    def save() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"writer": writer, "seconds": round(kept["seconds"] + rewriter.seconds, 1),
+                                    "intents": {r: list(v) for r, v in sorted(rewriter.seen.items())}}, indent=1))
+
+    todo = [case.prompt for case in suite if case.prompt not in rewriter.seen]
+    try:
+        for done, request in enumerate(tqdm(todo, desc="reading intents", unit="request"), start=1):
+            rewriter(request)
+            if done % 20 == 0:
+                save()
+    finally:  # a run stopped by an error or by hand keeps every request it finished
+        save()
+    return {case.prompt: rewriter.seen[case.prompt] for case in suite}
 
 
 def write_catalog_examples(path: Path, model: str, suite: Suite, sizes: list[int | None], seed: int = 0) -> None:
@@ -389,6 +430,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "documents (and, with --examples, with both).")
     parser.add_argument("--written-only", action="store_true",
                         help="With --written: only the own tool set and the rows with written examples.")
+    parser.add_argument("--intents", metavar="FILE",
+                        help="With --retrieval-only: also every retriever reading the actions --model reads in each "
+                             "request (alone, and with the request, the rankings fused), kept in FILE (written where "
+                             "missing, resumed where FILE holds some already).")
     parser.add_argument("--retrieval-only", action="store_true",
                         help="No model: Recall@1/3/5/10 and MRR of every retriever at every size, over --cases cases.")
 
@@ -459,11 +504,15 @@ def run_from_args(args: argparse.Namespace) -> int:
                                args.seed)
         return 0
     written = ToolExamples.load(args.written) if args.written else None
+    if args.intents and not args.retrieval_only:
+        raise SystemExit("--intents adds retrieval rows: give --retrieval-only too (end to end: toolsel eval "
+                         "--retrieve K --retrieve-query intent).")
     if args.retrieval_only:
-        table = retrieval_table(sample_cases(args.cases, args.seed), sizes=sizes, seed=args.seed,
-                                retrievers=args.retrievers,
+        suite = sample_cases(args.cases, args.seed)
+        intents = write_intents(Path(args.intents), args.model, suite) if args.intents else None
+        table = retrieval_table(suite, sizes=sizes, seed=args.seed, retrievers=args.retrievers,
                                 examples=catalog_examples("train") if args.examples else None, catalogs=args.catalogs,
-                                written=written)
+                                written=written, intents=intents)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.out) / "retrieval.csv", index=False)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
