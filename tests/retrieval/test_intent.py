@@ -24,17 +24,19 @@ from tool_selection.spec import RetrievalSpec
 
 
 def test_an_answer_becomes_its_distinct_phrases():
-    assert parse_intents("convert currency; get the weather.\n- Get the weather\n2) book a flight") == (
-        "convert currency", "get the weather", "book a flight")
+    assert parse_intents("convert currency; look up a stock price.\n- Look up a stock price\n2) book a flight") == (
+        "convert currency", "look up a stock price", "book a flight")
     assert parse_intents("") == () and parse_intents(" ; \n") == ()
+    assert parse_intents("reserve a hotel room; get the weather forecast; Book a table for four at Luigi's") == (
+        "reserve a hotel room",)  # a demonstration's phrase or request, copied in part, is dropped
     assert len(parse_intents(";".join(f"action {n}" for n in range(9)))) == MAX_INTENTS
 
 
 def test_the_rewriter_asks_once_per_request_and_a_malformed_answer_reads_the_request_alone():
-    lm = DummyLM([{"actions": "convert an amount between currencies; get the weather for a city"}])
+    lm = DummyLM([{"actions": "exchange money into another currency; look up a stock price"}])
     rewriter = IntentRewriter(lm)
-    request = "Swap 100 EUR into USD and tell me if it rains in Oslo"
-    assert rewriter(request) == ("convert an amount between currencies", "get the weather for a city")
+    request = "Swap 100 EUR into USD and tell me what ACME trades at"
+    assert rewriter(request) == ("exchange money into another currency", "look up a stock price")
     assert rewriter(request) == rewriter.seen[request] and rewriter.seconds >= 0  # answered from memory
     junk = {"nothing": "useful"}  # twice: the chat format's answer, then the JSON format's it falls back to
     assert IntentRewriter(DummyLM([junk, junk]))("Anything?") == ()
@@ -96,13 +98,13 @@ def test_the_retrieval_table_adds_intent_rows_read_from_a_kept_file(tmp_path, mo
     import tool_selection.lm
 
     needing = Suite("few", [case for case in load_suite("finance").split("test").cases if case.expected_calls][:3])
-    lm = DummyLM([{"actions": "convert an amount between currencies"}] * 3)
+    lm = DummyLM([{"actions": "exchange money into another currency"}] * 3)
     monkeypatch.setattr(tool_selection.lm, "get_lm", lambda model, **settings: lm)
     path = tmp_path / "intents.json"
     intents = write_intents(path, "local:m", needing)
     kept = json.loads(path.read_text())
     assert kept["writer"] == {"version": INTENT_VERSION, "model": "local:m"} and len(kept["intents"]) == 3
-    assert intents == {case.prompt: ("convert an amount between currencies",) for case in needing}
+    assert intents == {case.prompt: ("exchange money into another currency",) for case in needing}
     assert write_intents(path, "local:m", needing) == intents  # resumed: nothing asked again
     with pytest.raises(SystemExit, match="holds intents read by"):
         write_intents(path, "local:other", needing)

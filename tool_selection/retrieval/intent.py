@@ -55,15 +55,26 @@ _DEMOS = (
     dspy.Example(request="Book me a table for four at Luigi's on Friday at 8pm.",
                  actions="reserve a table at a restaurant").with_inputs("request"),
 )
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w']+", text.lower()))
+
+
+_DEMO_WORDS = [_words(text) for demo in _DEMOS for text in (demo.request, *demo.actions.split(";"))]
+
+
+def _copied(phrase: str) -> bool:
+    """Whether ``phrase`` repeats a demonstration (its words, three or more, all in one demonstration's text)."""
+    words = _words(phrase)
+    return len(words) >= 3 and any(words <= demo for demo in _DEMO_WORDS)
 
 
 def parse_intents(text: str) -> tuple[str, ...]:
-    """The distinct phrases of an answer (split on semicolons and line breaks, list marks dropped), at most
-    ``MAX_INTENTS``."""
+    """The distinct phrases of an answer (split on semicolons and line breaks, list marks dropped), without copies
+    of the demonstrations (``_copied``), at most ``MAX_INTENTS``."""
     phrases: dict[str, str] = {}
     for part in re.split(r"[;\n]+", text or ""):
         phrase = " ".join(re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", part).split()).strip(" .")
-        if phrase:
+        if phrase and not _copied(phrase):
             phrases.setdefault(phrase.lower(), phrase)
     return tuple(phrases.values())[:MAX_INTENTS]
 
