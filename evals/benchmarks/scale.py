@@ -153,7 +153,8 @@ def write_intents(path: Path, model: str, suite: Suite) -> dict[str, tuple[str, 
     if kept.get("writer") != writer:
         raise SystemExit(f"{path} holds intents read by {kept.get('writer')}, not by {writer}: give another "
                          "--intents FILE, or remove it.")
-    rewriter = IntentRewriter(get_lm(model, constrained=True, max_tokens=MAX_TOKENS), known=kept["intents"])
+    lm = get_lm(model, constrained=True, max_tokens=MAX_TOKENS, cache=False)  # the file is the cache: honest seconds
+    rewriter = IntentRewriter(lm, known=kept["intents"])
 
     def save() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
