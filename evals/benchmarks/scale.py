@@ -185,6 +185,7 @@ def write_catalog_examples(path: Path, model: str, suite: Suite, sizes: list[int
 
 def _index_megabytes(retriever) -> float:
     """Memory of the dense indexes behind ``retriever`` (an embedding matrix, a faiss index); NaN for none."""
+    retriever = getattr(retriever, "retriever", retriever)  # an IntentRetriever reads another's index
     parts = getattr(retriever, "retrievers", (retriever,))
     sizes = []
     for part in parts:
