@@ -200,7 +200,7 @@ def _run_model(suite: Suite, name: str, lm: dspy.BaseLM, split: str, settings: B
     detectors do not change the prompt), so ``toolsel eval compare`` and the optimization notebook find it. Its
     folder is under ``run.run_dir``, the benchmark's."""
     built = [settings.detector(d, primary=name) for d in detectors]
-    read = sorted({signal for d in built for signal in getattr(getattr(d, "router", None), "signals", ())})
+    read = sorted({signal for d in built for signal in getattr(getattr(d, "router", None), "relevance_signals", ())})
     if read:
         spec = spec.model_copy(update={"relevance_signals": tuple(dict.fromkeys([*(spec.relevance_signals or ()),
                                                                                   *read]))})

@@ -13,10 +13,10 @@ from dspy.utils.usage_tracker import UsageTracker
 
 from tool_selection.errors import ToolSelectionError
 from tool_selection.registry import ToolRegistry
-from tool_selection.relevance.stage import recorded_signals
 from tool_selection.selector import MultiToolSelector
 from tool_selection.strategies import STRUCTURED_STRATEGY
 from tool_selection.stuck import Attempt, DetectorUnavailable, StuckDetector, capture_generation, make_sampler
+from tool_selection.stuck.learned import router_inputs
 from tool_selection.toolset import ToolSet
 
 __all__ = ["DetectorFailed", "StuckScoredSelector", "detector_columns"]
@@ -57,7 +57,7 @@ class StuckScoredSelector(MultiToolSelector):
         registry = self._registry(tools)
         attempt = Attempt(request=request, decision=prediction.decision, tools=registry,
                           generation=captured.generation,
-                          features=recorded_signals(getattr(prediction, "row_extras", None)),
+                          features=router_inputs(getattr(prediction, "row_extras", None)),
                           sampler=make_sampler(lambda r, t: MultiToolSelector.forward(self, r, t), request, registry))
         extras: dict[str, Any] = {}
         started = time.perf_counter()
