@@ -6,9 +6,9 @@ judges the decision likely wrong a larger model's selector decides instead.
     selector(request="...", tools=registry).row_extras["cascade_decided_by"]     # "primary" or "secondary"
 
 The router (``tool_selection.stuck.learned.RouterModel``) reads only what the relevance stage records (its signals,
-and the stage's own verdict), so the primary's decision costs nothing more; an escalated request costs the secondary's decision on top. Each row records
-who decided, the router's probability and each model's seconds and tokens (``cascade_*`` columns); the
-secondary's own relevance columns are kept under ``secondary_``.
+and the stage's own verdict), so the primary's decision costs nothing more; an escalated request costs the
+secondary's decision on top. Each row records who decided, the router's probability and each model's seconds and
+tokens (``cascade_*`` columns); the secondary's own relevance columns are kept under ``secondary_``.
 """
 
 from __future__ import annotations

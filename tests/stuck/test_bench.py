@@ -321,18 +321,23 @@ def test_the_cases_generation_limit_and_cache_come_from_the_run_config(suite_pat
         stuck_bench.run_stuck_bench(str(suite_path), [(weak, strong)], run=RunConfig(sample=2, mlflow=False))
 
 
-def _router(primary, path):
+def _router(primary, path, *, stage: bool = False):
     from tool_selection.stuck.learned import RouterModel
 
-    # wrong where the call's argument values are not in the request (grounded_args 0: P 0.99; 1: P 0.007)
-    return RouterModel(signals=("grounded_args",), means=(0.5,), scales=(0.5,), coefficients=(-5.0,), intercept=0.0,
-                       missing=(3.0,), threshold=0.5, primary=primary, secondary="test/strong").save(path)
+    # wrong where the call's argument values are not in the request (grounded_args 0: P 0.99; 1: P 0.007); with
+    # ``stage``, also reading the relevance stage's verdict (weightless: a selector without a relevance model has none)
+    extra = 1 if stage else 0
+    return RouterModel(signals=("grounded_args", *(("relevance_overruled",) if stage else ())),
+                       means=(0.5,) * (1 + extra), scales=(0.5,) * (1 + extra), coefficients=(-5.0, *(0.0,) * extra),
+                       intercept=0.0, missing=(3.0, *(0.0,) * extra), threshold=0.5, primary=primary,
+                       secondary="test/strong").save(path)
 
 
-def test_the_learned_detector_reads_the_signals_its_router_needs(suite_path, tmp_path):
+@pytest.mark.parametrize("stage", [False, True], ids=["signals", "signals and the stage's verdict"])
+def test_the_learned_detector_reads_the_signals_its_router_needs(suite_path, tmp_path, stage):
     weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
     strong = ScriptedLM(strong_answers(), name="test/strong")
-    router = _router("test/weak", tmp_path / "router.json")
+    router = _router("test/weak", tmp_path / "router.json", stage=stage)
     result = stuck_bench.run_stuck_bench(
         str(suite_path), [(weak, strong)], detectors=["validation", "learned"], thresholds="0:1:0.5",
         router=str(router), run=quiet_run(tmp_path / "o"), cost_fn=relative_cost,

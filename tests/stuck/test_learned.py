@@ -130,7 +130,8 @@ def test_a_router_may_read_the_relevance_stages_verdict_and_nothing_unknown():
     cascade = Cascade(router=trusts_kept_calls, lm=None,
                       decide=lambda **kwargs: asked.append(kwargs) or dspy.Prediction(decision=MultiToolDecision()))
     for overruled, escalated in ((1.0, 0.0), (0.0, 1.0)):  # a dropped call is trusted, a kept one escalated
-        prediction = dspy.Prediction(decision=MultiToolDecision(), row_extras={**extras, "relevance_overruled": overruled})
+        row = {**extras, "relevance_overruled": overruled}
+        prediction = dspy.Prediction(decision=MultiToolDecision(), row_extras=row)
         assert cascade.after(prediction, "r", TOOLS, 1.0).row_extras["cascade_escalated"] == escalated
     assert len(asked) == 1
 

@@ -7,7 +7,8 @@ decision is wrong, stored as data beside the code (``routers/<primary>.json``) a
 
 The signals are those the relevance stage records for every decision (``rel_<signal>`` columns), so the detector
 costs nothing beyond them; a router may also read the stage's own verdict (``STAGE_INPUTS``: its probability that a
-call is wanted, and whether it dropped the calls), which needs the stage's relevance model. A router is fitted on train rows only and its threshold chosen on dev by
+call is wanted, and whether it dropped the calls), which needs the stage's relevance model. A router is fitted on
+rows other than test and its threshold chosen on rows it was not fitted on by
 ``python -m evals.benchmarks.learned_router --save``, which also reports it on test.
 """
 
