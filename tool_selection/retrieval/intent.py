@@ -55,6 +55,8 @@ _DEMOS = (
     dspy.Example(request="Book me a table for four at Luigi's on Friday at 8pm.",
                  actions="reserve a table at a restaurant").with_inputs("request"),
 )
+
+
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[\w']+", text.lower()))
 
