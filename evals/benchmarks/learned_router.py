@@ -620,11 +620,12 @@ def _intro() -> str:
 
 def _method() -> str:
     left_out = "; ".join(f"`{name}`: {why}" for name, why in LEFT_OUT.items())
+    stage = ", ".join(f"`{name}`" for name in STAGE_INPUTS)
     return (f"Free signals: {', '.join(f'`{s}`' for s in FREE_SIGNALS)}; paid: `verify` (one more model question "
-            f"per case with a call); the stage's verdict (*free + stage*): {', '.join(f'`{s}`' for s in STAGE_INPUTS)}, "
-            "as the relevance stage recorded them (the 0.5B's relevance model was fitted on BFCL's train rows among "
-            "others, so on the train rows they are in-sample; on test they are not). A logistic regression (scikit-learn, C = 1, L2) on the signals standardised with "
-            "their train means and spreads; a missing value counts as the train mean, and each signal also has a "
+            f"per case with a call); the stage's verdict (*free + stage*): {stage}, as the relevance stage recorded "
+            "them (the 0.5B's relevance model was fitted on BFCL's train rows among others, so on the train rows "
+            "they are in-sample; on test they are not). A logistic regression (scikit-learn, C = 1, L2) on the "
+            "signals standardised with their train means and spreads; a missing value counts as the train mean, and each signal also has a "
             "weight for its being missing (a signal is missing when the primary made no call), stored as data as "
             "`tool_selection.stuck.learned.RouterModel`. `unlisted` is 0 on every row (the strict grammar only "
             f"names listed tools) and so carries nothing. Left out: {left_out}. Signals the run did not record "
