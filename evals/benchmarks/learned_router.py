@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from evals.rescore import run_params
 from evals.stuck_bench.routing import (
     RoutingMetrics,
     auroc,
@@ -401,7 +402,7 @@ def board_run(board: Path, model: str, category: str) -> Path:
     ``category``: of the kept runs, the one with the most cases."""
     runs = []
     for summary in (board / model).glob(f"bfcl-{category.replace('_', '-')}-local-*/summary.json"):
-        params = json.loads(summary.read_text()).get("params", {})
+        params = run_params(summary.parent)
         if params.get("strategy") == BOARD_STRATEGY and not params.get("demos") and params.get("split") == "all":
             runs.append((params.get("cases", 0), summary.parent))
     if not runs:

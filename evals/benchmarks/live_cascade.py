@@ -45,27 +45,21 @@ SUITES = ("multiple", "irrelevance")
 FRONTIER = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
-def _run(runs: Path, kind: str, suite: str) -> tuple[pd.DataFrame, dict]:
+def _run(runs: Path, kind: str, suite: str, board: Path) -> tuple[pd.DataFrame, dict]:
     folder = runs / f"{kind}-{suite}"
-    if kind == "small" and not folder.is_dir():
-        folder = _board_run(suite)
+    if kind == "small" and not folder.is_dir():  # the board's whole-category run of the 0.5B default: the same
+        folder = board_run(board, PRIMARY, suite)  # selector, so the same answers (seconds timed in another run)
     if not (folder / "summary.json").is_file():
         raise ToolSelectionError(f"No finished run in {folder}: run toolsel eval --suite bfcl:{suite} --split test "
                                  f"(see the page's commands) with --run-dir {folder}.")
     return load_results(folder), json.loads((folder / "summary.json").read_text())["params"]
 
 
-def _board_run(suite: str) -> Path:
-    """The board's whole-category run of the 0.5B default: the same selector on every case, so its answers on the
-    test split are the 0.5B-alone answers (its seconds were timed in another run)."""
-    return board_run(BOARD, PRIMARY, suite)
-
-
-def _paired(runs: Path, suite: str) -> tuple[pd.DataFrame, dict]:
+def _paired(runs: Path, suite: str, board: Path = BOARD) -> tuple[pd.DataFrame, dict]:
     """One row per case: each kind's score and seconds, and the cascade's escalation and per-model seconds."""
     tables, params = {}, {}
     for kind in KINDS:
-        tables[kind], params[kind] = _run(runs, kind, suite)
+        tables[kind], params[kind] = _run(runs, kind, suite, board)
     ids = set(tables["cascade"]["id"])
     tables["small"] = tables["small"][tables["small"]["id"].isin(ids)]
     if any(set(t["id"]) != ids for t in tables.values()):
@@ -228,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     from evals.tracking import git_commit
 
     runs = Path(args.runs)
-    tables = [_paired(runs, suite)[0] for suite in SUITES]
+    tables = [_paired(runs, suite, Path(args.board))[0] for suite in SUITES]
     rows = [cascade_table(t, f"bfcl_{suite}") for t, suite in zip(tables, SUITES, strict=True)]
     both = pd.concat(tables, ignore_index=True)
     rows.append(cascade_table(both, "both"))

@@ -30,6 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ from evals.suite import Suite, load_suite
 from evals.tool_examples import refuse_scored
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
 from tool_selection.retrieval.examples import ToolExamples
-from tool_selection.retrieval.intent import IntentRetriever
+from tool_selection.retrieval.intent import QUERIES, IntentRetriever
 from tool_selection.run_config import RunConfig
 from tool_selection.spec import RetrievalSpec, SelectorSpec
 
@@ -62,6 +63,17 @@ def sample_cases(n: int, seed: int = 0) -> Suite:
         needing = Suite(source.name, [c for c in source.cases if c.expected_calls and len(c.messages or []) <= 1])
         cases.extend(needing.sample(share, seed).cases)
     return Suite(f"scale~{len(cases)}@{seed}", cases)
+
+
+class _Variant(NamedTuple):
+    """One retrieval row's setting: its label, the retriever, the example requests indexed with each tool, the
+    catalogs it routes to and what it reads besides the request (None: the request alone)."""
+
+    label: str
+    retriever: str
+    examples: Mapping[str, Sequence[str]] | None = None
+    catalogs: int | None = None
+    query: str | None = None
 
 
 def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
@@ -91,21 +103,19 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     if examples is not None:
         refuse_scored(examples, suite, "the train splits")
-    variants = [(name, name, None, None, "request") for name in retrievers]  # label, retriever, examples, catalogs,
-    if examples is not None:                                                   # what the retriever reads
-        variants += [(f"{name}+examples", name, examples.requests, None, "request") for name in retrievers]
+    variants = [_Variant(name, name) for name in retrievers]
+    if examples is not None:
+        variants += [_Variant(f"{name}+examples", name, examples.requests) for name in retrievers]
     if written is not None:
         refuse_scored(written, suite, "the written examples")
-        variants += [(f"{name}+written", name, written.requests, None, "request") for name in retrievers]
+        variants += [_Variant(f"{name}+written", name, written.requests) for name in retrievers]
         if examples is not None:
-            variants += [(f"{name}+examples+written", name, examples.combined(written).requests, None, "request")
+            variants += [_Variant(f"{name}+examples+written", name, examples.combined(written).requests)
                          for name in retrievers]
     if intents is not None:
-        variants += [(f"{label}, {query}", name, requests, None, query) for label, name, requests, _, _ in variants
-                     for query in ("intent", "request+intent")]
+        variants += [v._replace(label=f"{v.label}, {query}", query=query) for v in variants for query in QUERIES]
     if catalogs is not None:
-        variants += [(f"{label}, best {_catalogs(catalogs)}", name, requests, catalogs, query)
-                     for label, name, requests, _, query in variants]
+        variants += [v._replace(label=f"{v.label}, best {_catalogs(catalogs)}", catalogs=catalogs) for v in variants]
     rows = []
     for size in sizes:
         if size is not None and size < len(required):
@@ -117,7 +127,7 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
             print(f"retrieval: {len(registry):,} tools, {label} ...", file=sys.stderr, flush=True)
             clear_index_cache()
             retriever = get_retriever(name)
-            if query != "request":
+            if query is not None:
                 retriever = IntentRetriever(retriever, lambda request: intents.get(request, ()), query)
             started = time.perf_counter()
             retriever.fit(registry, with_examples)
