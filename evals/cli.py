@@ -24,6 +24,7 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import add_flags, given
 from tool_selection.joined_numbers import LISTED_NUMBERS
 from tool_selection.optional_arguments import OPTIONAL_ARGUMENTS
+from tool_selection.packed_values import PACKED_VALUES
 from tool_selection.rates import RATES
 from tool_selection.respective_values import RESPECTIVELY
 from tool_selection.run_config import add_tracking_flag
@@ -72,6 +73,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "intervals, paired comparisons and a figure.")
 
 
+READINGS = {"undeclared_arguments": ("drop",), "rates": RATES, "optional_arguments": OPTIONAL_ARGUMENTS,
+            "respectively": RESPECTIVELY, "listed_numbers": LISTED_NUMBERS, "packed_values": PACKED_VALUES}
+"""Selector settings that only read a run's answers (no model call): rescore writes a copy read with them."""
+
+
+def _reading_flags() -> str:
+    flags = ["--" + name.replace("_", "-") for name in READINGS]
+    return ", ".join(flags[:-1]) + " or " + flags[-1]
+
+
 def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore = sub.add_parser("rescore", help="Score a finished run again with today's parsers and scoring.",
                              description="Re-read the raw answer each parse failure kept, with the run's strategy "
@@ -81,23 +92,12 @@ def _register_rescore(sub: argparse._SubParsersAction) -> None:
     rescore.add_argument("run_dirs", nargs="+", help="Run directories of 'toolsel eval'.")
     rescore.add_argument("--suite", help="The suite the runs were made on, for runs that do not record where it is "
                                          "(runs on a .jsonl file made before suite_ref was recorded).")
-    rescore.add_argument("--undeclared-arguments", choices=["drop"],
-                         help="Score the run as 'toolsel eval --undeclared-arguments drop' would have (the option "
-                              "reads the same answers differently): written to a copy, --into DIR.")
-    rescore.add_argument("--rates", choices=RATES,
-                         help="Score the run as 'toolsel eval --rates ...' would have: written to a copy, --into DIR.")
-    rescore.add_argument("--optional-arguments", choices=OPTIONAL_ARGUMENTS,
-                         help="Score the run as 'toolsel eval --optional-arguments ...' would have: written to a "
-                              "copy, --into DIR.")
-    rescore.add_argument("--respectively", choices=RESPECTIVELY,
-                         help="Score the run as 'toolsel eval --respectively ...' would have: written to a copy, "
-                              "--into DIR.")
-    rescore.add_argument("--listed-numbers", choices=LISTED_NUMBERS,
-                         help="Score the run as 'toolsel eval --listed-numbers ...' would have: written to a copy, "
-                              "--into DIR.")
-    rescore.add_argument("--into", metavar="DIR",
-                         help="With --undeclared-arguments, --rates, --optional-arguments, --respectively or "
-                              "--listed-numbers: the copy's directory.")
+    for name, choices in READINGS.items():
+        flag = "--" + name.replace("_", "-")
+        rescore.add_argument(flag, choices=choices,
+                             help=f"Score the run as 'toolsel eval {flag} ...' would have (the option reads the same "
+                                  "answers differently): written to a copy, --into DIR.")
+    rescore.add_argument("--into", metavar="DIR", help=f"With {_reading_flags()}: the copy's directory.")
     rescore.set_defaults(handler=_rescore)
 
 
@@ -124,7 +124,7 @@ def _splice(args: argparse.Namespace) -> int:
 
 OPTIMIZE_SKIPS = ("program", "allow_tool_changes", "gate_model", "gate_threshold", "retrieve", "retriever", "rerank",
                   "groups", "undeclared_arguments", "rates", "optional_arguments", "respectively", "listed_numbers",
-                  "relevance_signals")
+                  "packed_values", "relevance_signals")
 """Selector fields an optimization does not take: it compiles a zero-shot selector's prompt, with its strategy,
 decoding and relevance model, and scores the selection."""
 
@@ -227,15 +227,10 @@ def _load(ref: str, uri: str | None) -> pd.DataFrame:
 def _rescore(args: argparse.Namespace) -> int:
     from evals.rescore import main, rescore_as
 
-    settings = {name: value for name, value in (("undeclared_arguments", args.undeclared_arguments),
-                                                ("rates", args.rates),
-                                                ("optional_arguments", args.optional_arguments),
-                                                ("respectively", args.respectively),
-                                                ("listed_numbers", args.listed_numbers)) if value}
+    settings = {name: value for name in READINGS if (value := getattr(args, name))}
     if settings or args.into:
         if not (settings and args.into) or len(args.run_dirs) != 1:
-            raise ToolSelectionError("--undeclared-arguments, --rates, --optional-arguments, --respectively or "
-                                     "--listed-numbers goes with --into DIR, and one run directory.")
+            raise ToolSelectionError(f"{_reading_flags()} goes with --into DIR, and one run directory.")
         changed = rescore_as(args.run_dirs[0], args.into, settings, suite=args.suite)
         read = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in settings.items())
         print(f"{args.into}: {changed} row(s) scored differently read with {read}")

@@ -20,7 +20,7 @@ from tool_selection.lm.strict_calls import RESPECTIVELY as SAID_RESPECTIVELY
 from tool_selection.parsing import words
 from tool_selection.registry import ToolRegistry
 
-__all__ = ["RESPECTIVELY", "Respectively", "respective_values"]
+__all__ = ["RESPECTIVELY", "Respectively", "packed_parts", "respective_values"]
 
 Respectively = Literal["paired", "as-written"]
 RESPECTIVELY: tuple[str, ...] = Respectively.__args__
@@ -31,7 +31,7 @@ def _written(text: str, request_words: str) -> bool:
     return bool(words(text)) and f" {words(text)} " in request_words
 
 
-def _parts(value: Any, request_words: str) -> list[str] | None:
+def packed_parts(value: Any, request_words: str) -> list[str] | None:
     """The parts ``value`` packs, each written in the request on its own and not all together; else None."""
     if isinstance(value, list):
         parts = value
@@ -60,7 +60,7 @@ def respective_values(decision: MultiToolDecision, registry: ToolRegistry,
     for indexes in by_tool.values():
         first = calls[indexes[0]].arguments
         for name, value in first.items():
-            parts = _parts(value, request_words)
+            parts = packed_parts(value, request_words)
             if (parts is None or len(parts) != len(indexes)
                     or any(calls[i].arguments.get(name) != value for i in indexes)):
                 continue

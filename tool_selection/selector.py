@@ -33,6 +33,7 @@ from tool_selection.divide import decide_in_groups
 from tool_selection.errors import ToolSelectionError
 from tool_selection.joined_numbers import numbers_apart
 from tool_selection.optional_arguments import unwritten_optional
+from tool_selection.packed_values import values_apart
 from tool_selection.rates import decimal_rates
 from tool_selection.registry import ToolRegistry
 from tool_selection.relevance import RelevanceModel, RelevanceStage, resolve_relevance
@@ -115,9 +116,9 @@ def check_undeclared_arguments(value: str) -> str:
 def read_values(spec: SelectorSpec, decision: MultiToolDecision, registry: ToolRegistry,
                 request: str) -> tuple[MultiToolDecision, dict[str, float]]:
     """``decision``'s values read as ``spec`` says: listed numbers a call joined taken apart, values paired
-    "respectively" given one per call, rates as decimals, optional arguments the request does not write dropped;
-    with the count of each rewrite the spec asks for (``numbers_apart``, ``respective_values``,
-    ``rates_as_decimals``, ``optional_dropped``). A live selection and a rescored run read alike."""
+    "respectively" given one per call, listed values a string argument packs made one call each, rates as decimals,
+    optional arguments the request does not write dropped; with the count of each rewrite the spec asks for
+    (``numbers_apart``, ``respective_values``, ``values_apart``, ``rates_as_decimals``, ``optional_dropped``). A live selection and a rescored run read alike."""
     counts: dict[str, float] = {}
     if spec.listed_numbers == "apart":
         decision, made = numbers_apart(decision, registry, request)
@@ -125,6 +126,9 @@ def read_values(spec: SelectorSpec, decision: MultiToolDecision, registry: ToolR
     if spec.respectively == "paired":
         decision, paired = respective_values(decision, registry, request)
         counts["respective_values"] = float(paired)
+    if spec.packed_values == "apart":
+        decision, packed = values_apart(decision, registry, request)
+        counts["values_apart"] = float(packed)
     if spec.rates == "decimal":
         decision, rewritten = decimal_rates(decision, registry, request)
         counts["rates_as_decimals"] = float(rewritten)
@@ -151,6 +155,8 @@ class MultiToolSelector(dspy.Module):
     part of a value the request pairs "respectively" where the model gave every call all of them
     (``tool_selection.respective_values``). ``listed_numbers="apart"`` (the default) makes a call that holds
     numbers the request lists, joined (510 for "5,10 and 15"), once per number (``tool_selection.joined_numbers``).
+    ``packed_values="apart"`` (the default) makes a call whose string argument packs values the request lists
+    ("Berlin, Madrid" for "Berlin and Madrid") once per value (``tool_selection.packed_values``).
     ``retrieval=RetrievalSpec(k=K)`` shows the model only the K tools its ``retriever`` ranks highest; with
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
     the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept; with ``catalogs=N``

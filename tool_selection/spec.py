@@ -25,6 +25,7 @@ from tool_selection.errors import ToolSelectionError
 from tool_selection.flags import flat_fields, nest
 from tool_selection.joined_numbers import ListedNumbers
 from tool_selection.optional_arguments import OptionalArguments
+from tool_selection.packed_values import PackedValues
 from tool_selection.rates import Rates
 from tool_selection.respective_values import Respectively
 from tool_selection.strategies.registry import GATE_PREFIX
@@ -181,6 +182,10 @@ class SelectorSpec(_Frozen, YamlValue):
         "factorial of 5,10 and 15\" answered with 510, a grammar's single integer where the model began a list): "
         "apart makes the call once per listed number (the calls taken apart counted per case as numbers_apart); "
         "as-written keeps the model's value.")
+    packed_values: PackedValues = Field(
+        default="apart", description="A string argument packing values the request lists, each written on its "
+        "own (location=\"New York, Los Angeles, London, Tokyo\" for four cities): apart makes the call once per "
+        "value (the calls taken apart counted per case as values_apart); as-written keeps the model's value.")
     constrain: bool = Field(default=True, description="Constrain decoding to the tools' grammar where the strategy "
                                                       "can.")
     max_calls: int | None = Field(
