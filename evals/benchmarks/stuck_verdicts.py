@@ -7,7 +7,8 @@
 
 ``page`` computes every benchmark kept under the folder again (``evals.stuck_bench.kept.reassemble``) and writes,
 per suite and pair, each model alone, each detector at its dev threshold on test (paired against the secondary, in
-measured seconds) and one verdict line per detector; ``provenance.json`` beside the kept runs (a list of
+measured seconds) and one verdict line per detector, and a learned detector's line at the threshold its router ships
+with (what ``--cascade auto`` escalates at) where the rows were scored by the shipped router; ``provenance.json`` beside the kept runs (a list of
 ``{"what", "kept", "command", "commit", "machine", "date", "notes"}``) becomes the provenance table.
 """
 
@@ -21,8 +22,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from evals.stuck_bench.kept import BENCH_FILE, keep, reassemble
+from evals.stuck_bench.kept import BENCH_FILE, keep, kept_run_dir, reassemble
+from evals.stuck_bench.tables import overhead_seconds_column, score_column
+from evals.stuck_bench.verdict import verdict
 from tool_selection.conversations.summary import format_table
+from tool_selection.stuck.learned import LearnedDetector, shipped_router
 
 __all__ = ["main", "markdown_page"]
 
@@ -71,6 +75,32 @@ def _detector_rows(summary: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def _routers_scoring(root: Path, split: str, primary: str) -> set[str]:
+    """The fingerprints of the routers that scored the primary's kept rows on ``split`` (the learned evidence)."""
+    rows = kept_run_dir(root, split, primary, scored=True) / "results.jsonl"
+    evidence = (json.loads(line).get(f"stuck_{LearnedDetector.name}_evidence")
+                for line in rows.read_text(encoding="utf-8").splitlines())
+    return {json.loads(found).get("router") for found in evidence if found}
+
+
+def shipped_threshold_lines(root: Path, tables, test: str) -> list[str]:
+    """Per pair, the learned detector on test at the threshold its shipped router escalates at, where the kept rows
+    were scored by that router (a router shipped since is not the one these scores came from)."""
+    lines = []
+    cases = tables.cases[tables.cases["split"] == test]
+    for (label, primary), pair_cases in cases.groupby(["pair", "primary"], sort=False):
+        router = shipped_router(primary)
+        if score_column(LearnedDetector.name) not in pair_cases or router is None:
+            continue
+        if _routers_scoring(root, test, primary) != {router.fingerprint}:
+            continue
+        judged = verdict(pair_cases, LearnedDetector.name, score_column(LearnedDetector.name), router.threshold,
+                         overhead_seconds=overhead_seconds_column(LearnedDetector.name))
+        lines.append(f"- {label}, at the shipped router's own threshold (router {router.fingerprint}, P(wrong) >= "
+                     f"{router.threshold:.3f}, what `--cascade auto` escalates at): {judged.line()}")
+    return lines
+
+
 def bench_section(root: Path) -> list[str]:
     """One kept benchmark: per pair, each model alone on test, each detector, and the verdict lines."""
     params = json.loads((root / BENCH_FILE).read_text())["params"]
@@ -88,6 +118,9 @@ def bench_section(root: Path) -> list[str]:
                                                            test)), "",
                   *_table(_detector_rows(summary)), "", "Verdict on test, per detector at its dev threshold:", "",
                   *(f"- {line}" for line in summary.loc[summary["available"], "test_verdict"]), ""]
+    shipped = shipped_threshold_lines(root, tables, test)
+    if shipped:
+        lines += ["The learned detector as it runs live:", "", *shipped, ""]
     return lines
 
 

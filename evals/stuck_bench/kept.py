@@ -37,7 +37,8 @@ def keep(bench_dir: str | Path, dest: str | Path) -> list[Path]:
     return [dest / BENCH_FILE, *keep_results(bench_dir / "runs", dest / "runs")]
 
 
-def _run_dir(root: Path, split: str, model: str, *, scored: bool) -> Path:
+def kept_run_dir(root: Path, split: str, model: str, *, scored: bool) -> Path:
+    """The folder of ``model``'s kept rows on ``split`` (its scored run for a primary)."""
     name = slug(model)
     found = sorted(d for d in (root / "runs" / split).glob(f"{name}*")
                    if d.is_dir() and (SCORED in d.name) == scored
@@ -58,6 +59,6 @@ def reassemble(root: str | Path, cost_fn: CostFn | None = None) -> BenchTables:
     per_model = {}
     for split in splits:
         for model in dict.fromkeys(m for pair in names for m in pair):
-            rows = load_results(_run_dir(root, split, model, scored=model in primaries))
+            rows = load_results(kept_run_dir(root, split, model, scored=model in primaries))
             per_model[(model, split)] = price(rows, model, cost_fn or catalog_cost, params["detectors"])
     return assemble(names, splits, params["detectors"], params["thresholds"], per_model)

@@ -1,5 +1,8 @@
 """A finished stuck benchmark computed again from its kept text files: the same tables and verdicts, no model."""
 
+import json
+from types import SimpleNamespace
+
 import pandas as pd
 
 from evals.benchmarks.stuck_verdicts import main as verdicts_main
@@ -33,3 +36,32 @@ def test_the_page_holds_each_detectors_verdict(bench_run, tmp_path, capsys, monk
     for detector in result.summary["detector"]:
         assert f"- {detector}: " in page
     assert "| tiny |" in page and "abc1234" in page
+
+
+def _kept_learned(root, primary, fingerprint):
+    from evals.naming import slug
+    from evals.stuck_bench.kept import SCORED
+
+    scored = root / "runs" / "test" / f"{slug(primary)}{SCORED}abc-auto"
+    scored.mkdir(parents=True)
+    evidence = json.dumps({"router": fingerprint, "wrong": 0.5})
+    scored.joinpath("results.jsonl").write_text(json.dumps({"id": "a", "stuck_learned_evidence": evidence}) + "\n")
+    cases = pd.DataFrame({"id": list("abcd"), "split": "test", "pair": "weak -> strong", "primary": primary,
+                          "primary_correct": [1.0, 0.0, 1.0, 0.0], "secondary_correct": [1.0, 1.0, 0.0, 1.0],
+                          "primary_seconds": 1.0, "secondary_seconds": 4.0,
+                          "score_learned": [0.1, 0.9, 0.2, 0.6], "overhead_seconds_learned": 0.0})
+    return SimpleNamespace(cases=cases)
+
+
+def test_the_learned_detector_is_judged_at_its_shipped_threshold_only_for_rows_its_router_scored(tmp_path,
+                                                                                                   monkeypatch):
+    import evals.benchmarks.stuck_verdicts as verdicts
+
+    router = SimpleNamespace(fingerprint="f00d", threshold=0.5)
+    monkeypatch.setattr(verdicts, "shipped_router", lambda model: router)
+    tables = _kept_learned(tmp_path, "test/weak", "f00d")
+    [line] = verdicts.shipped_threshold_lines(tmp_path, tables, "test")
+    assert "router f00d, P(wrong) >= 0.500" in line
+    assert "escalating 50.0% of 4 cases" in line and "100.0% against the secondary's 75.0%" in line
+    router.fingerprint = "beef"  # another router ships now: these scores are not its
+    assert verdicts.shipped_threshold_lines(tmp_path, tables, "test") == []
