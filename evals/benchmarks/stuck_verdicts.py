@@ -7,9 +7,10 @@
 
 ``page`` computes every benchmark kept under the folder again (``evals.stuck_bench.kept.reassemble``) and writes,
 per suite and pair, each model alone, each detector at its dev threshold on test (paired against the secondary, in
-measured seconds) and one verdict line per detector, and a learned detector's line at the threshold its router ships
-with (what ``--cascade auto`` escalates at) where the rows were scored by the shipped router; ``provenance.json`` beside the kept runs (a list of
-``{"what", "kept", "command", "commit", "machine", "date", "notes"}``) becomes the provenance table.
+measured seconds) and one verdict line per detector, and a learned detector's line at the threshold its router
+ships with (what ``--cascade auto`` escalates at) where the rows were scored by the shipped router;
+``provenance.json`` beside the kept runs (a list of ``{"what", "kept", "command", "commit", "machine", "date",
+"notes"}``) becomes the provenance table.
 """
 
 from __future__ import annotations
