@@ -61,7 +61,7 @@ from tool_selection.strategies.json_strategies import (
     response_schema,
 )
 from tool_selection.stuck import usage_totals
-from tool_selection.stuck.learned import STAGE_INPUTS, RouterModelError, resolve_router
+from tool_selection.stuck.learned import resolve_router
 from tool_selection.toolset import ToolSet
 
 __all__ = ["DEMO_OMITS", "MultiToolSelector", "REASONING", "SelectTools", "ToolSelectionAdapter", "check_decision",
@@ -561,10 +561,7 @@ def _apply_cascade(selector: MultiToolSelector, spec: SelectorSpec, *, model: st
         return
     router = resolve_router(spec.cascade, model or configured_model())
     stage = selector.relevance
-    if router.reads_stage and (stage is None or stage.model is None):
-        raise RouterModelError(f"The router {router.fingerprint} reads the relevance stage's verdict "
-                               f"({', '.join(STAGE_INPUTS)}), and this selector runs without a relevance model: run "
-                               "with relevance auto (the default), or give a router fitted on the signals alone.")
+    router.check_stage(stage is not None and stage.model is not None)
     selector.relevance = RelevanceStage(stage.model if stage else None,
                                         signals=[*(stage.signals if stage else ()), *router.relevance_signals],
                                         gate_lm=stage.gate_lm if stage else None)

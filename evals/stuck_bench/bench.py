@@ -130,15 +130,23 @@ def _checked_pairs(pairs: Sequence[tuple[Model, Model]],
 
 def _check_runnable(spec: SelectorSpec, settings: BenchSettings, names: Sequence[tuple[str, str]]) -> None:
     """Before any model runs: a selector with a cascade is refused (the benchmark is one, offline), every detector
-    is built for each primary (a learned one without a router fails now), and a live run is checked."""
+    is built for each primary (a learned one without a router fails now, as does one whose router reads the relevance
+    stage's verdict where the primary's selector runs no relevance model), and a live run is checked."""
     if spec.cascade != NO_CASCADE:
         raise ToolSelectionError("The stuck benchmark is the cascade, computed offline from each model alone: leave "
                                  f"--cascade out (got {spec.cascade!r}); benchmark a router with --detectors learned.")
     for primary, _ in names:
         for detector in settings.detectors:
-            settings.detector(detector, primary=primary)
+            router = getattr(settings.detector(detector, primary=primary), "router", None)
+            if router is not None:
+                router.check_stage(_has_relevance_model(spec, primary))
     if settings.live_threshold is not None:
         _check_live_selector(spec, names)
+
+
+def _has_relevance_model(spec: SelectorSpec, model: str) -> bool:
+    stage = MultiToolSelector.from_spec(spec.model_copy(update={"cascade": NO_CASCADE}), model=model).relevance
+    return stage is not None and stage.model is not None
 
 
 def _check_live_selector(spec: SelectorSpec, names: Sequence[tuple[str, str]]) -> None:

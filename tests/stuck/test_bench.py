@@ -325,7 +325,7 @@ def _router(primary, path, *, stage: bool = False):
     from tool_selection.stuck.learned import RouterModel
 
     # wrong where the call's argument values are not in the request (grounded_args 0: P 0.99; 1: P 0.007); with
-    # ``stage``, also reading the relevance stage's verdict (weightless: a selector without a relevance model has none)
+    # ``stage``, also reading the relevance stage's verdict (weightless)
     extra = 1 if stage else 0
     return RouterModel(signals=("grounded_args", *(("relevance_overruled",) if stage else ())),
                        means=(0.5,) * (1 + extra), scales=(0.5,) * (1 + extra), coefficients=(-5.0, *(0.0,) * extra),
@@ -333,15 +333,34 @@ def _router(primary, path, *, stage: bool = False):
                        secondary="test/strong").save(path)
 
 
+def _relevance_model(tmp_path):
+    from tests.relevance.test_model import table
+    from tool_selection.relevance import fit_relevance_model
+
+    x, y = table()
+    return str(fit_relevance_model(x, y, ["unlisted", "grounded_args"]).save(tmp_path / "tiny.json"))
+
+
+def test_a_router_reading_the_stages_verdict_is_refused_without_a_relevance_model(suite_path, tmp_path):
+    weak, strong = ScriptedLM(weak_answers(), name="test/weak"), ScriptedLM(strong_answers(), name="test/strong")
+    router = _router("test/weak", tmp_path / "router.json", stage=True)
+    with pytest.raises(Exception, match="reads the relevance stage's verdict .*run with relevance auto"):
+        stuck_bench.run_stuck_bench(str(suite_path), [(weak, strong)], detectors=["learned"], router=str(router),
+                                    run=quiet_run(tmp_path / "o"), cost_fn=relative_cost,
+                                    selector=SelectorSpec(strategy="json-cot", relevance="none"))
+    assert not weak.calls and not strong.calls
+
+
 @pytest.mark.parametrize("stage", [False, True], ids=["signals", "signals and the stage's verdict"])
 def test_the_learned_detector_reads_the_signals_its_router_needs(suite_path, tmp_path, stage):
     weak = ScriptedLM(weak_answers(), name="test/weak", logprobs=weak_logprobs())
     strong = ScriptedLM(strong_answers(), name="test/strong")
     router = _router("test/weak", tmp_path / "router.json", stage=stage)
+    relevance = _relevance_model(tmp_path) if stage else "none"  # the stage's verdict needs a relevance model
     result = stuck_bench.run_stuck_bench(
         str(suite_path), [(weak, strong)], detectors=["validation", "learned"], thresholds="0:1:0.5",
         router=str(router), run=quiet_run(tmp_path / "o"), cost_fn=relative_cost,
-        selector=SelectorSpec(strategy="json-cot", relevance="none"))
+        selector=SelectorSpec(strategy="json-cot", relevance=relevance))
     scored = load_results(next(d for d in (result.out_dir / "runs" / "test").iterdir() if "scored" in d.name))
     assert "rel_grounded_args" in scored and scored["stuck_learned"].notna().all()
     assert scored["stuck_learned_seconds"].ge(0).all()
@@ -365,11 +384,7 @@ def test_a_detector_or_selector_the_bench_cannot_run_is_refused_before_any_model
 
 
 def test_a_live_run_with_a_relevance_model_is_refused(suite_path, tmp_path, monkeypatch):
-    from tests.relevance.test_model import table
-    from tool_selection.relevance import fit_relevance_model
-
-    x, y = table()
-    relevance = fit_relevance_model(x, y, ["unlisted", "grounded_args"]).save(tmp_path / "tiny.json")
+    relevance = _relevance_model(tmp_path)
     weak, strong = ScriptedLM(weak_answers(), name="test/weak"), ScriptedLM(strong_answers(), name="test/strong")
     with pytest.raises(Exception, match="add --relevance none to compare live runs"):
         stuck_bench.run_stuck_bench(str(suite_path), [(weak, strong)], detectors=["validation"],

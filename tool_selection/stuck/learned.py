@@ -79,6 +79,14 @@ class RouterModel(LogisticModel):
         """Whether it reads the relevance stage's verdict, which only a stage with a relevance model gives."""
         return any(name in STAGE_INPUTS for name in self.signals)
 
+    def check_stage(self, has_relevance_model: bool) -> None:
+        """Refuses a selector without a relevance model where the router reads the stage's verdict."""
+        if self.reads_stage and not has_relevance_model:
+            raise RouterModelError(f"The router {self.fingerprint} reads the relevance stage's verdict "
+                                   f"({', '.join(STAGE_INPUTS)}), and this selector runs without a relevance model: "
+                                   "run with relevance auto (the default), or give a router fitted on the signals "
+                                   "alone.")
+
     @classmethod
     def load_fix(cls) -> str:
         return "give a router file, auto or none."
