@@ -164,7 +164,7 @@ def write_intents(path: Path, model: str, suite: Suite) -> dict[str, tuple[str, 
         raise SystemExit(f"{path} holds intents read by {kept.get('writer')}, not by {writer}: give another "
                          "--intents FILE, or remove it.")
     lm = get_lm(model, constrained=True, max_tokens=MAX_TOKENS, cache=False)  # the file is the cache: honest seconds
-    rewriter = IntentRewriter(lm, known=kept["intents"])
+    rewriter = IntentRewriter(lm, known=kept["intents"], remember=None)  # every one is written to the file
 
     def save() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -110,3 +110,14 @@ def test_the_retrieval_table_adds_intent_rows_read_from_a_kept_file(tmp_path, mo
         write_intents(path, "local:other", needing)
     table = retrieval_table(needing, sizes=[200], ks=[1, 5], retrievers=["bm25"], intents=intents)
     assert list(table["retriever"]) == ["bm25", "bm25, intent", "bm25, request+intent"]
+
+
+def test_a_rewriter_remembers_the_most_recent_requests_up_to_its_bound():
+    rewriter = IntentRewriter(known={"a": ["x"], "b": ["y"]}, remember=2)
+    rewriter._rewrite = lambda request: (request.upper(),)
+    assert rewriter("a") == ("x",)  # from memory: now the most recent
+    assert rewriter("c") == ("C",)  # asked: "b", the least recent, is forgotten
+    assert list(rewriter.seen) == ["a", "c"]
+    assert IntentRewriter(remember=None).remember is None
+    with pytest.raises(ValueError, match="remember must be a positive number"):
+        IntentRewriter(remember=0)

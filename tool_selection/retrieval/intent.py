@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Self
 
@@ -33,6 +34,7 @@ __all__ = ["INTENT_VERSION", "MAX_INTENTS", "MAX_TOKENS", "QUERIES", "IntentRetr
 
 INTENT_VERSION = 1  # bump when the instructions or demonstrations change: kept intents are then written again
 MAX_INTENTS = 4  # a request asking for more is rare; a runaway list is cut here
+REMEMBERED = 10_000  # requests whose intents a rewriter keeps by default (a long-running selector's memory bound)
 MAX_TOKENS = 80
 QUERIES = ("intent", "request+intent")
 Query = Literal["intent", "request+intent"]
@@ -83,22 +85,31 @@ def parse_intents(text: str) -> tuple[str, ...]:
 
 class IntentRewriter:
     """The actions ``lm`` (default: the configured LM) reads in a request (``RequestIntents``), remembered per
-    request (``known``: some already read); none where its answer does not parse (retrieval then reads the request
-    alone). ``seconds``: the time spent asking."""
+    request (``known``: some already read), the ``remember`` most recently asked (None: every one, as a benchmark
+    that writes them all needs); none where its answer does not parse (retrieval then reads the request alone).
+    ``seconds``: the time spent asking."""
 
-    def __init__(self, lm: dspy.BaseLM | None = None, *, known: Mapping[str, Sequence[str]] | None = None):
-        self.lm = lm
+    def __init__(self, lm: dspy.BaseLM | None = None, *, known: Mapping[str, Sequence[str]] | None = None,
+                 remember: int | None = REMEMBERED):
+        if remember is not None and remember < 1:
+            raise ValueError(f"remember must be a positive number of requests or None, got {remember!r}")
+        self.lm, self.remember = lm, remember
         self.predict = dspy.Predict(RequestIntents)
         self.predict.demos = list(_DEMOS)
-        self.seen: dict[str, tuple[str, ...]] = {request: tuple(v) for request, v in (known or {}).items()}
+        self.seen: OrderedDict[str, tuple[str, ...]] = OrderedDict(
+            (request, tuple(v)) for request, v in (known or {}).items())
         self.seconds = 0.0
 
     def __call__(self, request: str) -> tuple[str, ...]:
-        if request not in self.seen:
-            started = time.perf_counter()
-            self.seen[request] = self._rewrite(request)
-            self.seconds += time.perf_counter() - started
-        return self.seen[request]
+        if request in self.seen:
+            self.seen.move_to_end(request)
+            return self.seen[request]
+        started = time.perf_counter()
+        self.seen[request] = phrases = self._rewrite(request)
+        self.seconds += time.perf_counter() - started
+        while self.remember is not None and len(self.seen) > self.remember:
+            self.seen.popitem(last=False)
+        return phrases
 
     def _rewrite(self, request: str) -> tuple[str, ...]:
         try:
