@@ -40,6 +40,7 @@ from dspy.lm15 import ConfigurationError, ContextLengthError, Request, Response,
 from tool_selection.errors import ToolSelectionError
 from tool_selection.lm.assemble import ModelFileError, ensure_model
 from tool_selection.lm.catalog import load_catalog
+from tool_selection.lm.clause_meaning import clause_matcher
 from tool_selection.lm.engine_check import require_working_engine
 from tool_selection.lm.engine_messages import (
     CONFIG_OPTIONS,
@@ -394,7 +395,8 @@ def _strict_chat_completion(llama, messages: list[dict[str, Any]], grammar, opti
                                       functions.items()},
                         required={name: frozenset((function.get("parameters") or {}).get("required") or ())
                                   for name, function in functions.items()},
-                        described=options.pop(DESCRIBED_CALLS, False), narrowed=narrowed)
+                        described=options.pop(DESCRIBED_CALLS, False), narrowed=narrowed,
+                        meant=clause_matcher(list(functions.values())))
     max_tokens = options.pop("max_tokens", None) or llama.n_ctx()
     request = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
     request = request if isinstance(request, str) else ""

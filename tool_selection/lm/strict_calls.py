@@ -54,11 +54,12 @@ MORE_CALLS = "tool_selection_more_calls"
 UNTIL_COVERED = "tool_selection_until_covered"
 """The key, in a request's ``metadata``, that opens another call only while the request holds a value no call
 uses (``more_calls``' ``until_covered``); its value is ``COVER_RULES``."""
-COVER_RULES = 5
+COVER_RULES = 6
 """The revision of the rules ``until_covered`` follows, so that answers cached under older rules are not reused
 (2: a call not kept is opened once more for the functions the request names and no call uses; 3: that call is kept
 only if it uses a value left unused or makes a pairing left out; 4: or if a clause of the request asks for its
-function apart from the calls made, ``asked_apart``; 5: in a conversation's last user turn alone)."""
+function apart from the calls made, ``asked_apart``; 5: in a conversation's last user turn alone; 6: a function a
+clause asks for by meaning, ``CallBudget.meant``, counts as named and asked for apart)."""
 DESCRIBED_CALLS = "tool_selection_described_calls"
 """The key, in a request's ``metadata``, that opens the call for the model where its answer describes one instead of
 making it (``described_call``)."""
@@ -169,6 +170,7 @@ class CallBudget:
     required: Mapping[str, frozenset[str]] = field(default_factory=dict)  # each function's required arguments
     described: bool = False  # an answer that describes a call (``described_call``) gets it opened
     narrowed: Callable[[Sequence[str]], Any] | None = None  # the grammar of the calls to some functions alone
+    meant: Callable[[str, list[ToolCall]], list[str]] | None = None  # functions a clause asks for by meaning
 
 
 def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: Any, budget: CallBudget,
@@ -190,7 +192,9 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     again), and kept only if it uses a value left unused or makes a pairing left out, or if it calls a function a
     clause of the request asks for apart from the calls made (``asked_apart``), its required arguments written in the
     request (its optional ones that are not are dropped): the model did not choose it, and a word of a function's
-    name in the request ("the average grade" for ``highest_grade``) is weak evidence alone.
+    name in the request ("the average grade" for ``highest_grade``) is weak evidence alone. A function a clause asks
+    for by meaning (``budget.meant``: "then show me what I still have booked" for ``list_my_bookings``,
+    ``tool_selection.lm.clause_meaning``) counts as named and as asked for apart.
     ``max_tokens`` bounds the whole answer; ``options``: the other generation settings."""
     choice, usage = completion["choices"][0], completion["usage"]
     text, produced = choice["text"], usage["completion_tokens"]
@@ -199,6 +203,9 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     for _ in range(budget.count if calls and choice["finish_reason"] != "length" else 0):
         left = uncovered(request, calls) if budget.until_covered else []
         named = uncalled(request, calls, budget.functions) if budget.until_covered else []
+        meant = [name for name in budget.meant(request, calls) if name not in named] if (
+            budget.until_covered and budget.meant) else []
+        named += meant
         pairs = unpaired(request, calls) if budget.until_covered else []
         if budget.until_covered and not left and not named and not pairs:
             break
@@ -207,7 +214,7 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
                        if budget.until_covered else None)
         kept = _kept_call(llama, prompt + opened, grammar, max_tokens - produced, options, opener=opener, keep=keep)
         if kept is None and named and budget.narrowed:
-            asked = asked_apart(request, calls, named, budget.descriptions)
+            asked = [*asked_apart(request, calls, named, budget.descriptions), *meant]
             keep = partial(_keeps_named, request=request, calls=list(calls), covering=(left, [], pairs),
                            asked=asked, required=budget.required)
             kept = _called_by_name(llama, prompt + opened, budget.narrowed, (named, asked), max_tokens - produced,
