@@ -203,9 +203,8 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
     for _ in range(budget.count if calls and choice["finish_reason"] != "length" else 0):
         left = uncovered(request, calls) if budget.until_covered else []
         named = uncalled(request, calls, budget.functions) if budget.until_covered else []
-        meant = [name for name in budget.meant(request, calls) if name not in named] if (
-            budget.until_covered and budget.meant) else []
-        named += meant
+        meant = budget.meant(request, calls) if budget.until_covered and budget.meant else []
+        named += [name for name in meant if name not in named]
         pairs = unpaired(request, calls) if budget.until_covered else []
         if budget.until_covered and not left and not named and not pairs:
             break
@@ -214,7 +213,8 @@ def more_calls(llama: Any, prompt: str, completion: dict[str, Any], *, grammar: 
                        if budget.until_covered else None)
         kept = _kept_call(llama, prompt + opened, grammar, max_tokens - produced, options, opener=opener, keep=keep)
         if kept is None and named and budget.narrowed:
-            asked = [*asked_apart(request, calls, named, budget.descriptions), *meant]
+            asked = asked_apart(request, calls, named, budget.descriptions)
+            asked += [name for name in meant if name not in asked]
             keep = partial(_keeps_named, request=request, calls=list(calls), covering=(left, [], pairs),
                            asked=asked, required=budget.required)
             kept = _called_by_name(llama, prompt + opened, budget.narrowed, (named, asked), max_tokens - produced,
