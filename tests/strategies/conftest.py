@@ -42,3 +42,19 @@ def finished_run(tmp_path):
         return run, suite_file
 
     return make
+
+
+@pytest.fixture
+def read_again(tmp_path):
+    """``read_again(run, suite_file, flag, value)`` -> the first row of ``run`` before and of its copy read by
+    ``toolsel eval rescore RUN FLAG VALUE --into DIR`` (the command must succeed)."""
+    import pandas as pd
+
+    from tool_selection.cli import main
+
+    def read(run, suite_file, flag, value):
+        copy = tmp_path / f"read-{value}"
+        assert main(["eval", "rescore", str(run), flag, value, "--into", str(copy), "--suite", str(suite_file)]) == 0
+        return (pd.read_parquet(run / "results.parquet").iloc[0], pd.read_parquet(copy / "results.parquet").iloc[0])
+
+    return read

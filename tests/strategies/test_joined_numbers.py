@@ -3,12 +3,10 @@
 import json
 
 import dspy
-import pandas as pd
 import pytest
 from dspy.utils.dummies import DummyLM
 
 from evals.suite import Case
-from tool_selection.cli import main
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.interop import from_openai
 from tool_selection.joined_numbers import listed_runs, numbers_apart
@@ -89,13 +87,11 @@ def test_the_selector_takes_them_apart_by_default_and_keeps_them_as_written_on_r
         assert (getattr(prediction, "row_extras", None) or {}).get("numbers_apart") == counted
 
 
-def test_a_finished_run_is_read_with_the_numbers_apart_into_a_copy(tmp_path, finished_run):
+def test_a_finished_run_is_read_with_the_numbers_apart_into_a_copy(tmp_path, finished_run, read_again):
     case = Case(id="factorials-1", request="Factorials of 5,10 and 15.", tools=[FACTORIAL], expected_calls=[
         {"tool_name": "factorial", "arguments": {"number": n}} for n in (5, 10, 15)])
     run, suite_file = finished_run(case, _answer(510, 15),
                                    SelectorSpec(strategy="json-cot", relevance="none", listed_numbers="as-written"))
-    assert pd.read_parquet(run / "results.parquet").iloc[0]["full_match"] == 0.0
-    assert main(["eval", "rescore", str(run), "--listed-numbers", "apart", "--into", str(tmp_path / "apart"),
-                 "--suite", str(suite_file)]) == 0
-    row = pd.read_parquet(tmp_path / "apart" / "results.parquet").iloc[0]
+    before, row = read_again(run, suite_file, "--listed-numbers", "apart")
+    assert before["full_match"] == 0.0
     assert row["full_match"] == 1.0 and row["numbers_apart"] == 1.0

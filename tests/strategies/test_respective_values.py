@@ -3,12 +3,10 @@
 import json
 
 import dspy
-import pandas as pd
 import pytest
 from dspy.utils.dummies import DummyLM
 
 from evals.suite import Case
-from tool_selection.cli import main
 from tool_selection.decision import MultiToolDecision, ToolCall
 from tool_selection.interop import from_openai
 from tool_selection.respective_values import respective_values
@@ -81,14 +79,12 @@ def test_the_selector_pairs_them_by_default_and_keeps_them_as_written_on_request
         assert (getattr(prediction, "row_extras", None) or {}).get("respective_values") == counted
 
 
-def test_a_finished_run_is_read_with_respective_values_into_a_copy(tmp_path, finished_run):
+def test_a_finished_run_is_read_with_respective_values_into_a_copy(tmp_path, finished_run, read_again):
     case = Case(id="play-1", request=REQUEST, tools=[PLAY], expected_calls=[
         {"tool_name": "play", "arguments": {"artist": "Taylor Swift", "minutes": 20}},
         {"tool_name": "play", "arguments": {"artist": "Maroon 5", "minutes": 15}}])
     run, suite_file = finished_run(case, _answer("Taylor Swift, Maroon 5"),
                                    SelectorSpec(strategy="json-cot", relevance="none", respectively="as-written"))
-    assert pd.read_parquet(run / "results.parquet").iloc[0]["full_match"] == 0.0
-    assert main(["eval", "rescore", str(run), "--respectively", "paired", "--into", str(tmp_path / "paired"),
-                 "--suite", str(suite_file)]) == 0
-    row = pd.read_parquet(tmp_path / "paired" / "results.parquet").iloc[0]
+    before, row = read_again(run, suite_file, "--respectively", "paired")
+    assert before["full_match"] == 0.0
     assert row["full_match"] == 1.0 and row["respective_values"] == 2.0
