@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from evals.stuck_bench.kept import BENCH_FILE, keep, kept_run_dir, reassemble
-from evals.stuck_bench.tables import overhead_seconds_column, score_column
+from evals.stuck_bench.tables import BenchTables, overhead_seconds_column, score_column
 from evals.stuck_bench.verdict import verdict
 from tool_selection.conversations.summary import format_table
 from tool_selection.stuck.learned import LearnedDetector, shipped_router
@@ -84,7 +84,7 @@ def _routers_scoring(root: Path, split: str, primary: str) -> set[str]:
     return {json.loads(found).get("router") for found in evidence if found}
 
 
-def shipped_threshold_lines(root: Path, tables, test: str) -> list[str]:
+def shipped_threshold_lines(root: Path, tables: BenchTables, test: str) -> list[str]:
     """Per pair, the learned detector on test at the threshold its shipped router escalates at, where the kept rows
     were scored by that router (a router shipped since is not the one these scores came from)."""
     lines = []

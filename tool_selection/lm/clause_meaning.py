@@ -33,8 +33,9 @@ def clauses(request: str) -> list[str]:
     return found if len(found) >= 2 else []
 
 
-@functools.cache
 def _dense() -> Any:
+    """A dense retriever of its own (the encoder is loaded once per process): fitting one shared between requests
+    answered at once would let one request's tools stand in for another's."""
     from tool_selection.retrieval import get_retriever
 
     return get_retriever("dense")
