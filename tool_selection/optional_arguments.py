@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from tool_selection.decision import MultiToolDecision, ToolCall
-from tool_selection.interop import to_openai
 from tool_selection.lm.strict_calls import request_writes
 from tool_selection.registry import ToolRegistry
 
@@ -43,7 +42,7 @@ def unwritten_optional(decision: MultiToolDecision, registry: ToolRegistry,
     calls, dropped = [], 0
     for call in decision.tool_calls:
         if call.tool_name in registry and isinstance(call.arguments, dict):
-            parameters = to_openai(registry.get(call.tool_name))["function"]["parameters"]
+            parameters = registry.get(call.tool_name).input_schema()
             kept = {name: value for name, value in call.arguments.items()
                     if not _unwritten(name, value, parameters, request)}
             if len(kept) < len(call.arguments):

@@ -19,7 +19,6 @@ from itertools import product
 from typing import Literal
 
 from tool_selection.decision import MultiToolDecision, ToolCall
-from tool_selection.interop import to_openai
 from tool_selection.lm.strict_calls import RESPECTIVELY
 from tool_selection.parsing import words
 from tool_selection.registry import ToolRegistry
@@ -33,7 +32,7 @@ _LITERAL = re.compile(r"[\[\]{}()]")
 
 
 def _string_parameters(registry: ToolRegistry, tool_name: str) -> set[str]:
-    properties = to_openai(registry.get(tool_name))["function"]["parameters"].get("properties") or {}
+    properties = registry.get(tool_name).input_schema().get("properties") or {}
     return {name for name, spec in properties.items() if isinstance(spec, dict) and spec.get("type") == "string"}
 
 

@@ -13,7 +13,6 @@ import re
 from typing import Any, Literal
 
 from tool_selection.decision import MultiToolDecision, ToolCall
-from tool_selection.interop import to_openai
 from tool_selection.lm.request_values import REQUEST_NUMBER, number_of
 from tool_selection.parsing import name_words
 from tool_selection.registry import ToolRegistry
@@ -54,7 +53,7 @@ def decimal_rates(decision: MultiToolDecision, registry: ToolRegistry,
     calls, rewritten = [], 0
     for call in decision.tool_calls:
         if call.tool_name in registry and isinstance(call.arguments, dict):
-            parameters = rate_parameters(to_openai(registry.get(call.tool_name))["function"]["parameters"])
+            parameters = rate_parameters(registry.get(call.tool_name).input_schema())
             arguments = dict(call.arguments)
             for name in parameters & arguments.keys():
                 value = arguments[name]

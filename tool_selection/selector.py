@@ -118,7 +118,8 @@ def read_values(spec: SelectorSpec, decision: MultiToolDecision, registry: ToolR
     """``decision``'s values read as ``spec`` says: listed numbers a call joined taken apart, values paired
     "respectively" given one per call, listed values a string argument packs made one call each, rates as decimals,
     optional arguments the request does not write dropped; with the count of each rewrite the spec asks for
-    (``numbers_apart``, ``respective_values``, ``values_apart``, ``rates_as_decimals``, ``optional_dropped``). A live selection and a rescored run read alike."""
+    (``numbers_apart``, ``respective_values``, ``values_apart``, ``rates_as_decimals``, ``optional_dropped``). A
+    live selection and a rescored run read alike."""
     counts: dict[str, float] = {}
     if spec.listed_numbers == "apart":
         decision, made = numbers_apart(decision, registry, request)
