@@ -1,8 +1,8 @@
 """Functions a clause of the request asks for by meaning, for the coverage rules of ``strict_calls.more_calls``.
 
 "Cancel B1004 and then show me what I still have booked" asks for ``list_my_bookings`` without a word of its name;
-a small model cancels and stops. Each clause of the request (``strict_calls.CLAUSE_BREAK``; two clauses or more, of
-two words or more, in a conversation's last user turn) is embedded with the dense retriever the relevance stage
+a small model cancels and stops. Each clause of the request (``strict_calls.request_clauses``; two clauses or more,
+of two words or more, in a conversation's last user turn) is embedded with the dense retriever the relevance stage
 uses (MiniLM), and the listed function closest to it, where no call uses it yet and its cosine similarity is at
 least ``MEANT_SIMILARITY``, counts as one the request asks for: another call is opened for it under a grammar of
 those functions alone, and kept only where its required arguments are written in the request.
@@ -16,7 +16,7 @@ from typing import Any
 
 from tool_selection.decision import ToolCall
 from tool_selection.errors import ToolSelectionError
-from tool_selection.lm.strict_calls import CLAUSE_BREAK, LAST_USER_TURN
+from tool_selection.lm.strict_calls import request_clauses
 
 __all__ = ["MEANT_SIMILARITY", "clause_matcher", "clauses"]
 
@@ -28,8 +28,7 @@ and 3 of 4 in the domain cases' are ones the expected answer calls (development 
 
 def clauses(request: str) -> list[str]:
     """The clauses of ``request``'s last user turn that hold two words or more; none for a request of one clause."""
-    found = [part.strip(" ,") for part in CLAUSE_BREAK.split(request.rsplit(LAST_USER_TURN, 1)[-1])
-             if part and len(part.split()) >= 2]
+    found = [clause.strip(" ,") for clause in request_clauses(request) if len(clause.split()) >= 2]
     return found if len(found) >= 2 else []
 
 

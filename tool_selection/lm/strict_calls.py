@@ -39,8 +39,8 @@ from tool_selection.lm.request_values import (
 from tool_selection.parsing import call_json, name_words, parse_native, words
 
 __all__ = ["CLAUSE_BREAK", "COVER_RULES", "DESCRIBED_CALLS", "MORE_CALLS", "CallBudget", "OwnCalls", "UNTIL_COVERED",
-           "asked_apart", "described_call", "more_calls", "new_call", "render_chat", "request_writes",
-           "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
+           "asked_apart", "described_call", "more_calls", "new_call", "render_chat", "request_clauses",
+           "request_writes", "strict_tool_completion", "uncalled", "uncovered", "unpaired"]
 
 CALL_OPENERS = re.compile(r"(?:(?P<tag><tool_call>)|(?P<fence>```json))[ \t]*\n?$")
 BARE_CALL = re.compile(r"\s*\{")  # small models often answer with the call's JSON alone
@@ -279,6 +279,12 @@ CLAUSE_BREAK = re.compile(r"[.?!;:](?:\s+|$)|\n|\b(?:and then|then|also|after th
 LAST_USER_TURN = "\nuser: "  # how a conversation written as one request (``Case.prompt``) opens a user turn
 
 
+def request_clauses(request: str) -> list[str]:
+    """The clauses of ``request`` (``CLAUSE_BREAK``), not blank; a request written as a conversation ("user: Dig
+    here.\nassistant: ...\nuser: Open it") in its last user turn alone (what earlier turns asked for is done)."""
+    return [clause for clause in CLAUSE_BREAK.split(request.rsplit(LAST_USER_TURN, 1)[-1]) if clause.strip()]
+
+
 def asked_apart(request: str, calls: list[ToolCall], named: Sequence[str],
                 descriptions: Mapping[str, str]) -> list[str]:
     """The functions of ``named`` (``uncalled``'s) that a clause of ``request`` asks for apart from ``calls``: the
@@ -288,8 +294,7 @@ def asked_apart(request: str, calls: list[ToolCall], named: Sequence[str],
     apart from ``find_synonyms``, whose description says "words"). A request of one clause asks for none; a request
     written as a conversation ("user: Dig here.\nassistant: ...\nuser: Open it") asks in its last user turn alone
     (what earlier turns asked for is done)."""
-    last_turn = request.rsplit(LAST_USER_TURN, 1)[-1]
-    clauses = [_said(clause) for clause in CLAUSE_BREAK.split(last_turn) if clause.strip()]
+    clauses = [_said(clause) for clause in request_clauses(request)]
     if len(clauses) < 2:
         return []
     taken = {stem for call in calls for stem in _name_stems(call.tool_name)}
