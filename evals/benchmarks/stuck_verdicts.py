@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from evals.runner import load_results
 from evals.stuck_bench.kept import BENCH_FILE, keep, kept_run_dir, reassemble
 from evals.stuck_bench.tables import BenchTables, overhead_seconds_column, score_column
 from evals.stuck_bench.verdict import verdict
@@ -78,9 +79,8 @@ def _detector_rows(summary: pd.DataFrame) -> list[dict]:
 
 def _routers_scoring(root: Path, split: str, primary: str) -> set[str]:
     """The fingerprints of the routers that scored the primary's kept rows on ``split`` (the learned evidence)."""
-    rows = kept_run_dir(root, split, primary, scored=True) / "results.jsonl"
-    evidence = (json.loads(line).get(f"stuck_{LearnedDetector.name}_evidence")
-                for line in rows.read_text(encoding="utf-8").splitlines())
+    rows = load_results(kept_run_dir(root, split, primary, scored=True))
+    evidence = rows.get(f"stuck_{LearnedDetector.name}_evidence", pd.Series(dtype=object)).dropna()
     return {json.loads(found).get("router") for found in evidence if found}
 
 

@@ -36,6 +36,7 @@ from tool_selection.collaboration import (
 )
 from tool_selection.defaults import NO_CASCADE
 from tool_selection.errors import ToolSelectionError
+from tool_selection.relevance import RelevanceStage
 from tool_selection.run_config import RunConfig
 from tool_selection.selector import MultiToolSelector, ToolSelectionAdapter
 from tool_selection.spec import SelectorSpec
@@ -139,14 +140,15 @@ def _check_runnable(spec: SelectorSpec, settings: BenchSettings, names: Sequence
         for detector in settings.detectors:
             router = getattr(settings.detector(detector, primary=primary), "router", None)
             if router is not None:
-                router.check_stage(_has_relevance_model(spec, primary))
+                stage = _relevance_stage(spec, primary)
+                router.check_stage(stage is not None and stage.model is not None)
     if settings.live_threshold is not None:
         _check_live_selector(spec, names)
 
 
-def _has_relevance_model(spec: SelectorSpec, model: str) -> bool:
-    stage = MultiToolSelector.from_spec(spec.model_copy(update={"cascade": NO_CASCADE}), model=model).relevance
-    return stage is not None and stage.model is not None
+def _relevance_stage(spec: SelectorSpec, model: str) -> RelevanceStage | None:
+    """The relevance stage ``model``'s selector would run under ``spec`` (built without its cascade)."""
+    return MultiToolSelector.from_spec(spec.model_copy(update={"cascade": NO_CASCADE}), model=model).relevance
 
 
 def _check_live_selector(spec: SelectorSpec, names: Sequence[tuple[str, str]]) -> None:
@@ -154,7 +156,7 @@ def _check_live_selector(spec: SelectorSpec, names: Sequence[tuple[str, str]]) -
     where either model would run one."""
     for pair in names:
         for name in pair:
-            if MultiToolSelector.from_spec(spec.model_copy(update={"cascade": NO_CASCADE}), model=name).relevance:
+            if _relevance_stage(spec, name):
                 raise ToolSelectionError(f"A live run asks both models through one selector, and {name} would run "
                                          "its own relevance model: add --relevance none to compare live runs, or "
                                          "leave --live-threshold out (the offline sweep runs each model's own).")

@@ -326,11 +326,10 @@ def _router(primary, path, *, stage: bool = False):
 
     # wrong where the call's argument values are not in the request (grounded_args 0: P 0.99; 1: P 0.007); with
     # ``stage``, also reading the relevance stage's verdict (weightless)
-    extra = 1 if stage else 0
-    return RouterModel(signals=("grounded_args", *(("relevance_overruled",) if stage else ())),
-                       means=(0.5,) * (1 + extra), scales=(0.5,) * (1 + extra), coefficients=(-5.0, *(0.0,) * extra),
-                       intercept=0.0, missing=(3.0, *(0.0,) * extra), threshold=0.5, primary=primary,
-                       secondary="test/strong").save(path)
+    read = 2 if stage else 1
+    return RouterModel(signals=("grounded_args", "relevance_overruled")[:read], means=(0.5, 0.5)[:read],
+                       scales=(0.5, 0.5)[:read], coefficients=(-5.0, 0.0)[:read], intercept=0.0,
+                       missing=(3.0, 0.0)[:read], threshold=0.5, primary=primary, secondary="test/strong").save(path)
 
 
 def _relevance_model(tmp_path):
