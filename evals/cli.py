@@ -123,8 +123,7 @@ def _splice(args: argparse.Namespace) -> int:
 
 
 OPTIMIZE_SKIPS = ("program", "allow_tool_changes", "gate_model", "gate_threshold", "retrieve", "retriever", "rerank",
-                  "groups", "undeclared_arguments", "rates", "optional_arguments", "respectively", "listed_numbers",
-                  "packed_values", "relevance_signals")
+                  "groups", *READINGS, "relevance_signals")
 """Selector fields an optimization does not take: it compiles a zero-shot selector's prompt, with its strategy,
 decoding and relevance model, and scores the selection."""
 
