@@ -21,6 +21,7 @@ __all__ = [
     "MAX_SLOTS",
     "MAX_THREADS",
     "NO_CASCADE",
+    "INVARIANT_RELEVANCE",
     "NO_RELEVANCE",
 ]
 
@@ -41,6 +42,12 @@ with the local models, and the several calls a request asks for), else as the pr
 
 AUTO_RELEVANCE = "auto"
 """The relevance setting that applies a compiled selector's own relevance model, else the one shipped for the model."""
+
+INVARIANT_RELEVANCE = "invariant"
+"""The relevance setting that applies the model shipped for the selector's model with ``bm25_anchored`` in place of
+``bm25_best`` (the listed tools' word weights seen beside background ones): its probability stays put when unrelated
+tools are listed beside, where the default's rises; it catches fewer of BFCL's irrelevant requests, which list one
+function each (the relevance pages)."""
 
 NO_RELEVANCE = "none"
 """The relevance setting without a relevance stage."""

@@ -199,8 +199,10 @@ class SelectorSpec(_Frozen, YamlValue):
     relevance: str = Field(
         default=DEFAULT_RELEVANCE, description="A relevance model: a decision it judges irrelevant (no listed tool "
         "does what is asked) keeps no call. 'auto': a compiled selector's own, else the one shipped for the model, if "
-        "any (the embedded 0.5B model has one); 'none'; or a file from 'toolsel bench relevance --save'.",
-        json_schema_extra={"metavar": "auto|none|MODEL_JSON"})
+        "any (the embedded models have one); 'invariant': the one shipped for the model whose probability stays put "
+        "when unrelated tools are listed beside (it catches fewer irrelevant requests on BFCL); 'none'; or a file "
+        "from 'toolsel bench relevance --save'.",
+        json_schema_extra={"metavar": "auto|invariant|none|MODEL_JSON"})
     relevance_threshold: float | None = Field(
         default=None, ge=0.0, le=1.0, description="With a relevance model: the probability below which a call is "
         "dropped, in place of the one the model was given on dev (lower keeps more calls and refuses fewer "

@@ -112,7 +112,7 @@ def findings(table: pd.DataFrame) -> str:
 
 
 def markdown(table: pd.DataFrame, model: RelevanceModel, against: RelevanceModel, command: str, *,
-             title: str) -> str:
+             title: str, note: str = "") -> str:
     head = [column for column in COLUMNS if column in table]
     body = [{column: (_p(row[column]) if column.endswith(" p") else _cell(row[column])) for column in head}
             for row in table.to_dict("records")]
@@ -123,7 +123,7 @@ def markdown(table: pd.DataFrame, model: RelevanceModel, against: RelevanceModel
              f"{', '.join(model.trained_on.get('suites', []))}. Percentages; *added false abstention* is each "
              "model's against the selection alone on the same rows; B - A is paired (bootstrap interval, McNemar's "
              "p). Rows marked *all splits* hold the category's train and dev cases too (the board's figure).", "",
-             format_table(body, head), "", findings(table)]
+             format_table(body, head), "", findings(table), *(["", note] if note else [])]
     return "\n".join(lines) + "\n"
 
 
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                         "SUITE's rows (all splits) reaches A's: the two compared at one operating point (an analysis "
                         "of the trade-off, not a threshold chosen on dev).")
     parser.add_argument("--title", default="The refitted relevance model against the one it replaces")
+    parser.add_argument("--note", default="", help="A paragraph to print under the table.")
     parser.add_argument("--out", type=Path, help="Write the section here (default: print).")
     args = parser.parse_args(argv)
     model, against = RelevanceModel.load(args.model), RelevanceModel.load(args.against)
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     table = compare_models(runs, model, against)
     command = " ".join(["python -m evals.benchmarks.relevance_compare", *args.runs, "--model", args.model,
                         "--against", args.against, *(["--match", args.match] if args.match else [])])
-    text = markdown(table, model, against, command, title=args.title)
+    text = markdown(table, model, against, command, title=args.title, note=args.note)
     if args.out:
         args.out.write_text(text)
     print(text)

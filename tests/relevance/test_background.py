@@ -42,6 +42,19 @@ def test_the_background_score_does_not_move_with_the_number_of_listed_tools():
     assert beside["bm25_best"] > 2.5 * alone["bm25_best"]  # what the background weights remove
 
 
+def test_the_anchored_score_moves_far_less_with_the_listing_and_still_weighs_shared_words_less():
+    alone, beside = (signals(tools, ("bm25_anchored", "bm25_best")) for tools in ([WEATHER], [WEATHER, *UNRELATED]))
+    assert alone["bm25_anchored"] > 0
+    assert beside["bm25_anchored"] < 2 * alone["bm25_anchored"] and beside["bm25_best"] > 4 * alone["bm25_best"]
+    table = BackgroundBM25(documents=100, average_length=3.0, document_frequency={"weather": 2, "citi": 2})
+    listed = ["weather citi", "weather stock", "weather flight"]  # "weather" in every listed tool, "citi" in one
+    assert table.anchored_best("citi", listed) > table.anchored_best("weather", listed)
+    assert table.anchored_best("weather", listed, anchor=0) < table.anchored_best("weather", listed, anchor=1000)
+    assert table.anchored_best("weather", listed, anchor=1000) == pytest.approx(table.best("weather", listed),
+                                                                                rel=0.02)
+    assert math.isnan(table.anchored_best("anything", []))
+
+
 def test_a_request_no_tool_speaks_of_scores_lower():
     evidence = Evidence(request="Bake me a chocolate cake", registry=from_openai([WEATHER, *UNRELATED], name="t"),
                         decision=MultiToolDecision())

@@ -26,10 +26,15 @@ from typing import Any
 
 from tool_selection.errors import ToolSelectionError
 
-__all__ = ["BACKGROUND_FILE", "BACKGROUND_FORMAT", "BackgroundBM25", "BackgroundError", "background_bm25",
-           "tokenize"]
+__all__ = ["ANCHOR_DOCUMENTS", "BACKGROUND_FILE", "BACKGROUND_FORMAT", "BackgroundBM25", "BackgroundError",
+           "background_bm25", "tokenize"]
 
 BACKGROUND_FORMAT = 1
+ANCHOR_DOCUMENTS = 2
+"""Background documents the listed tools are seen beside in ``anchored_best``: the fewest of 1, 2, 4, 8 and 32 with
+which a relevance model refitted on it keeps its probabilities when four unrelated tools are listed beside
+(``evals.benchmarks.relevance_invariance``). With the right tool alone and beside four others the score rises
+about 1.6x (``bm25_best``: 5x)."""
 BACKGROUND_FILE = Path(__file__).parent / "data" / "bm25-background.json"
 _REBUILD = "Rebuild it with: python -m evals.background_corpus"
 
@@ -97,6 +102,30 @@ class BackgroundBM25:
             return math.nan
         words = tokenize([request], self.stemmer)[0]
         return max(self.score(words, self._tokens(text)) for text in documents)
+
+    def anchored_best(self, request: str, documents: Sequence[str], anchor: float = ANCHOR_DOCUMENTS) -> float:
+        """The highest BM25 score of ``request`` over ``documents``, word weights from the listed documents seen
+        beside ``anchor`` background documents (each word as frequent among them as in the background catalog):
+        a word every listed tool holds still weighs little, as in BM25 over the listing alone (``anchor`` 0), and a
+        few more tools listed move the weights far less (``best``: a large ``anchor``, not at all)."""
+        if not documents:
+            return math.nan
+        words = set(tokenize([request], self.stemmer)[0])
+        tokenized = [self._tokens(text) for text in documents]
+        count = len(tokenized) + anchor
+        average_length = (sum(map(len, tokenized)) + anchor * self.average_length) / count
+        idf = {}
+        for word in words:
+            background = anchor * self.document_frequency.get(word, 0) / self.documents
+            df = sum(word in tokens for tokens in tokenized) + background
+            idf[word] = math.log1p((count - df + 0.5) / (df + 0.5))
+        best = 0.0
+        for tokens in tokenized:
+            counts = Counter(tokens)
+            norm = self.k1 * (1 - self.b + self.b * len(tokens) / average_length)
+            best = max(best, sum(idf[word] * counts[word] * (self.k1 + 1) / (counts[word] + norm)
+                                 for word in words if counts[word]))
+        return best
 
     def _tokens(self, text: str) -> tuple[str, ...]:
         return _document_tokens(text, self.stemmer)

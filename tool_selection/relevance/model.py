@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, NO_RELEVANCE
+from tool_selection.defaults import AUTO_RELEVANCE, DEFAULT_RELEVANCE, INVARIANT_RELEVANCE, NO_RELEVANCE
 from tool_selection.errors import ToolSelectionError
 from tool_selection.relevance.logistic import LogisticModel, fit_logistic, shipped_names
 
@@ -24,6 +24,7 @@ __all__ = ["DEFAULT_RELEVANCE", "RelevanceModel", "RelevanceModelError", "fit_re
            "shipped_relevance_model", "shipped_relevance_models"]
 
 SHIPPED_DIR = Path(__file__).parent / "models"  # <model name>.json, fitted by 'toolsel bench relevance --save'
+INVARIANT_DIR = SHIPPED_DIR / "invariant"  # the same models, bm25_anchored in bm25_best's place
 
 
 class RelevanceModelError(ToolSelectionError, ValueError):
@@ -66,7 +67,7 @@ class RelevanceModel(LogisticModel):
 
     @classmethod
     def load_fix(cls) -> str:
-        return "give a relevance model file, auto or none."
+        return "give a relevance model file, auto, invariant or none."
 
 
 def shipped_relevance_models() -> list[str]:
@@ -81,7 +82,7 @@ def shipped_relevance_model(model: str) -> RelevanceModel | None:
 
 
 _RETRIEVAL_PACKAGES = ("bm25s", "tokenizers", "safetensors")
-WORD_SIGNALS = frozenset({"bm25_best", "bm25_background", "dense_best", "dense_chosen"})
+WORD_SIGNALS = frozenset({"bm25_best", "bm25_background", "bm25_anchored", "dense_best", "dense_chosen"})
 """The signals that compare the request's words with the tools' (BM25, the English MiniLM embedder)."""
 
 
@@ -95,19 +96,25 @@ def missing_retrieval_packages(signals: Sequence[str]) -> list[str]:
 
 def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str | None, *,
                       own: RelevanceModel | None = None) -> RelevanceModel | None:
-    """The relevance model a setting names, the one place ``auto`` and ``none`` are read. ``auto``: the model of
-    ``own`` (a compiled selector's stage's model) if there is one, else the one shipped for ``model`` (None: the configured
-    LM's) if there is one and the retrieval extra its signals read is installed (else a warning and none);
-    ``none`` or None: no relevance model; else a relevance model or the path of one."""
+    """The relevance model a setting names, the one place ``auto``, ``invariant`` and ``none`` are read.
+    ``auto``: the model of ``own`` (a compiled selector's stage's model) if there is one, else the one shipped for
+    ``model`` (None: the configured LM's) if there is one and the retrieval extra its signals read is installed (else
+    a warning and none); ``invariant``: the one shipped for ``model`` whose probability stays put when unrelated
+    tools are listed beside (an error where none ships); ``none`` or None: no relevance model; else a relevance
+    model or the path of one."""
     if relevance is None or isinstance(relevance, RelevanceModel):
         return relevance
     if str(relevance) == NO_RELEVANCE:
         return None
-    if str(relevance) == AUTO_RELEVANCE:
-        if own is not None:  # a compiled selector's own comes first
-            return own
+    if str(relevance) == AUTO_RELEVANCE and own is not None:  # a compiled selector's own comes first
+        return own
+    if str(relevance) in (AUTO_RELEVANCE, INVARIANT_RELEVANCE):
         model = configured_model() if model is None else model
-        shipped = shipped_relevance_model(model)
+        shipped = RelevanceModel.shipped(INVARIANT_DIR if str(relevance) == INVARIANT_RELEVANCE else SHIPPED_DIR, model)
+        if shipped is None and str(relevance) == INVARIANT_RELEVANCE:
+            raise RelevanceModelError(f"No invariant relevance model ships for {model}; they ship for "
+                                      f"{', '.join(shipped_names(INVARIANT_DIR))}. Pass --relevance auto, none or "
+                                      "a file from 'toolsel bench relevance --save'.")
         missing = missing_retrieval_packages(shipped.reads) if shipped is not None else []
         if missing:
             warnings.warn(f"The relevance model shipped for {model} reads retrieval scores, and {', '.join(missing)} "

@@ -15,6 +15,7 @@ model (``relevance.model``) combines them into a probability.
 | ``dense_best`` / ``dense_chosen`` | cosine of the request to the closest tool / to the called tool (MiniLM) | one small embedding |
 | ``bm25_best`` | BM25 score of the best tool, word weights from the listed tools (so lower when fewer are listed) | negligible |
 | ``bm25_background`` | BM25 score of the best tool, word weights from a fixed background catalog (``background``) | negligible |
+| ``bm25_anchored`` | BM25 score of the best tool, word weights from the listed tools seen beside two background ones (``background``): words every listed tool holds weigh little, and more tools listed move it far less (1.6x against 5x with four more) | negligible |
 | ``verify`` | log P(Yes) - log P(No) of "does that call do exactly what I asked?" asked after the answer | one token; the prompt is the answer's own, so the KV cache holds all but the question |
 | ``gate`` | the relevance gate's Yes/No score with its own model (``strategies.gate``) | one prompt pass of the gate's model |
 | ``agreement`` | the share of ``AGREEMENT_SAMPLES`` answers sampled to the same prompt that call the same functions (native strategies) | that many answers decoded; the prompt stays in the KV cache |
@@ -251,6 +252,13 @@ def _bm25_background(evidence: Evidence) -> float:
     return background_bm25().best(evidence.request, list(tool_documents(evidence.registry).values()))
 
 
+def _bm25_anchored(evidence: Evidence) -> float:
+    from tool_selection.relevance.background import background_bm25
+    from tool_selection.retrieval import tool_documents
+
+    return background_bm25().anchored_best(evidence.request, list(tool_documents(evidence.registry).values()))
+
+
 def _other_language(evidence: Evidence) -> float:
     from tool_selection.relevance.language import in_other_language
 
@@ -365,6 +373,8 @@ for _spec in (  # the order signals are listed and recorded in
     SignalSpec("bm25_best", _bm25_best, "BM25 score of the best tool", cheap=True),
     SignalSpec("bm25_background", _bm25_background, "BM25 score of the best tool, word weights from a fixed "
                "background catalog (the same for any number of listed tools)", cheap=True),
+    SignalSpec("bm25_anchored", _bm25_anchored, "BM25 score of the best tool, word weights from the listed tools "
+               "seen beside a few background ones", cheap=True),
     SignalSpec("other_language", _other_language, "1 when the request is in another language than the tools' "
                "documents (py3langid)", cheap=True),
     SignalSpec("verify", _verify, "Yes/No score of 'does that call do exactly what I asked?' after the answer",
