@@ -79,13 +79,24 @@ def _board_runs(root: Path) -> list[Path]:
     return [folder for folder in find_run_dirs(root) if EARLIER not in folder.relative_to(root).parts]
 
 
+def _latest(folders: list[Path]) -> list[Path]:
+    """``folders`` but those another of them was made from (``toolsel eval rescore --into`` records
+    ``derived_from``, ``toolsel eval splice`` ``spliced_from``): of a run read again or spliced, the last copy."""
+    sources = set()
+    for folder in folders:
+        params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
+        sources |= {Path(str(params[key])).name for key in ("derived_from", "spliced_from") if params.get(key)}
+    return [folder for folder in folders if folder.name not in sources]
+
+
 def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
     """``{(model, method, category): rows}`` for every run folder under ``root`` (but ``EARLIER``) that ran one BFCL
-    category; of two runs of the same cell (a seeded sample and the whole category), the one with more cases.
+    category; of two runs of the same cell (a seeded sample and the whole category), the one with more cases, and of
+    a run and a copy made from it, the copy.
     The rows carry the run's commit as ``attrs["commit"]`` ("... read again" for a run ``toolsel eval rescore``
     read again with later rules)."""
     runs: dict[tuple[str, str, str], pd.DataFrame] = {}
-    for folder in _board_runs(root):
+    for folder in _latest(_board_runs(root)):
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
         category = str(params.get("suite_ref", "")).removeprefix("bfcl:")
         if category in CATEGORIES + OTHER_LANGUAGES:
@@ -239,9 +250,10 @@ DOMAIN_TAGS = ("multi", "parallel", "single", "no_tool")
 
 
 def load_domain(root: Path) -> dict[tuple[str, str], pd.DataFrame]:
-    """``{(model, strategy): rows}`` for every run folder under ``root`` of domain-suite cases (not BFCL)."""
+    """``{(model, strategy): rows}`` for every run folder under ``root`` of domain-suite cases (not BFCL); of a run
+    and a copy made from it, the copy."""
     runs = {}
-    for folder in find_run_dirs(root) if root.is_dir() else []:
+    for folder in _latest(find_run_dirs(root)) if root.is_dir() else []:
         params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
         if not str(params.get("suite_ref", "")).startswith("bfcl:"):
             runs[(str(params["model"]).removeprefix("local:"), method_of(params))] = (

@@ -92,6 +92,26 @@ def test_a_whole_category_is_shown_over_its_seeded_sample(tmp_path):
     assert len(load_board(tmp_path)[("m", "native-strict-cover", "parallel")]) == 5
 
 
+def test_of_a_run_and_the_copies_made_from_it_the_last_copy_stands_for_the_cell(tmp_path):
+    import json
+
+    from evals.benchmarks.board_report import load_board, load_domain
+
+    for suite, root, first, last in (("bfcl:parallel", tmp_path / "board", "a", "c"),  # in either order on disk
+                                     ("runs/domain_calls.jsonl", tmp_path / "domain", "c", "a")):
+        made = ((f"{first}-run", {}, 1), ("b-read-again", {"derived_from": f"somewhere/{first}-run"}, 2),
+                (f"{last}-spliced", {"spliced_from": "b-read-again"}, 3))
+        for folder, source, right in made:
+            run = root / folder
+            run.mkdir(parents=True)
+            (run / "results.jsonl").write_text(_rows([1] * right + [0] * (3 - right)).reset_index().to_json(
+                orient="records", lines=True))
+            (run / "summary.json").write_text(json.dumps({"params": {
+                "model": "local:m", "strategy": "native-strict-cover", "suite_ref": suite, **source}, "summary": {}}))
+    assert load_board(tmp_path / "board")[("m", "native-strict-cover", "parallel")]["full_match"].sum() == 3
+    assert load_domain(tmp_path / "domain")[("m", "native-strict-cover")]["full_match"].sum() == 3
+
+
 def test_an_earlier_default_is_kept_apart_and_paired_with_todays_rows(tmp_path):
     import json
 
