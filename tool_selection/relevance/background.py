@@ -18,7 +18,7 @@ import importlib.util
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -91,10 +91,13 @@ class BackgroundBM25:
 
     def score(self, request: Sequence[str], document: Sequence[str]) -> float:
         """BM25 of a tokenized request against one tokenized document (each distinct request word once)."""
+        return self._bm25(set(request), document, self.idf, self.average_length)
+
+    def _bm25(self, words: set[str], document: Sequence[str], idf: Callable[[str], float],
+              average_length: float) -> float:
         counts = Counter(document)
-        norm = self.k1 * (1 - self.b + self.b * len(document) / self.average_length)
-        return sum(self.idf(token) * counts[token] * (self.k1 + 1) / (counts[token] + norm)
-                   for token in set(request) if counts[token])
+        norm = self.k1 * (1 - self.b + self.b * len(document) / average_length)
+        return sum(idf(word) * counts[word] * (self.k1 + 1) / (counts[word] + norm) for word in words if counts[word])
 
     def best(self, request: str, documents: Sequence[str]) -> float:
         """The highest score of ``request`` over ``documents`` (NaN when there are none)."""
@@ -119,13 +122,7 @@ class BackgroundBM25:
             background = anchor * self.document_frequency.get(word, 0) / self.documents
             df = sum(word in tokens for tokens in tokenized) + background
             idf[word] = math.log1p((count - df + 0.5) / (df + 0.5))
-        best = 0.0
-        for tokens in tokenized:
-            counts = Counter(tokens)
-            norm = self.k1 * (1 - self.b + self.b * len(tokens) / average_length)
-            best = max(best, sum(idf[word] * counts[word] * (self.k1 + 1) / (counts[word] + norm)
-                                 for word in words if counts[word]))
-        return best
+        return max(self._bm25(words, tokens, idf.__getitem__, average_length) for tokens in tokenized)
 
     def _tokens(self, text: str) -> tuple[str, ...]:
         return _document_tokens(text, self.stemmer)
