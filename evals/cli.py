@@ -174,7 +174,7 @@ def check_before_loading(suite: str, *, model: str | None = None, program: str |
     file, the MLflow store's scheme (``tracking_uri``: "" for the default, None for no MLflow), and the server a
     model string is sent to."""
     from evals.suite import load_suite, suite_source
-    from tool_selection.defaults import DEFAULT_RELEVANCE, INVARIANT_RELEVANCE
+    from tool_selection.defaults import DEFAULT_RELEVANCE, NO_RELEVANCE
     from tool_selection.lm.endpoint import check_model_route
     from tool_selection.tracking import check_scheme
 
@@ -185,14 +185,10 @@ def check_before_loading(suite: str, *, model: str | None = None, program: str |
     if program is not None and not Path(program).exists():
         raise ToolSelectionError(f"{program} is missing: give a compiled selector's folder or program file "
                                  "('toolsel optimize' writes one).")
-    if relevance == INVARIANT_RELEVANCE and model is not None:
+    if relevance not in (None, DEFAULT_RELEVANCE, NO_RELEVANCE):  # a file, or invariant: what ships for the model
         from tool_selection.relevance.model import resolve_relevance
 
-        resolve_relevance(relevance, model)
-    elif relevance not in (None, DEFAULT_RELEVANCE, INVARIANT_RELEVANCE, "none"):
-        from tool_selection.relevance.model import RelevanceModel
-
-        RelevanceModel.load(relevance)
+        resolve_relevance(relevance, model or DEFAULT_MODEL)
     if model is not None:
         check_model_route(model)
 

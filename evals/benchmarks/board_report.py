@@ -79,14 +79,14 @@ def _board_runs(root: Path) -> list[Path]:
     return [folder for folder in find_run_dirs(root) if EARLIER not in folder.relative_to(root).parts]
 
 
-def _latest(folders: list[Path]) -> list[Path]:
-    """``folders`` but those another of them was made from (``toolsel eval rescore --into`` records
-    ``derived_from``, ``toolsel eval splice`` ``spliced_from``): of a run read again or spliced, the last copy."""
-    sources = set()
-    for folder in folders:
-        params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
-        sources |= {Path(str(params[key])).name for key in ("derived_from", "spliced_from") if params.get(key)}
-    return [folder for folder in folders if folder.name not in sources]
+def _latest(folders: list[Path]) -> list[tuple[Path, dict]]:
+    """Each of ``folders`` with its params, but those another of them was made from (``toolsel eval rescore --into``
+    records ``derived_from``, ``toolsel eval splice`` ``spliced_from``): of a run read again or spliced, the last
+    copy."""
+    runs = [(folder, json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]) for folder in folders]
+    sources = {Path(str(params[key])).name for _, params in runs for key in ("derived_from", "spliced_from")
+               if params.get(key)}
+    return [(folder, params) for folder, params in runs if folder.name not in sources]
 
 
 def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
@@ -96,8 +96,7 @@ def load_board(root: Path) -> dict[tuple[str, str, str], pd.DataFrame]:
     The rows carry the run's commit as ``attrs["commit"]`` ("... read again" for a run ``toolsel eval rescore``
     read again with later rules)."""
     runs: dict[tuple[str, str, str], pd.DataFrame] = {}
-    for folder in _latest(_board_runs(root)):
-        params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
+    for folder, params in _latest(_board_runs(root)):
         category = str(params.get("suite_ref", "")).removeprefix("bfcl:")
         if category in CATEGORIES + OTHER_LANGUAGES:
             key = (str(params["model"]).removeprefix("local:"), method_of(params), category)
@@ -253,8 +252,7 @@ def load_domain(root: Path) -> dict[tuple[str, str], pd.DataFrame]:
     """``{(model, strategy): rows}`` for every run folder under ``root`` of domain-suite cases (not BFCL); of a run
     and a copy made from it, the copy."""
     runs = {}
-    for folder in _latest(find_run_dirs(root)) if root.is_dir() else []:
-        params = json.loads((folder / "summary.json").read_text(encoding="utf-8"))["params"]
+    for folder, params in _latest(find_run_dirs(root)) if root.is_dir() else []:
         if not str(params.get("suite_ref", "")).startswith("bfcl:"):
             runs[(str(params["model"]).removeprefix("local:"), method_of(params))] = (
                 load_results(folder).set_index("id"))

@@ -63,14 +63,14 @@ def test_the_probability_does_not_move_with_four_unrelated_tools_beside(name, re
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_listing_free_models_ship_beside_the_default_and_read_no_listed_idf(name):
+def test_invariant_models_ship_beside_the_default_and_read_no_listed_idf(name):
     model, default = resolve_relevance("invariant", f"local:{name}"), shipped_relevance_model(name)
     assert isinstance(model, RelevanceModel) and model.fingerprint != default.fingerprint
     assert "bm25_anchored" in model.signals and "bm25_best" not in model.reads
     assert model.trained_on["suites"] == default.trained_on["suites"] and model.trained_on["split"] == "train"
 
 
-def test_a_model_without_a_listing_free_relevance_model_is_told_what_ships():
+def test_a_model_without_an_invariant_relevance_model_is_told_what_ships():
     with pytest.raises(RelevanceModelError, match="No invariant relevance model ships for local:other.*"
                                                   "qwen2.5-coder-0.5b.*--relevance auto"):
         resolve_relevance("invariant", "local:other")

@@ -109,9 +109,10 @@ def resolve_relevance(relevance: RelevanceModel | str | Path | None, model: str 
     if str(relevance) == AUTO_RELEVANCE and own is not None:  # a compiled selector's own comes first
         return own
     if str(relevance) in (AUTO_RELEVANCE, INVARIANT_RELEVANCE):
+        invariant = str(relevance) == INVARIANT_RELEVANCE
         model = configured_model() if model is None else model
-        shipped = RelevanceModel.shipped(INVARIANT_DIR if str(relevance) == INVARIANT_RELEVANCE else SHIPPED_DIR, model)
-        if shipped is None and str(relevance) == INVARIANT_RELEVANCE:
+        shipped = RelevanceModel.shipped(INVARIANT_DIR if invariant else SHIPPED_DIR, model)
+        if shipped is None and invariant:
             raise RelevanceModelError(f"No invariant relevance model ships for {model}; they ship for "
                                       f"{', '.join(shipped_names(INVARIANT_DIR))}. Pass --relevance auto, none or "
                                       "a file from 'toolsel bench relevance --save'.")
