@@ -162,7 +162,8 @@ class MultiToolSelector(dspy.Module):
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
     the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept; with ``catalogs=N``
     only the tools of the N catalogs (tool categories) whose best tool ranks highest are shown
-    (``tool_selection.retrieval.catalog_first``). ``relevance``: a
+    (``tool_selection.retrieval.catalog_first``); with ``show_catalogs``, each shown tool's description starts with
+    its catalog (``tool_selection.retrieval.with_catalogs``). ``relevance``: a
     ``RelevanceStage``, a ``RelevanceModel``, or a setting as a spec's (``auto``, ``none``, a file).
 
     What it does is one value, ``spec`` (a ``SelectorSpec``); ``strategy_name``, ``gate_threshold``, ``retrieve``
@@ -245,18 +246,9 @@ class MultiToolSelector(dspy.Module):
         if self.described is not None:  # rewritten descriptions (toolsel optimize --target descriptions)
             registry = self.described.apply(registry)
         extras: dict[str, Any] = {}
+        ranked = None
         if self.retrieve is not None:
-            start, asked = time.perf_counter(), self._intents.seconds if self._intents is not None else 0.0
-            ranked = self._retrieved(registry, request)
-            registry = registry.subset(ranked, name=f"{registry.name}-top{self.retrieve}")
-            extras["retrieved"] = ranked
-            if self._intents is not None:
-                extras["retrieval_intents"] = list(self._intents(request))
-                extras["intent_seconds"] = self._intents.seconds - asked
-            if self._retrieval_examples is not None:  # which examples the index held, by content
-                extras["retrieval_examples"] = self._retrieval_examples.fingerprint
-            if self.rerank is not None:
-                extras["rerank_seconds"] = time.perf_counter() - start
+            registry, ranked = self._shown_by_retrieval(registry, request, extras)
         if self.gate is not None and (refusal := self._gated(request, registry, extras)) is not None:
             return refusal
         limit = self.spec.max_calls
@@ -296,6 +288,27 @@ class MultiToolSelector(dspy.Module):
         if extras:
             prediction.row_extras = extras
         return prediction
+
+    def _shown_by_retrieval(self, registry: ToolRegistry, request: str,
+                            extras: dict[str, Any]) -> tuple[ToolRegistry, list[str]]:
+        """The tools retrieval shows for ``request`` (with their catalogs where ``show_catalogs``) and their names,
+        best first; what retrieval did goes into ``extras``."""
+        start, asked = time.perf_counter(), self._intents.seconds if self._intents is not None else 0.0
+        ranked = self._retrieved(registry, request)
+        shown = registry.subset(ranked, name=f"{registry.name}-top{self.retrieve}")
+        if self.spec.retrieval.show_catalogs:
+            from tool_selection.retrieval import with_catalogs
+
+            shown = with_catalogs(shown)
+        extras["retrieved"] = ranked
+        if self._intents is not None:
+            extras["retrieval_intents"] = list(self._intents(request))
+            extras["intent_seconds"] = self._intents.seconds - asked
+        if self._retrieval_examples is not None:  # which examples the index held, by content
+            extras["retrieval_examples"] = self._retrieval_examples.fingerprint
+        if self.rerank is not None:
+            extras["rerank_seconds"] = time.perf_counter() - start
+        return shown, ranked
 
     def _read_values(self, prediction: dspy.Prediction, registry: ToolRegistry, request: str,
                      extras: dict[str, Any]) -> None:

@@ -109,6 +109,10 @@ class RetrievalSpec(_Frozen):
                                  "retriever ranks highest, up to K of them: the catalog first, then the tool, so that "
                                  "look-alikes from other catalogs are not shown.",
                                  json_schema_extra={"flat": "retrieve_catalogs", "metavar": "N"})
+    show_catalogs: bool | None = Field(default=None, description="With --retrieve K: each shown tool's description "
+                                       "starts with its catalog ([ecommerce] ...), so that the model sees which "
+                                       "catalog each look-alike comes from (default: off; unset, runs name and "
+                                       "record nothing for it).", json_schema_extra={"flat": "retrieve_show_catalogs"})
     query: Literal["intent", "request+intent"] | None = Field(
         default=None, description="With --retrieve K: what the retriever reads (default: the request): intent, the "
         "actions the selection's model reads in the request (one short model call per request; each action ranked, "
@@ -123,7 +127,8 @@ class RetrievalSpec(_Frozen):
                     if data.get("groups") else "examples (--retrieve-examples) index"
                     if data.get("examples") else "catalogs (--retrieve-catalogs) narrow"
                     if data.get("catalogs") else "the query (--retrieve-query) feeds"
-                    if data.get("query") else "--retriever is")
+                    if data.get("query") else "catalogs shown (--retrieve-show-catalogs) label"
+                    if data.get("show_catalogs") else "--retriever is")
             raise ValueError(f"{what} the retriever's candidates: give retrieve (--retrieve) too.")
         return data
 

@@ -6,6 +6,7 @@
     toolsel bench scale --retrieval-only [--cases 300]     # no model: every retriever's Recall@k and MRR
     toolsel bench scale ... --examples                      # also with train requests in the tools' documents
     toolsel bench scale ... --catalogs 1                    # also showing only the best-ranked catalog's tools
+    toolsel bench scale ... --show-catalogs                 # also each shown tool's catalog in its description
     toolsel bench scale --write-examples FILE --sizes 1000 --cases 300   # the model writes requests for every tool
     toolsel bench scale ... --written FILE                  # also with those written requests in the documents
 
@@ -231,13 +232,16 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
               examples: bool = False, catalogs: int | None = None, routed_only: bool = False,
-              written: Path | None = None, written_only: bool = False, out: Path = OUT) -> pd.DataFrame:
+              written: Path | None = None, written_only: bool = False, show_catalogs: bool = False,
+              shown_only: bool = False, out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
     examples, where they are on); ``routed_only``: with ``catalogs``, the own tool set and the routed rows alone;
     ``written``: a file of requests a model wrote for every tool (``--write-examples``), a row with them and, with
-    ``examples``, one with both; ``written_only``: the own tool set and those rows alone."""
+    ``examples``, one with both; ``written_only``: the own tool set and those rows alone; ``show_catalogs``: the
+    unrouted row (with the train examples, where on) again with each shown tool's catalog leading its description;
+    ``shown_only``: the own tool set and that row alone."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
@@ -248,8 +252,9 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
     rows_of = RetrievalRows(listed, retriever, examples_file, _written_indexes(written, examples_file, out),
-                            catalogs=catalogs, rerank=rerank, groups=groups,
-                            only="routed" if routed_only else "written" if written_only else None)
+                            catalogs=catalogs, rerank=rerank, groups=groups, show_catalogs=show_catalogs,
+                            only="routed" if routed_only else "written" if written_only else
+                            "shown" if shown_only else None)
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
@@ -273,7 +278,8 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
 @dataclass(frozen=True)
 class RetrievalRows:
     """The retrieval settings a scale run measures at each depth: plain, with the train examples, with written
-    examples, routed to the best catalogs, re-ranked, in groups; ``only`` ("routed", "written") keeps those alone."""
+    examples, routed to the best catalogs, with the catalogs shown, re-ranked, in groups; ``only`` ("routed",
+    "written", "shown") keeps those alone."""
 
     listed: SelectorSpec
     retriever: str
@@ -282,6 +288,7 @@ class RetrievalRows:
     catalogs: int | None = None
     rerank: int | None = None
     groups: int | None = None
+    show_catalogs: bool = False
     only: str | None = None
 
     def settings(self, depth: int) -> list[tuple[str, str, SelectorSpec]]:
@@ -294,6 +301,10 @@ class RetrievalRows:
                           RetrievalSpec(k=depth, retriever=name, examples=train), None))
         found += [(f"({name}, {what})", f"-{path.stem}", RetrievalSpec(k=depth, retriever=name, examples=str(path)),
                    "written") for what, path in self.indexes.items()]
+        if self.show_catalogs:  # the best unrouted index (with the train examples where on), catalogs shown
+            what, folder, spec, _ = found[1 if train else 0]
+            found.append((f"{what[:-1]}, catalogs shown)", f"{folder}-shown",
+                          spec.model_copy(update={"show_catalogs": True}), "shown"))
         if self.catalogs is not None:
             what = f"{name}{', train examples' if train else ''}, best {_catalogs(self.catalogs)}"
             found.append((f"({what})", f"{'-examples' if train else ''}-catalogs{self.catalogs}",
@@ -434,6 +445,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--routed-only", action="store_true",
                         help="With --catalogs: only the own tool set and the routed rows (the unrouted ones measured "
                              "in an earlier run; a larger model's run then takes half the time).")
+    parser.add_argument("--show-catalogs", action="store_true",
+                        help="Also the unrouted retrieval row (with --examples, the one with them) with each shown "
+                             "tool's catalog leading its description ([ecommerce] ...).")
+    parser.add_argument("--shown-only", action="store_true",
+                        help="With --show-catalogs: only the own tool set and the row showing the catalogs.")
     parser.add_argument("--write-examples", metavar="FILE",
                         help="No scoring: --model writes three requests for every tool of each --sizes registry into "
                              "FILE (resumed where FILE holds some already), for --written.")
@@ -509,6 +525,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     sizes = _sizes(args.sizes)
     if args.routed_only and args.catalogs is None:
         raise SystemExit("--routed-only keeps the rows routed by catalog: give --catalogs N too.")
+    if args.shown_only and not args.show_catalogs:
+        raise SystemExit("--shown-only keeps the rows showing each tool's catalog: give --show-catalogs too.")
     if args.written_only and not args.written:
         raise SystemExit("--written-only keeps the rows with written examples: give --written FILE too.")
     if args.write_examples:
@@ -534,7 +552,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, routed_only=args.routed_only,
                       written=args.written and Path(args.written), written_only=args.written_only,
-                      out=Path(args.out))
+                      show_catalogs=args.show_catalogs, shown_only=args.shown_only, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

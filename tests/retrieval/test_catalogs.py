@@ -71,3 +71,44 @@ def test_the_selector_is_shown_only_the_best_ranked_catalogs_tools(make_lm, two_
     assert prediction.row_extras["retrieved"] == expected
     listing = llama.calls[-1]["messages"][-1]["content"]
     assert not any(name in listing for name in two_catalogs.names() if name not in expected)
+
+
+def test_with_catalogs_leads_each_description_with_its_catalog_and_keeps_the_rest(two_catalogs):
+    from tool_selection.retrieval import with_catalogs
+    from tool_selection.tool import BaseTool
+
+    general = from_openai(MARKET[1:], category=BaseTool.category).get("stock_price")
+    shown = with_catalogs(ToolRegistry("shown", [*two_catalogs.subset(["cancel_order", "order_status_check"]),
+                                                 general]))
+    assert shown.names() == ["cancel_order", "order_status_check", "stock_price"]
+    assert shown.get("cancel_order").description == "[shop] Cancel an order of this shop before it ships."
+    assert shown.get("order_status_check").description == "[market] Check the status of a marketplace order."
+    assert shown.get("stock_price").description == "Latest trading price of a stock."  # the base category: as it is
+    assert shown.get("cancel_order").arguments() == two_catalogs.get("cancel_order").arguments()
+    assert two_catalogs.get("cancel_order").description == "Cancel an order of this shop before it ships."
+
+
+@needs_bm25s
+def test_the_selector_shows_each_retrieved_tools_catalog_when_asked(make_lm, two_catalogs):
+    from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import RetrievalSpec
+
+    lm, llama = make_lm(['{"reasoning": "r", "tool_calls": []}'] * 2, cache=False)
+    request = "What is the status of my order 1234?"
+    listings = []
+    for show in (False, True):
+        selector = MultiToolSelector(two_catalogs, strategy="json-cot", relevance=None,
+                                     retrieval=RetrievalSpec(k=3, retriever="bm25", show_catalogs=show))
+        with dspy.context(lm=lm):
+            selector(request=request)
+        listings.append(llama.calls[-1]["messages"][-1]["content"])
+    assert "[shop]" not in listings[0] and "[market]" not in listings[0]
+    assert "[shop] Where an order of this shop is" in listings[1]
+    assert "[market] Check the status of a marketplace order." in listings[1]
+
+
+def test_show_catalogs_without_retrieve_names_the_missing_setting():
+    from tool_selection.spec import RetrievalSpec
+
+    with pytest.raises(ValueError, match=r"catalogs shown \(--retrieve-show-catalogs\) label .* give retrieve"):
+        RetrievalSpec.model_validate({"show_catalogs": True})

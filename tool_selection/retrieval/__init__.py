@@ -15,7 +15,7 @@ servers) whose best tool ranks highest.
 from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever
 from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, clear_index_cache
 from tool_selection.retrieval._bm25 import BM25Retriever
-from tool_selection.retrieval._catalogs import CATALOG_DEPTH, catalog_first, retrieve_by_catalog
+from tool_selection.retrieval._catalogs import CATALOG_DEPTH, catalog_first, retrieve_by_catalog, with_catalogs
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
 from tool_selection.retrieval._documents import (
     content_hash,
@@ -60,4 +60,5 @@ __all__ = [
     "register_retriever",
     "tool_document",
     "tool_documents",
+    "with_catalogs",
 ]

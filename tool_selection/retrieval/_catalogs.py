@@ -4,7 +4,8 @@ A registry joined from several catalogs (tool sets, MCP servers, each tool's ``c
 of another catalog that do nearly the same job under another name (``order_status_check`` beside
 ``get_order_status``). A small model shown both picks either. Routing in two steps, the catalog and then the tool
 (as hierarchical MCP routers do), keeps them apart: the catalogs are ranked by their best tool in the retriever's
-ranking, and only the tools of the first ``catalogs`` of them are shown.
+ranking, and only the tools of the first ``catalogs`` of them are shown. ``with_catalogs`` instead tells the model
+each shown tool's catalog, leading its description (``[shop] Where an order of this shop is ...``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from collections.abc import Sequence
 
 from tool_selection.registry import ToolRegistry
 from tool_selection.retrieval._base import RetrievedTool, ToolRetriever, check_k
+from tool_selection.tool import BaseTool
+from tool_selection.toolset.described import described_tool
 
-__all__ = ["CATALOG_DEPTH", "catalog_first", "retrieve_by_catalog"]
+__all__ = ["CATALOG_DEPTH", "catalog_first", "retrieve_by_catalog", "with_catalogs"]
 
 CATALOG_DEPTH = 50
 """How many of the retriever's best tools the catalogs are ranked from (ten times the tools shown where that is
@@ -42,3 +45,15 @@ def retrieve_by_catalog(retriever: ToolRetriever, registry: ToolRegistry, reques
                         k: int) -> list[RetrievedTool]:
     """``catalog_first`` over ``retriever``'s best ``CATALOG_DEPTH`` tools for ``request`` (or ten times ``k``)."""
     return catalog_first(retriever.retrieve(request, max(CATALOG_DEPTH, 10 * k)), registry, catalogs, k)
+
+
+def with_catalogs(registry: ToolRegistry) -> ToolRegistry:
+    """``registry`` with each tool's catalog leading its description (``[shop] Cancel an order ...``), the names,
+    arguments and execution unchanged; a tool of the base category (``general``) is shown as it is."""
+    return ToolRegistry(registry.name, [_with_catalog(tool) for tool in registry])
+
+
+def _with_catalog(tool: type[BaseTool]) -> type[BaseTool]:
+    if tool.category == BaseTool.category:
+        return tool
+    return described_tool(tool, f"[{tool.category}] {tool.description.strip()}")
