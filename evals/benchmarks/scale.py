@@ -51,6 +51,11 @@ from tool_selection.spec import RetrievalSpec, SelectorSpec
 __all__ = ["main", "run_scale"]
 
 OUT = Path("runs") / "scale"
+ONLY = {"examples": ("--examples", "the row with the train examples"),
+        "routed": ("--catalogs", "the rows routed by catalog"),
+        "shown": ("--show-catalogs", "the row showing each tool's catalog"),
+        "written": ("--written", "the rows with written examples")}
+"""What ``--only`` keeps beside the own tool set: the flag whose rows they are, and what they are."""
 RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw", "dense-multi", "hybrid-multi"]
 
 
@@ -231,17 +236,15 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               retriever: str = "hybrid",
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
-              examples: bool = False, catalogs: int | None = None, routed_only: bool = False,
-              written: Path | None = None, written_only: bool = False, show_catalogs: bool = False,
-              shown_only: bool = False, out: Path = OUT) -> pd.DataFrame:
+              examples: bool = False, catalogs: int | None = None, written: Path | None = None,
+              show_catalogs: bool = False, only: str | None = None, out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
-    examples, where they are on); ``routed_only``: with ``catalogs``, the own tool set and the routed rows alone;
-    ``written``: a file of requests a model wrote for every tool (``--write-examples``), a row with them and, with
-    ``examples``, one with both; ``written_only``: the own tool set and those rows alone; ``show_catalogs``: the
-    unrouted row (with the train examples, where on) again with each shown tool's catalog leading its description;
-    ``shown_only``: the own tool set and that row alone."""
+    examples, where they are on); ``written``: a file of requests a model wrote for every tool (``--write-examples``), a row with them and, with
+    ``examples``, one with both; ``show_catalogs``: the unrouted row (with the train examples, where on) again with
+    each shown tool's catalog leading its description; ``only`` (one of ``ONLY``): the own tool set and those rows
+    alone (the others measured in an earlier run; a larger model's run then takes a fraction of the time)."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
@@ -252,9 +255,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
     rows_of = RetrievalRows(listed, retriever, examples_file, _written_indexes(written, examples_file, out),
-                            catalogs=catalogs, rerank=rerank, groups=groups, show_catalogs=show_catalogs,
-                            only="routed" if routed_only else "written" if written_only else
-                            "shown" if shown_only else None)
+                            catalogs=catalogs, rerank=rerank, groups=groups, show_catalogs=show_catalogs, only=only)
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
@@ -298,7 +299,7 @@ class RetrievalRows:
         found.append((f"({name})", "", RetrievalSpec(k=depth, retriever=name), None))
         if train is not None:
             found.append((f"({name}, train examples)", "-examples",
-                          RetrievalSpec(k=depth, retriever=name, examples=train), None))
+                          RetrievalSpec(k=depth, retriever=name, examples=train), "examples"))
         found += [(f"({name}, {what})", f"-{path.stem}", RetrievalSpec(k=depth, retriever=name, examples=str(path)),
                    "written") for what, path in self.indexes.items()]
         if self.show_catalogs:  # the best unrouted index (with the train examples where on), catalogs shown
@@ -442,22 +443,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalogs", type=int, metavar="N",
                         help="Also every retrieval row showing only the tools of the N catalogs (tool sets; each "
                              "tool's category) whose best tool ranks highest: the catalog first, then the tool.")
-    parser.add_argument("--routed-only", action="store_true",
-                        help="With --catalogs: only the own tool set and the routed rows (the unrouted ones measured "
-                             "in an earlier run; a larger model's run then takes half the time).")
+    parser.add_argument("--only", choices=list(ONLY),
+                        help="Only the own tool set and these rows: " + "; ".join(
+                            f"{kind}, {what} (needs {flag})" for kind, (flag, what) in ONLY.items()) + ".")
+    parser.add_argument("--routed-only", dest="only", action="store_const", const="routed",
+                        help="--only routed.")
     parser.add_argument("--show-catalogs", action="store_true",
                         help="Also the unrouted retrieval row (with --examples, the one with them) with each shown "
                              "tool's catalog leading its description ([ecommerce] ...).")
-    parser.add_argument("--shown-only", action="store_true",
-                        help="With --show-catalogs: only the own tool set and the row showing the catalogs.")
+    parser.add_argument("--shown-only", dest="only", action="store_const", const="shown", help="--only shown.")
     parser.add_argument("--write-examples", metavar="FILE",
                         help="No scoring: --model writes three requests for every tool of each --sizes registry into "
                              "FILE (resumed where FILE holds some already), for --written.")
     parser.add_argument("--written", metavar="FILE",
                         help="Also every retrieval row with the requests --write-examples wrote in the tools' "
                              "documents (and, with --examples, with both).")
-    parser.add_argument("--written-only", action="store_true",
-                        help="With --written: only the own tool set and the rows with written examples.")
+    parser.add_argument("--written-only", dest="only", action="store_const", const="written",
+                        help="--only written.")
     parser.add_argument("--intents", metavar="FILE",
                         help="With --retrieval-only: also every retriever reading the actions --model reads in each "
                              "request (alone, and with the request, the rankings fused), kept in FILE (written where "
@@ -523,12 +525,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(markdown_table(table))
         return 0
     sizes = _sizes(args.sizes)
-    if args.routed_only and args.catalogs is None:
-        raise SystemExit("--routed-only keeps the rows routed by catalog: give --catalogs N too.")
-    if args.shown_only and not args.show_catalogs:
-        raise SystemExit("--shown-only keeps the rows showing each tool's catalog: give --show-catalogs too.")
-    if args.written_only and not args.written:
-        raise SystemExit("--written-only keeps the rows with written examples: give --written FILE too.")
+    if args.only is not None and not getattr(args, ONLY[args.only][0].removeprefix("--").replace("-", "_")):
+        flag, what = ONLY[args.only]
+        raise SystemExit(f"--only {args.only} keeps {what}: give {flag} too.")
     if args.write_examples:
         write_catalog_examples(Path(args.write_examples), args.model, sample_cases(args.cases, args.seed), sizes,
                                args.seed)
@@ -550,9 +549,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 0
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
-                      examples=args.examples, catalogs=args.catalogs, routed_only=args.routed_only,
-                      written=args.written and Path(args.written), written_only=args.written_only,
-                      show_catalogs=args.show_catalogs, shown_only=args.shown_only, out=Path(args.out))
+                      examples=args.examples, catalogs=args.catalogs, written=args.written and Path(args.written),
+                      show_catalogs=args.show_catalogs, only=args.only, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

@@ -81,9 +81,11 @@ def test_the_retrieval_table_adds_each_retriever_routed_to_its_best_catalogs():
     assert routed["recall@1"] == plain["recall@1"]  # the best tool's catalog is kept: the first hit stays
 
 
-def test_routed_only_needs_catalogs():
-    with pytest.raises(SystemExit, match="give --catalogs N too"):
-        main(["--routed-only", "--sizes", "1000"])
+@pytest.mark.parametrize(("only", "flag"), [(["--routed-only"], "--catalogs"), (["--only", "examples"], "--examples"),
+                                           (["--shown-only"], "--show-catalogs"), (["--only", "written"], "--written")])
+def test_only_one_kind_of_row_needs_the_flag_that_makes_them(only, flag):
+    with pytest.raises(SystemExit, match=f"keeps the rows? .*: give {flag} too"):
+        main([*only, "--sizes", "1000"])
 
 
 def test_each_depth_measures_the_settings_asked_for_and_only_keeps_one_kind(tmp_path):
@@ -101,3 +103,9 @@ def test_each_depth_measures_the_settings_asked_for_and_only_keeps_one_kind(tmp_
     only = RetrievalRows(listed, "hybrid", None, written, catalogs=1, only="written").settings(5)
     assert [(what, selector.retrieval.examples) for what, _, selector in only] == [
         ("(hybrid, written examples)", str(tmp_path / "written.json"))]
+    shown = RetrievalRows(listed, "hybrid", tmp_path / "train.json", {}, show_catalogs=True, only="shown").settings(5)
+    assert [(what, folder, selector.retrieval.show_catalogs, selector.retrieval.examples)
+            for what, folder, selector in shown] == [
+        ("(hybrid, train examples, catalogs shown)", "-examples-shown", True, str(tmp_path / "train.json"))]
+    examples = RetrievalRows(listed, "hybrid", tmp_path / "train.json", {}, catalogs=1, only="examples").settings(5)
+    assert [what for what, _, _ in examples] == ["(hybrid, train examples)"]
