@@ -9,6 +9,8 @@ from tool_selection.retrieval import (
     HNSWDenseRetriever,
     HNSWHybridRetriever,
     HybridRetriever,
+    MultiVectorDenseRetriever,
+    MultiVectorHybridRetriever,
     get_retriever,
 )
 
@@ -16,7 +18,9 @@ from tool_selection.retrieval import (
 @needs_bm25s
 def test_retrievers_by_name():
     assert dict(RETRIEVERS.items()) == {"bm25": BM25Retriever, "dense": DenseRetriever, "hybrid": HybridRetriever,
-                                        "dense-hnsw": HNSWDenseRetriever, "hybrid-hnsw": HNSWHybridRetriever}
+                                        "dense-hnsw": HNSWDenseRetriever, "hybrid-hnsw": HNSWHybridRetriever,
+                                        "dense-multi": MultiVectorDenseRetriever,
+                                        "hybrid-multi": MultiVectorHybridRetriever}
     retriever = get_retriever("bm25", k1=1.2)
     assert isinstance(retriever, BM25Retriever) and retriever.k1 == 1.2
 
@@ -30,4 +34,4 @@ def test_an_unknown_name_lists_the_known_ones():
     with pytest.raises(ToolSelectionError) as error:
         get_retriever("splade")
     assert str(error.value) == ("Unknown retriever 'splade'; choose one of: bm25, dense, hybrid, dense-hnsw, "
-                                "hybrid-hnsw.")
+                                "hybrid-hnsw, dense-multi, hybrid-multi.")
