@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
@@ -110,14 +110,20 @@ class IndexedRetriever(ToolRetriever):
 
     def fit(self, registry: ToolRegistry, examples: Mapping[str, Sequence[str]] | None = None) -> Self:
         documents = tool_documents(registry, examples)
-        key = (*self.cache_key(), content_hash(documents))
+        return self._fitted(list(documents), content_hash(documents),
+                            lambda key: self._build(list(documents), list(documents.values()), key))
+
+    def _fitted(self, names: list[str], content: str, build: Callable[[str], Any]) -> Self:
+        """Fitted to the tools ``names`` over an index whose inputs hash to ``content``: the index in use or cached
+        under that key, else ``build(content)``'s (kept in the cache)."""
+        key = (*self.cache_key(), content)
         if key == self._fitted_key:
             return self
-        index = _INDEXES.get(key) if documents else None
-        if documents and index is None:
-            index = self._build(list(documents), list(documents.values()), key[-1])
+        index = _INDEXES.get(key) if names else None
+        if names and index is None:
+            index = build(content)
             _INDEXES.put(key, index)
-        self._names, self._index, self._fitted_key = list(documents), index, key
+        self._names, self._index, self._fitted_key = names, index, key
         return self
 
     def retrieve(self, request: str, k: int = 5) -> list[RetrievedTool]:

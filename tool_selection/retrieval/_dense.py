@@ -75,16 +75,22 @@ class DenseRetriever(IndexedRetriever):
         return self.cache_dir / "embeddings" / model / f"{registry_hash}.npy"
 
     def _build(self, names: list[str], documents: list[str], registry_hash: str) -> np.ndarray:
-        path = self.embeddings_path(registry_hash)
-        if self.disk_cache:
-            cached = _load_embeddings(path, rows=len(documents))
-            if cached is not None:
-                return cached
         if not self.disk_cache:
-            return np.ascontiguousarray(self.encoder.encode(documents), dtype=np.float32)
-        vectors = self._embed_unseen(documents, path.with_name("documents.sqlite"))
+            return self._embedded(documents)
+        path = self.embeddings_path(registry_hash)
+        cached = _load_embeddings(path, rows=len(documents))
+        if cached is not None:
+            return cached
+        vectors = self._embedded(documents)
         _save_embeddings(path, vectors)
         return vectors
+
+    def _embedded(self, documents: list[str]) -> np.ndarray:
+        """The embeddings of ``documents``, one row each: through the per-document store with the disk cache on,
+        else encoded."""
+        if not self.disk_cache:
+            return np.ascontiguousarray(self.encoder.encode(documents), dtype=np.float32)
+        return self._embed_unseen(documents, self.embeddings_path("").with_name("documents.sqlite"))
 
     def _embed_unseen(self, documents: list[str], store: Path) -> np.ndarray:
         """Every document's embedding: from the per-document store where it holds one, else encoded and stored."""

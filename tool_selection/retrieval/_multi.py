@@ -16,7 +16,7 @@ from typing import NamedTuple, Self
 import numpy as np
 
 from tool_selection.registry import ToolRegistry
-from tool_selection.retrieval._base import _INDEXES, ToolRetriever
+from tool_selection.retrieval._base import ToolRetriever
 from tool_selection.retrieval._dense import DenseRetriever
 from tool_selection.retrieval._documents import content_hash, tool_documents
 from tool_selection.retrieval._hybrid import HybridRetriever
@@ -50,20 +50,11 @@ class MultiVectorDenseRetriever(DenseRetriever):
             texts += requests
             owners += [position] * len(requests)
         indexed = {f"{names[owner]}\0{i}": text for i, (owner, text) in enumerate(zip(owners, texts, strict=True))}
-        key = (*self.cache_key(), content_hash(indexed))
-        if key == self._fitted_key:
-            return self
-        index = _INDEXES.get(key) if names else None
-        if names and index is None:
-            index = _Vectors(self._embedded(texts), np.asarray(owners))
-            _INDEXES.put(key, index)
-        self._names, self._index, self._fitted_key = names, index, key
-        return self
 
-    def _embedded(self, texts: list[str]) -> np.ndarray:
-        if not self.disk_cache:
-            return np.ascontiguousarray(self.encoder.encode(texts), dtype=np.float32)
-        return self._embed_unseen(texts, self.embeddings_path("-").with_name("documents.sqlite"))
+        def build(_: str) -> _Vectors:
+            return _Vectors(self._embedded(texts), np.asarray(owners))
+
+        return self._fitted(names, content_hash(indexed), build)
 
     def _scores(self, request: str) -> np.ndarray:
         similarities = self._index.matrix @ self._query_vector(request)[0]
