@@ -206,7 +206,7 @@ def _index_megabytes(retriever) -> float:
     sizes = []
     for part in parts:
         index = getattr(part, "_index", None)
-        if isinstance(index, np.ndarray) or hasattr(index, "owners"):  # a matrix, or multi-vector's with owners
+        if hasattr(index, "nbytes"):  # an embedding matrix, or multi-vector's with its owners
             sizes.append(index.nbytes)
         elif type(index).__module__.startswith("faiss"):
             import faiss
@@ -303,10 +303,10 @@ class RetrievalRows:
                           RetrievalSpec(k=depth, retriever=name, examples=train), "examples"))
         found += [(f"({name}, {what})", f"-{path.stem}", RetrievalSpec(k=depth, retriever=name, examples=str(path)),
                    "written") for what, path in self.indexes.items()]
-        if self.show_catalogs:  # the best unrouted index (with the train examples where on), catalogs shown
-            what, folder, spec, _ = found[1 if train else 0]
-            found.append((f"{what[:-1]}, catalogs shown)", f"{folder}-shown",
-                          spec.model_copy(update={"show_catalogs": True}), "shown"))
+        if self.show_catalogs:  # the unrouted row (with the train examples where on), each tool's catalog shown
+            what = f"{name}{', train examples' if train else ''}, catalogs shown"
+            found.append((f"({what})", f"{'-examples' if train else ''}-shown",
+                          RetrievalSpec(k=depth, retriever=name, examples=train, show_catalogs=True), "shown"))
         if self.catalogs is not None:
             what = f"{name}{', train examples' if train else ''}, best {_catalogs(self.catalogs)}"
             found.append((f"({what})", f"{'-examples' if train else ''}-catalogs{self.catalogs}",
