@@ -348,7 +348,8 @@ class MultiToolSelector(dspy.Module):
         from tool_selection.retrieval import LLMReranker, get_retriever, retrieve_by_catalog
 
         if self._retriever is None:
-            self._retriever = get_retriever(self.retriever_name)
+            fusion = self.spec.retrieval.fusion
+            self._retriever = get_retriever(self.retriever_name, **({} if fusion is None else {"fusion": fusion}))
         shown = self.rerank or self.retrieve
         catalogs = self.spec.retrieval.catalogs
         retriever = self._retriever.fit(registry, self._examples(registry))

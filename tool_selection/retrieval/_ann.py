@@ -4,7 +4,6 @@ that exact dense retrieval scores one by one. Hybrid retrieval over it fuses BM2
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -70,10 +69,10 @@ class HNSWHybridRetriever(HybridRetriever):
     """``hybrid`` with its dense half searched through an HNSW graph (``HNSWDenseRetriever``)."""
 
     name = "hybrid-hnsw"
+    convex_fusion = False
 
-    def __init__(self, retrievers: Sequence[ToolRetriever] | None = None, *, rrf_k: int = 60, depth: int = 100):
-        if retrievers is None:
-            from tool_selection.retrieval._bm25 import BM25Retriever
+    @staticmethod
+    def _default_retrievers() -> tuple[ToolRetriever, ...]:
+        from tool_selection.retrieval._bm25 import BM25Retriever
 
-            retrievers = (BM25Retriever(), HNSWDenseRetriever())
-        super().__init__(retrievers, rrf_k=rrf_k, depth=depth)
+        return BM25Retriever(), HNSWDenseRetriever()

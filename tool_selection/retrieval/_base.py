@@ -126,13 +126,26 @@ class IndexedRetriever(ToolRetriever):
         self._names, self._index, self._fitted_key = names, index, key
         return self
 
+    @property
+    def names(self) -> list[str]:
+        """The fitted tools' names, in the order of ``scores``."""
+        return list(self._names)
+
     def retrieve(self, request: str, k: int = 5) -> list[RetrievedTool]:
         check_k(k)
-        if self._fitted_key is None:
-            raise ToolSelectionError(f"{type(self).__name__} is not fitted: call fit(registry) before retrieve().")
+        self._check_fitted()
         if not self._names:
             return []
         return self._top(request, k)
+
+    def scores(self, request: str) -> np.ndarray:
+        """Every fitted tool's score for ``request``, in ``names`` order (what ``retrieve`` ranks)."""
+        self._check_fitted()
+        return self._scores(request) if self._names else np.zeros(0)
+
+    def _check_fitted(self) -> None:
+        if self._fitted_key is None:
+            raise ToolSelectionError(f"{type(self).__name__} is not fitted: call fit(registry) before retrieve().")
 
     def _top(self, request: str, k: int) -> list[RetrievedTool]:
         """The ``k`` best of the fitted tools (at least one) for ``request``: every tool scored, then sorted."""

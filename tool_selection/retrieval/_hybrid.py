@@ -1,14 +1,23 @@
-"""Hybrid retrieval: reciprocal rank fusion (Cormack et al., 2009) of several retrievers' rankings."""
+"""Hybrid retrieval: several retrievers' rankings fused into one, by reciprocal rank (Cormack et al., 2009) or by a
+convex combination of their min-max normalised scores (Bruch et al., 2023, "An Analysis of Fusion Functions for
+Hybrid Retrieval", who find it ahead of reciprocal rank once its one weight is tuned)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Self
+from typing import ClassVar, Literal, Self
+
+import numpy as np
 
 from tool_selection.registry import ToolRegistry
-from tool_selection.retrieval._base import RetrievedTool, ToolRetriever, check_k
+from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, check_k, top_k
 
-__all__ = ["HybridRetriever", "reciprocal_rank_fusion"]
+__all__ = ["CONVEX_WEIGHTS", "FUSIONS", "HybridRetriever", "convex_fusion", "reciprocal_rank_fusion"]
+
+FUSIONS = ("rrf", "convex")
+CONVEX_WEIGHTS = (0.3, 0.7)
+"""Convex fusion's weights of the lexical and the dense ranking by default: the best of 0.2-0.5 for BM25 on the
+scale benchmark's dev cases (300, at 1,000 and 10,000 tools, with and without train examples; docs/retrieval.md)."""
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str | RetrievedTool]], *, k: int = 60) -> list[RetrievedTool]:
@@ -24,23 +33,66 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[str | RetrievedTool]], *,
     return [RetrievedTool(name, score) for name, score in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
+def convex_fusion(scores: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
+    """The weighted sum of score vectors (one score per tool each, in the same order), each first min-max
+    normalised over all the tools to [0, 1]; a score that is not finite counts as that vector's lowest."""
+    if len(scores) != len(weights):
+        raise ValueError(f"{len(weights)} weights for {len(scores)} score vectors: give one weight per retriever")
+    fused = np.zeros(len(scores[0]) if scores else 0, dtype=np.float64)
+    for vector, weight in zip(scores, weights, strict=True):
+        vector = np.asarray(vector, dtype=np.float64)
+        finite = np.isfinite(vector)
+        if not finite.any():
+            continue
+        low, high = vector[finite].min(), vector[finite].max()
+        normalised = np.where(finite, vector - low, 0.0) / (high - low if high > low else 1.0)
+        fused += weight * normalised
+    return fused
+
+
 class HybridRetriever(ToolRetriever):
-    """Fuses the top ``depth`` tools of each retriever (by default BM25 and dense) with reciprocal rank fusion."""
+    """Fuses several retrievers (by default BM25 and dense). ``fusion="rrf"``: reciprocal rank fusion of each one's
+    top ``depth``; ``fusion="convex"``: every tool's scores, min-max normalised per retriever and summed with
+    ``weights`` (by default ``CONVEX_WEIGHTS`` for the default pair, else equal), which needs retrievers that score
+    every tool (``IndexedRetriever``s)."""
 
     name = "hybrid"
+    convex_fusion: ClassVar[bool] = True  # its default retrievers score every tool; False where one searches an approximate index
 
-    def __init__(self, retrievers: Sequence[ToolRetriever] | None = None, *, rrf_k: int = 60, depth: int = 100):
-        if retrievers is None:
-            from tool_selection.retrieval._bm25 import BM25Retriever
-            from tool_selection.retrieval._dense import DenseRetriever
-
-            retrievers = (BM25Retriever(), DenseRetriever())
+    def __init__(self, retrievers: Sequence[ToolRetriever] | None = None, *, fusion: Literal["rrf", "convex"] = "rrf",
+                 rrf_k: int = 60, depth: int = 100, weights: Sequence[float] | None = None):
+        if fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {fusion!r}: choose one of {', '.join(FUSIONS)}")
+        given = retrievers is not None
+        retrievers = tuple(retrievers) if given else self._default_retrievers()
         if not retrievers:
             raise ValueError("HybridRetriever needs at least one retriever to fuse")
         check_k(depth, "depth")
-        self.retrievers = tuple(retrievers)
+        if weights is None:
+            weights = [1.0] * len(retrievers) if given else CONVEX_WEIGHTS
+        if len(weights) != len(retrievers) or min(weights) < 0 or sum(weights) <= 0:
+            raise ValueError(f"weights {list(weights)} for {len(retrievers)} retrievers: give one weight (>= 0) per "
+                             "retriever, not all zero")
+        if fusion == "convex":
+            self._check_scores_every_tool(retrievers)
+        self.retrievers, self.fusion, self.weights = retrievers, fusion, tuple(weights)
         self.rrf_k = rrf_k
         self.depth = depth
+
+    @staticmethod
+    def _default_retrievers() -> tuple[ToolRetriever, ...]:
+        from tool_selection.retrieval._bm25 import BM25Retriever
+        from tool_selection.retrieval._dense import DenseRetriever
+
+        return BM25Retriever(), DenseRetriever()
+
+    def _check_scores_every_tool(self, retrievers: Sequence[ToolRetriever]) -> None:
+        ranked_only = [type(r).__name__ for r in retrievers if not isinstance(r, IndexedRetriever)
+                       or type(r)._top is not IndexedRetriever._top]
+        if ranked_only:
+            raise ValueError(f"convex fusion reads every tool's score, and {', '.join(ranked_only)} ranks only its "
+                             "nearest tools: use fusion='rrf', or retrievers that score every tool (bm25, dense, "
+                             "dense-multi)")
 
     def fit(self, registry: ToolRegistry, examples: Mapping[str, Sequence[str]] | None = None) -> Self:
         for retriever in self.retrievers:
@@ -49,5 +101,17 @@ class HybridRetriever(ToolRetriever):
 
     def retrieve(self, request: str, k: int = 5) -> list[RetrievedTool]:
         check_k(k)
+        if self.fusion == "convex":
+            return self._convex(request, k)
         rankings = [retriever.retrieve(request, max(k, self.depth)) for retriever in self.retrievers]
         return reciprocal_rank_fusion(rankings, k=self.rrf_k)[:k]
+
+    def _convex(self, request: str, k: int) -> list[RetrievedTool]:
+        names = self.retrievers[0].names
+        if any(retriever.names != names for retriever in self.retrievers):
+            raise ValueError("convex fusion needs its retrievers fitted to the same tools: fit the hybrid retriever, "
+                             "not its parts one by one")
+        if not names:
+            return []
+        scores = [retriever.scores(request) for retriever in self.retrievers]
+        return top_k(names, convex_fusion(scores, self.weights), k)

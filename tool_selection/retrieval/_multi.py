@@ -69,9 +69,8 @@ class MultiVectorHybridRetriever(HybridRetriever):
 
     name = "hybrid-multi"
 
-    def __init__(self, retrievers: Sequence[ToolRetriever] | None = None, *, rrf_k: int = 60, depth: int = 100):
-        if retrievers is None:
-            from tool_selection.retrieval._bm25 import BM25Retriever
+    @staticmethod
+    def _default_retrievers() -> tuple[ToolRetriever, ...]:
+        from tool_selection.retrieval._bm25 import BM25Retriever
 
-            retrievers = (BM25Retriever(), MultiVectorDenseRetriever())
-        super().__init__(retrievers, rrf_k=rrf_k, depth=depth)
+        return BM25Retriever(), MultiVectorDenseRetriever()
