@@ -157,7 +157,7 @@ class RetrievalSpec(_Frozen):
         if kind is not None and not issubclass(kind, HybridRetriever):
             raise ValueError(f"fusion={self.fusion} (--retrieve-fusion) merges a hybrid retriever's rankings, and "
                              f"{self.retriever} is not one: use hybrid or hybrid-multi (--retriever).")
-        if kind is not None and self.fusion == "convex" and not kind.convex_fusion:
+        if kind is not None and self.fusion == "convex" and not kind.scores_every_tool:
             raise ValueError(f"fusion=convex (--retrieve-fusion) reads every tool's score, and {self.retriever} "
                              "searches an approximate index: use fusion=rrf, or hybrid / hybrid-multi.")
 

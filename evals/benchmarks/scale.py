@@ -170,7 +170,7 @@ def _fuses(name: str) -> bool:
     from tool_selection.retrieval import RETRIEVERS, HybridRetriever
 
     kind = RETRIEVERS.get(name)
-    return issubclass(kind, HybridRetriever) and kind.convex_fusion
+    return issubclass(kind, HybridRetriever) and kind.scores_every_tool
 
 
 def write_intents(path: Path, model: str, suite: Suite) -> dict[str, tuple[str, ...]]:

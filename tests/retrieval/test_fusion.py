@@ -83,10 +83,11 @@ def test_convex_fusion_refuses_a_retriever_that_ranks_only_its_nearest_tools():
     ({"fusion": "mean"}, "^unknown fusion 'mean': choose one of rrf, convex$"),
     ({"weights": [1.0]}, r"^weights \[1.0\] for 2 retrievers: give one weight \(>= 0\) per retriever, not all zero$"),
     ({"weights": [0.0, 0.0]}, r"^weights \[0.0, 0.0\] for 2 retrievers"),
-    ({"weights": [-1.0, 2.0]}, r"^weights \[-1.0, 2.0\] for 2 retrievers")])
+    ({"weights": [-1.0, 2.0]}, r"^weights \[-1.0, 2.0\] for 2 retrievers"),
+    ({"fusion": "rrf", "weights": [1.0, 2.0]}, "^weights weigh the scores of convex fusion: give fusion='convex'")])
 def test_a_hybrid_refuses_an_unknown_fusion_and_weights_that_do_not_fit(options, message):
     with pytest.raises(ValueError, match=message):
-        HybridRetriever([FixedScores({}), FixedScores({})], **options)
+        HybridRetriever([FixedScores({}), FixedScores({})], **{"fusion": "convex", **options})
 
 
 def test_convex_fusion_needs_its_parts_fitted_to_the_same_tools(small_registry):

@@ -69,7 +69,7 @@ class HNSWHybridRetriever(HybridRetriever):
     """``hybrid`` with its dense half searched through an HNSW graph (``HNSWDenseRetriever``)."""
 
     name = "hybrid-hnsw"
-    convex_fusion = False
+    scores_every_tool = False
 
     @staticmethod
     def _default_retrievers() -> tuple[ToolRetriever, ...]:

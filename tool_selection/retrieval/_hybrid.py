@@ -17,7 +17,8 @@ __all__ = ["CONVEX_WEIGHTS", "FUSIONS", "HybridRetriever", "convex_fusion", "rec
 FUSIONS = ("rrf", "convex")
 CONVEX_WEIGHTS = (0.3, 0.7)
 """Convex fusion's weights of the lexical and the dense ranking by default: the best of 0.2-0.5 for BM25 on the
-scale benchmark's dev cases (300, at 1,000 and 10,000 tools, with and without train examples; docs/retrieval.md)."""
+scale benchmark's dev cases (300, at 1,000 and 10,000 tools, with and without train examples; the retrieval results
+page)."""
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str | RetrievedTool]], *, k: int = 60) -> list[RetrievedTool]:
@@ -54,10 +55,12 @@ class HybridRetriever(ToolRetriever):
     """Fuses several retrievers (by default BM25 and dense). ``fusion="rrf"``: reciprocal rank fusion of each one's
     top ``depth``; ``fusion="convex"``: every tool's scores, min-max normalised per retriever and summed with
     ``weights`` (by default ``CONVEX_WEIGHTS`` for the default pair, else equal), which needs retrievers that score
-    every tool (``IndexedRetriever``s)."""
+    every tool (``IndexedRetriever``s; not ``hybrid-hnsw``'s graph search)."""
 
     name = "hybrid"
-    convex_fusion: ClassVar[bool] = True  # its default retrievers score every tool; False where one searches an approximate index
+    scores_every_tool: ClassVar[bool] = True
+    """Whether the default retrievers score every tool, as convex fusion needs (not where one searches an
+    approximate index)."""
 
     def __init__(self, retrievers: Sequence[ToolRetriever] | None = None, *, fusion: Literal["rrf", "convex"] = "rrf",
                  rrf_k: int = 60, depth: int = 100, weights: Sequence[float] | None = None):
@@ -68,6 +71,8 @@ class HybridRetriever(ToolRetriever):
         if not retrievers:
             raise ValueError("HybridRetriever needs at least one retriever to fuse")
         check_k(depth, "depth")
+        if weights is not None and fusion != "convex":
+            raise ValueError("weights weigh the scores of convex fusion: give fusion='convex' with them")
         if weights is None:
             weights = [1.0] * len(retrievers) if given else CONVEX_WEIGHTS
         if len(weights) != len(retrievers) or min(weights) < 0 or sum(weights) <= 0:
