@@ -99,7 +99,7 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     ``write_catalog_examples``), each with those (``+written``) and, with ``examples`` too, with both
     (``+examples+written``); with ``intents`` (request -> the actions a model read in it, ``write_intents``), each
     again reading the request through them (``, intent``: the actions alone; ``, request+intent``: both, the
-    rankings fused); with ``fusions`` beyond rrf, each hybrid retriever again fused so (``hybrid/convex``); with
+    rankings fused); each hybrid retriever once per fusion in ``fusions`` (``hybrid``, ``hybrid/convex``); with
     ``catalogs``, each again keeping only the tools of
     the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds
     to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
@@ -116,7 +116,7 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     if examples is not None:
         refuse_scored(examples, suite, "the train splits")
-    bases = [_Variant(name, name) for name in retrievers]
+    bases = [_Variant(name, name) for name in retrievers if "rrf" in fusions or not _fuses(name)]
     bases += [_Variant(f"{name}/{fusion}", name, fusion) for name in retrievers if _fuses(name)
               for fusion in fusions if fusion != "rrf"]
     variants = list(bases)
@@ -567,6 +567,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise SystemExit("--intents adds retrieval rows: give --retrieval-only too (end to end: toolsel eval "
                          "--retrieve K --retrieve-query intent).")
     if args.retrieval_only:
+        if args.fusion != ["rrf"] and not any(map(_fuses, args.retrievers)):
+            raise SystemExit(f"--fusion {' '.join(args.fusion)} fuses hybrid retrievers' scores, and --retrievers "
+                             f"lists none that scores every tool: add hybrid or hybrid-multi.")
         suite = sample_cases(args.cases, args.seed)
         intents = write_intents(Path(args.intents), args.model, suite) if args.intents else None
         table = retrieval_table(suite, sizes=sizes, seed=args.seed, retrievers=args.retrievers, fusions=args.fusion,
@@ -580,6 +583,9 @@ def run_from_args(args: argparse.Namespace) -> int:
     if len(args.fusion) > 1:
         raise SystemExit(f"--fusion {' '.join(args.fusion)}: one fusion for every row of a scored run (several, "
                          "with --retrieval-only).")
+    if args.fusion != ["rrf"] and not _fuses(args.retriever):
+        raise SystemExit(f"--fusion {args.fusion[0]} fuses a hybrid retriever's scores, and --retriever "
+                         f"{args.retriever} is not one that scores every tool: use hybrid or hybrid-multi.")
     table = run_scale(args.model, strategy=args.strategy, cases=args.cases, k=args.k, retriever=args.retriever,
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, written=args.written and Path(args.written),

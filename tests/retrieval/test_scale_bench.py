@@ -135,6 +135,17 @@ def test_the_retrieval_table_adds_each_hybrid_once_per_fusion():
     assert list(table["retriever"]) == ["bm25", "hybrid", "hybrid/convex"]
 
 
-def test_a_scored_run_takes_one_fusion():
+def test_a_scored_run_takes_one_fusion_of_a_hybrid_that_scores_every_tool():
     with pytest.raises(SystemExit, match="^--fusion rrf convex: one fusion for every row of a scored run"):
         main(["--fusion", "rrf", "convex", "--sizes", "1000"])
+    with pytest.raises(SystemExit, match="^--fusion convex fuses a hybrid retriever's scores, and --retriever bm25"):
+        main(["--fusion", "convex", "--retriever", "bm25", "--sizes", "1000"])
+    with pytest.raises(SystemExit, match="--retrievers lists none that scores every tool: add hybrid"):
+        main(["--retrieval-only", "--fusion", "convex", "--retrievers", "bm25", "hybrid-hnsw", "--sizes", "1000"])
+
+
+def test_the_retrieval_table_fuses_only_as_asked():
+    needing = [case for case in load_suite("finance").split("test").cases if case.expected_calls][:4]
+    table = retrieval_table(Suite("few", needing), sizes=[50], ks=[5], retrievers=["bm25", "hybrid"],
+                            fusions=["convex"])
+    assert list(table["retriever"]) == ["bm25", "hybrid/convex"]
