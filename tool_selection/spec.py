@@ -139,7 +139,7 @@ class RetrievalSpec(_Frozen):
         return data
 
     @model_validator(mode="after")
-    def _rerank_deeper(self) -> RetrievalSpec:
+    def _settings_agree(self) -> RetrievalSpec:
         if self.rerank is not None and self.rerank <= self.k:
             raise ValueError(f"rerank={self.rerank} must exceed retrieve={self.k}: the model re-ranks the "
                              f"retriever's top {self.rerank} and keeps {self.k}.")
