@@ -87,7 +87,7 @@ class IndexedRetriever(ToolRetriever):
     a registry whose tools were indexed before (by this or an equally configured retriever) builds nothing."""
 
     def __init__(self) -> None:
-        self._names: list[str] = []
+        self._names: tuple[str, ...] = ()
         self._index: Any = None
         self._fitted_key: tuple | None = None
 
@@ -123,13 +123,13 @@ class IndexedRetriever(ToolRetriever):
         if names and index is None:
             index = build(content)
             _INDEXES.put(key, index)
-        self._names, self._index, self._fitted_key = names, index, key
+        self._names, self._index, self._fitted_key = tuple(names), index, key
         return self
 
     @property
-    def names(self) -> list[str]:
+    def names(self) -> tuple[str, ...]:
         """The fitted tools' names, in the order of ``scores``."""
-        return list(self._names)
+        return self._names
 
     def retrieve(self, request: str, k: int = 5) -> list[RetrievedTool]:
         check_k(k)
