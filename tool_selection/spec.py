@@ -114,10 +114,11 @@ class RetrievalSpec(_Frozen):
                                        "starts with its catalog ([ecommerce] ...), so that the model sees which "
                                        "catalog each look-alike comes from (default: off; unset, runs name and "
                                        "record nothing for it).", json_schema_extra={"flat": "retrieve_show_catalogs"})
-    fusion: Literal["rrf", "convex"] | None = Field(
+    fusion: Literal["rrf", "convex", "convex-catalog"] | None = Field(
         default=None, description="With --retrieve K and a hybrid retriever: how its rankings are fused (default: rrf, "
-        "reciprocal rank; convex, every tool's scores min-max normalised and weighted 0.3 lexical, 0.7 dense; unset, "
-        "runs name and record nothing for it).", json_schema_extra={"flat": "retrieve_fusion"})
+        "reciprocal rank; convex, every tool's scores min-max normalised and weighted 0.3 lexical, 0.7 dense; "
+        "convex-catalog, convex with each tool raised by 0.2 times its catalog's two best scores; unset, runs name "
+        "and record nothing for it).", json_schema_extra={"flat": "retrieve_fusion"})
     query: Literal["intent", "request+intent"] | None = Field(
         default=None, description="With --retrieve K: what the retriever reads (default: the request): intent, the "
         "actions the selection's model reads in the request (one short model call per request; each action ranked, "
@@ -157,8 +158,8 @@ class RetrievalSpec(_Frozen):
         if kind is not None and not issubclass(kind, HybridRetriever):
             raise ValueError(f"fusion={self.fusion} (--retrieve-fusion) merges a hybrid retriever's rankings, and "
                              f"{self.retriever} is not one: use hybrid or hybrid-multi (--retriever).")
-        if kind is not None and self.fusion == "convex" and not kind.scores_every_tool:
-            raise ValueError(f"fusion=convex (--retrieve-fusion) reads every tool's score, and {self.retriever} "
+        if kind is not None and self.fusion != "rrf" and not kind.scores_every_tool:
+            raise ValueError(f"fusion={self.fusion} (--retrieve-fusion) reads every tool's score, and {self.retriever} "
                              "searches an approximate index: use fusion=rrf, or hybrid / hybrid-multi.")
 
 

