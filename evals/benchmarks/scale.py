@@ -8,6 +8,7 @@
     toolsel bench scale ... --catalogs 1                    # also showing only the best-ranked catalog's tools
     toolsel bench scale ... --show-catalogs                 # also each shown tool's catalog in its description
     toolsel bench scale ... --fusion convex                 # hybrid retrievers fused by weighted scores, not ranks
+    toolsel bench scale ... --fusion convex-catalog         # and each tool raised by its catalog's best two
     toolsel bench scale --write-examples FILE --sizes 1000 --cases 300   # the model writes requests for every tool
     toolsel bench scale ... --written FILE                  # also with those written requests in the documents
 
@@ -445,9 +446,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="With --retrieval-only: the retrievers compared (default: bm25 dense hybrid; dense-hnsw "
                              "and hybrid-hnsw search an approximate index).")
     parser.add_argument("--fusion", nargs="+", default=["rrf"], choices=list(FUSIONS),
-                        help="How hybrid retrievers fuse their rankings: rrf (reciprocal rank, the default) or convex "
-                             "(weighted min-max normalised scores); with --retrieval-only, each hybrid retriever once "
-                             "per fusion given, else one fusion for every row.")
+                        help="How hybrid retrievers fuse their rankings: rrf (reciprocal rank, the default), convex "
+                             "(weighted min-max normalised scores) or convex-catalog (convex, each tool raised by its "
+                             "catalog's two best); with --retrieval-only, each hybrid retriever once per fusion given, "
+                             "else one fusion for every row.")
     parser.add_argument("--rerank", type=int, metavar="N",
                         help="Also a row per size where the model re-ranks the retriever's top N before the top --k "
                              "are kept (for each k below N).")

@@ -6,10 +6,12 @@ import pytest
 
 from tests.retrieval.test_hybrid import FixedRanking
 from tool_selection.retrieval import (
+    CATALOG_WEIGHT,
     CONVEX_WEIGHTS,
     HybridRetriever,
     IndexedRetriever,
     MultiVectorHybridRetriever,
+    catalog_evidence,
     convex_fusion,
     get_retriever,
     register_retriever,
@@ -135,7 +137,7 @@ def test_the_selector_builds_its_hybrid_retriever_with_the_fusion_asked_for(make
     from tool_selection.spec import RetrievalSpec
 
     shown = {}
-    for fusion in ("rrf", "convex"):
+    for fusion in ("rrf", "convex", "convex-catalog"):
         lm, llama = make_lm(['{"reasoning": "r", "tool_calls": []}'], cache=False)
         selector = MultiToolSelector(small_registry, strategy="json-cot", relevance=None,
                                      retrieval=RetrievalSpec(k=1, retriever="scripted-hybrid", fusion=fusion))
@@ -145,9 +147,73 @@ def test_the_selector_builds_its_hybrid_retriever_with_the_fusion_asked_for(make
         shown[fusion] = llama.calls[-1]["messages"][-1]["content"]
     assert "book_flight" in shown["rrf"] and "translate_text" not in shown["rrf"]
     assert "translate_text" in shown["convex"] and "book_flight" not in shown["convex"]
+    assert shown["convex-catalog"] == shown["convex"]  # one catalog: every tool lifted alike
 
 
 def test_the_multi_vector_hybrid_fuses_its_closest_vectors_convexly_when_asked():
     assert get_retriever("hybrid-multi", fusion="convex").fusion == "convex"
     assert isinstance(get_retriever("hybrid-multi"), MultiVectorHybridRetriever)
     assert get_retriever("hybrid-multi").fusion == "rrf"
+
+
+def test_a_catalogs_evidence_is_the_sum_of_its_two_best_scores():
+    scores = np.array([0.9, 0.5, 0.1, 0.8, 0.7, 0.3])
+    catalogs = np.array([0, 0, 0, 1, 1, 2])
+    assert catalog_evidence(scores, catalogs) == pytest.approx([1.4, 1.4, 1.4, 1.5, 1.5, 0.3])  # a lone tool: its own
+    assert catalog_evidence(scores, catalogs, best=1) == pytest.approx([0.9, 0.9, 0.9, 0.8, 0.8, 0.3])
+    assert catalog_evidence(np.zeros(0), np.zeros(0, dtype=int)).shape == (0,)
+
+
+def test_convex_catalog_lifts_a_tool_whose_catalog_matches_above_a_lone_look_alike():
+    from tests.retrieval.test_catalogs import MARKET, SHOP
+    from tool_selection.interop import from_openai
+    from tool_selection.registry import ToolRegistry
+
+    registry = ToolRegistry("two catalogs", [*from_openai(SHOP, category="shop").tools(),
+                                             *from_openai(MARKET, category="market").tools()])
+    # the market's look-alike scores best alone; the shop's order tools all score well
+    lexical = {"order_status_check": 1.0, "get_order_status": 0.9, "cancel_order": 0.8, "list_orders": 0.7}
+    dense = {"order_status_check": 1.0, "get_order_status": 0.9, "cancel_order": 0.7, "list_orders": 0.6}
+    parts = lambda: [FixedScores(lexical), FixedScores(dense)]  # noqa: E731
+    convex = HybridRetriever(parts(), fusion="convex", weights=(0.5, 0.5)).fit(registry)
+    assert [t.name for t in convex.retrieve("where is my order", k=2)] == ["order_status_check", "get_order_status"]
+    lifted = HybridRetriever(parts(), fusion="convex-catalog", weights=(0.5, 0.5)).fit(registry)
+    assert lifted.catalog_weight == CATALOG_WEIGHT
+    top = lifted.retrieve("where is my order", k=2)
+    assert [t.name for t in top] == ["get_order_status", "order_status_check"]
+    # get_order_status 0.9 + 0.2 * (0.9 + 0.75); order_status_check 1.0 + 0.2 * (1.0 + 0.0)
+    assert [t.score for t in top] == pytest.approx([0.9 + 0.2 * 1.65, 1.0 + 0.2 * 1.0])
+    lighter = HybridRetriever(parts(), fusion="convex-catalog", weights=(0.5, 0.5), catalog_weight=0.05).fit(registry)
+    assert lighter.retrieve("where is my order", k=1)[0].name == "order_status_check"
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"fusion": "convex", "catalog_weight": 0.2}, "^catalog_weight weighs each catalog's evidence: give "
+                                                  "fusion='convex-catalog'"),
+    ({"fusion": "convex-catalog", "catalog_weight": 0.0}, "^catalog_weight must be > 0, got 0.0$")])
+def test_a_catalog_weight_needs_the_catalog_fusion_and_a_positive_value(options, message):
+    with pytest.raises(ValueError, match=message):
+        HybridRetriever([FixedScores({}), FixedScores({})], **options)
+
+
+def test_convex_catalog_reads_the_catalogs_of_the_tools_it_was_fitted_to(small_registry):
+    from tests.retrieval.conftest import FUNCTIONS
+    from tool_selection.interop import from_openai
+
+    lexical, dense = FixedScores(LEXICAL), FixedScores(DENSE)
+    hybrid = HybridRetriever([lexical, dense], fusion="convex-catalog").fit(small_registry)
+    two = from_openai(FUNCTIONS[:2], name="two")
+    lexical.fit(two), dense.fit(two)
+    with pytest.raises(ValueError, match="reads the catalogs of the tools it was fitted to: fit the hybrid retriever"):
+        hybrid.retrieve("anything")
+    assert {t.name for t in hybrid.fit(two).retrieve("anything", k=5)} == set(two.names())
+
+
+def test_the_spec_and_the_selector_take_the_catalog_fusion():
+    from tool_selection.spec import RetrievalSpec
+
+    assert RetrievalSpec(k=5, retriever="hybrid-multi", fusion="convex-catalog").fusion == "convex-catalog"
+    with pytest.raises(ValueError, match=r"fusion=convex-catalog \(--retrieve-fusion\) reads every tool's score, and "
+                                         "hybrid-hnsw"):
+        RetrievalSpec(k=5, retriever="hybrid-hnsw", fusion="convex-catalog")
+    assert get_retriever("hybrid-multi", fusion="convex-catalog").catalog_weight == CATALOG_WEIGHT
