@@ -185,6 +185,9 @@ def test_convex_catalog_lifts_a_tool_whose_catalog_matches_above_a_lone_look_ali
     assert [t.score for t in top] == pytest.approx([0.9 + 0.2 * 1.65, 1.0 + 0.2 * 1.0])
     lighter = HybridRetriever(parts(), fusion="convex-catalog", weights=(0.5, 0.5), catalog_weight=0.05).fit(registry)
     assert lighter.retrieve("where is my order", k=1)[0].name == "order_status_check"
+    one_catalog = ToolRegistry("one catalog", [*from_openai(SHOP + MARKET, category="shop").tools()])
+    assert lifted.fit(one_catalog).retrieve("where is my order", k=1)[0].name == "order_status_check"  # all alike
+    assert lifted.fit(registry).retrieve("where is my order", k=1)[0].name == "get_order_status"
 
 
 @pytest.mark.parametrize(("options", "message"), [

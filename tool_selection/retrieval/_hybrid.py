@@ -113,7 +113,7 @@ class HybridRetriever(ToolRetriever):
         self.retrievers, self.fusion, self.weights = retrievers, fusion, tuple(weights)
         self.catalog_weight = None if fusion != "convex-catalog" else (
             CATALOG_WEIGHT if catalog_weight is None else catalog_weight)
-        self._catalogs: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._catalogs: tuple[tuple[str, ...], ToolRegistry, np.ndarray] | None = None
         self.rrf_k = rrf_k
         self.depth = depth
 
@@ -140,13 +140,14 @@ class HybridRetriever(ToolRetriever):
         return self
 
     def _fit_catalogs(self, registry: ToolRegistry) -> None:
-        """Each fitted tool's catalog (its ``category``) as a small integer, kept until the tools change."""
+        """Each fitted tool's catalog (its ``category``) as a small integer, kept while the tools and the registry
+        stay the same."""
         names = self.retrievers[0].names
-        if self._catalogs is not None and self._catalogs[0] is names:
+        if self._catalogs is not None and self._catalogs[0] is names and self._catalogs[1] is registry:
             return
         categories = [registry.get(name).category for name in names]
         index = {category: i for i, category in enumerate(dict.fromkeys(categories))}
-        self._catalogs = names, np.array([index[category] for category in categories], dtype=np.int64)
+        self._catalogs = names, registry, np.array([index[category] for category in categories], dtype=np.int64)
 
     def retrieve(self, request: str, k: int = 5) -> list[RetrievedTool]:
         check_k(k)
@@ -167,5 +168,5 @@ class HybridRetriever(ToolRetriever):
             if self._catalogs is None or self._catalogs[0] is not names:
                 raise ValueError("convex-catalog fusion reads the catalogs of the tools it was fitted to: fit the "
                                  "hybrid retriever, not its parts one by one")
-            fused = fused + self.catalog_weight * catalog_evidence(fused, self._catalogs[1])
+            fused = fused + self.catalog_weight * catalog_evidence(fused, self._catalogs[2])
         return top_k(names, fused, k)
