@@ -212,7 +212,7 @@ def test_convex_catalog_reads_the_catalogs_of_the_tools_it_was_fitted_to(small_r
     assert {t.name for t in hybrid.fit(two).retrieve("anything", k=5)} == set(two.names())
 
 
-def test_the_spec_and_the_selector_take_the_catalog_fusion():
+def test_the_spec_and_get_retriever_take_the_catalog_fusion():
     from tool_selection.spec import RetrievalSpec
 
     assert RetrievalSpec(k=5, retriever="hybrid-multi", fusion="convex-catalog").fusion == "convex-catalog"
