@@ -28,6 +28,7 @@ class ToolRegistry:
     def __init__(self, name: str = "registry", tools: Iterable[type[BaseTool]] = ()):
         self.name = name
         self._tools: dict[str, type[BaseTool]] = {}
+        self._revision = object()
         for tool in tools:
             self.register(tool)
 
@@ -44,11 +45,23 @@ class ToolRegistry:
             else:
                 raise DuplicateToolError(tool.NAME, _qualname(existing), _qualname(tool), where=f"registry {self.name!r}")
         self._tools[tool.NAME] = tool
+        self._revision = object()
         return tool
 
     def unregister(self, name: str) -> None:
         self.get(name)
         del self._tools[name]
+        self._revision = object()
+
+    @property
+    def revision(self) -> object:
+        """A token replaced whenever a tool is registered or unregistered: while ``registry.revision`` is the same
+        object (``is``), the registry holds the same tools, so work done for it (an index) can be kept. A copy or
+        an unpickled registry has a token of its own."""
+        return self._revision
+
+    def __copy__(self) -> ToolRegistry:  # its own mapping, so that registering in the copy leaves this one as it is
+        return ToolRegistry(self.name, self._tools.values())
 
     def get(self, name: str) -> type[BaseTool]:
         try:

@@ -93,3 +93,26 @@ def test_subset_keeps_only_named_tools():
     assert registry.names() == ["echo", "get_time"]
     with pytest.raises(UnknownToolError):
         ToolRegistry("r", [Echo]).subset(["nope"])
+
+
+def test_the_revision_changes_with_the_tools_and_only_with_them():
+    registry = ToolRegistry("test", [Echo])
+    first = registry.revision
+    registry.get("echo"), registry.names(), registry.subset(["echo"])
+    assert registry.revision is first
+    registry.register(Add)
+    second = registry.revision
+    assert second is not first
+    registry.unregister("add_numbers")
+    assert registry.revision is not second and registry.revision is not first  # the same tools, a new token
+
+
+def test_a_copy_has_its_own_tools_and_revision():
+    import copy
+    import pickle
+
+    registry = ToolRegistry("test", [Echo])
+    duplicate = copy.copy(registry)
+    duplicate.register(Add)
+    assert registry.names() == ["echo"] and registry.revision is not duplicate.revision
+    assert pickle.loads(pickle.dumps(registry)).revision is not registry.revision

@@ -149,3 +149,15 @@ def test_the_retrieval_table_fuses_only_as_asked():
     table = retrieval_table(Suite("few", needing), sizes=[50], ks=[5], retrievers=["bm25", "hybrid"],
                             fusions=["convex"])
     assert list(table["retriever"]) == ["bm25", "hybrid/convex"]
+
+
+def test_the_retrieval_step_benchmark_times_both_ways_and_compares_the_tools_shown(tmp_path):
+    from evals.benchmarks.retrieval_step import main as step_main
+    from evals.benchmarks.retrieval_step import step_table
+
+    table = step_table([50], cases=3, retriever="bm25", fusion=None, catalogs=[0, 1])
+    assert list(table["routing"]) == ["none", "best 1"] and (table["tools"] == 50).all()
+    assert table["same_tools_shown"].all() and (table["refit_ms"] > 0).all() and (table["kept_ms"] > 0).all()
+    assert step_main(["--sizes", "50", "--cases", "3", "--retriever", "bm25", "--fusion", "none", "--catalogs", "0",
+                      "--out", str(tmp_path)]) == 0
+    assert list(pd.read_csv(tmp_path / "retrieval_step.csv")["tools"]) == [50]

@@ -42,3 +42,26 @@ def test_the_harness_reports_retrieval_recall(tmp_path):
 def test_retrieve_must_be_positive():
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
         MultiToolSelector(retrieval=RetrievalSpec(k=0), strategy="json-cot")
+
+
+def test_the_index_is_fitted_again_only_when_the_registry_changes(monkeypatch):
+    from tests.core.tools_fixture import Echo
+    from tool_selection import ToolRegistry
+
+    registry = ToolRegistry("test", load_tool_set("finance").registry().tools())
+    selector = MultiToolSelector(retrieval=RetrievalSpec(k=1, retriever="bm25"), strategy="json-cot")
+    selector._shown_by_retrieval(registry, "Convert 100 US dollars to euros", {})
+    fits = []
+    monkeypatch.setattr(type(selector._retriever), "fit", lambda self, *args, **kwargs: fits.append(1) or self,
+                        raising=True)
+    extras = {}
+    selector._shown_by_retrieval(registry, "Convert 100 US dollars to euros", extras)
+    assert fits == [] and extras["retrieval_seconds"] >= 0
+    registry.register(Echo)
+    selector._shown_by_retrieval(registry, "Echo this text back", {})
+    assert fits == [1]
+    monkeypatch.undo()
+    registry.unregister("echo")
+    registry.register(Echo)  # a new tool is found as soon as it is registered
+    _, ranked = selector._shown_by_retrieval(registry, "Echo this text back to me", {})
+    assert ranked == ["echo"]

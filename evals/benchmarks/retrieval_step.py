@@ -1,0 +1,106 @@
+"""The selector's retrieval step per request at 1,000 and 10,000 tools: the index kept while the registry is unchanged,
+against fitting it again on every request (what the selector did before ``ToolRegistry.revision``).
+
+    python -m evals.benchmarks.retrieval_step [--sizes 1000 10000] [--cases 30] [--retriever hybrid-multi]
+                                              [--fusion convex-catalog] [--catalogs 0 1] [--out DIR]
+
+Each request goes through ``MultiToolSelector``'s retrieval (fit, retrieve, route to catalogs, the shown registry),
+no model runs. The registry is ``bench scale``'s (``registry_of_size``) with the train splits' requests in the tools'
+documents; the embeddings come from the disk cache after a first run. A refit finds its index in the in-memory cache
+by content, so the baseline pays what a refit costs with no index built: each tool's document rebuilt and hashed.
+Prints milliseconds per request (mean, 95th percentile) for both and their ratio, and whether both showed the same
+tools for every request (exit 1 if not); ``--out`` keeps the rows. Run it alone: timings on two cores move with
+anything else running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from evals.benchmarks.scale import sample_cases
+from evals.scale_registry import catalog_examples, registry_of_size
+from tool_selection.retrieval import FUSIONS
+from tool_selection.selector import MultiToolSelector
+from tool_selection.spec import RetrievalSpec
+
+__all__ = ["main", "step_milliseconds", "step_table"]
+
+
+def step_milliseconds(selector: MultiToolSelector, registry, requests: list[str], *,
+                      refit: bool) -> tuple[list[float], list[tuple[str, ...]]]:
+    """Milliseconds of the selector's retrieval step for each request and the tools it showed; ``refit``: the index
+    fitted again before each request."""
+    selector._shown_by_retrieval(registry, "warm up", {})  # the first fit (embeddings from the disk cache)
+    milliseconds, shown = [], []
+    for request in requests:
+        if refit:
+            selector._fitted_to = ()
+        started = time.perf_counter()
+        _, ranked = selector._shown_by_retrieval(registry, request, {})
+        milliseconds.append(1000 * (time.perf_counter() - started))
+        shown.append(tuple(ranked))
+    return milliseconds, shown
+
+
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1]
+
+
+def step_table(sizes: list[int], cases: int, retriever: str, fusion: str | None, catalogs: list[int]) -> pd.DataFrame:
+    """One row per size and routing: milliseconds per request with the index refit and kept, and their ratio."""
+    suite = sample_cases(cases)
+    requests = [case.prompt for case in suite]
+    required = sorted({call.tool_name for case in suite for call in case.expected_calls})
+    examples = catalog_examples("train").save(Path(tempfile.mkdtemp()) / "examples-train.json")
+    rows = []
+    for size in sizes:
+        registry = registry_of_size(size, required)
+        for routed in catalogs:
+            spec = RetrievalSpec(k=5, retriever=retriever, fusion=fusion, examples=str(examples),
+                                 catalogs=routed or None)
+            refit, refit_shown = step_milliseconds(MultiToolSelector(retrieval=spec), registry, requests, refit=True)
+            kept, kept_shown = step_milliseconds(MultiToolSelector(retrieval=spec), registry, requests, refit=False)
+            rows.append({"tools": len(registry), "routing": f"best {routed}" if routed else "none",
+                         "refit_ms": statistics.mean(refit), "refit_p95_ms": _p95(refit),
+                         "kept_ms": statistics.mean(kept), "kept_p95_ms": _p95(kept),
+                         "ratio": statistics.mean(refit) / statistics.mean(kept),
+                         "same_tools_shown": refit_shown == kept_shown})
+            print(_markdown_row(rows[-1]), flush=True)
+    return pd.DataFrame(rows)
+
+
+def _markdown_row(row: dict) -> str:
+    return (f"| {row['tools']:,} | {row['routing']} | {row['refit_ms']:.1f} ({row['refit_p95_ms']:.1f}) | "
+            f"{row['kept_ms']:.1f} ({row['kept_p95_ms']:.1f}) | {row['ratio']:.1f}x | "
+            f"{'yes' if row['same_tools_shown'] else 'NO'} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--cases", type=int, default=30, help="requests (bench scale's seeded test cases)")
+    parser.add_argument("--retriever", default="hybrid-multi")
+    parser.add_argument("--fusion", default="convex-catalog", choices=("none", *FUSIONS),
+                        help="how a hybrid retriever fuses its rankings; none for a retriever that does not fuse")
+    parser.add_argument("--catalogs", type=int, nargs="*", default=[0, 1],
+                        help="0: unrouted; N: the N best catalogs (--retrieve-catalogs)")
+    parser.add_argument("--out", type=Path, help="a folder to keep the rows in (retrieval_step.csv)")
+    args = parser.parse_args(argv)
+    print("| tools | routing | refit every request, ms (p95) | index kept, ms (p95) | ratio | same tools shown |")
+    print("|---|---|---|---|---|---|")
+    fusion = None if args.fusion == "none" else args.fusion
+    table = step_table(args.sizes, args.cases, args.retriever, fusion, args.catalogs)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out / "retrieval_step.csv", index=False, float_format="%.2f")
+    return 0 if table["same_tools_shown"].all() else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
