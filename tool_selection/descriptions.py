@@ -79,12 +79,12 @@ class DescriptionOverrides:
 
     def apply(self, registry: ToolRegistry) -> ToolRegistry:
         """``registry`` as the selector shows it: its tools with the rewritten descriptions (checked first)."""
-        shown = self._shown.get(registry)
-        if shown is None:
+        revision, shown = self._shown.get(registry, (None, None))
+        if shown is None or revision is not registry.revision:  # new, or a tool registered or unregistered since
             self.check(registry)
             shown = ToolRegistry(registry.name, [described_tool(tool, self.descriptions[tool.NAME])
                                                  if tool.NAME in self.descriptions else tool for tool in registry])
-            self._shown[registry] = shown
+            self._shown[registry] = (registry.revision, shown)
         return shown
 
     def __getstate__(self) -> dict[str, Any]:  # copies and pickles leave the cache behind

@@ -138,3 +138,13 @@ def test_a_described_selector_copies_and_pickles():
         overrides = getattr(duplicate, "described", duplicate)
         assert overrides.descriptions == {"echo": REWRITE}
         assert overrides.apply(BASIC.registry()).get("echo").description == REWRITE
+
+
+def test_the_described_registry_follows_tools_registered_after_it_was_first_shown():
+    overrides = DescriptionOverrides(descriptions={"echo": REWRITE}, original_sha256=descriptions_sha256(
+        descriptions_of(BASIC.registry())), allow_changes=True)
+    registry = BASIC.registry()
+    assert overrides.apply(registry) is overrides.apply(registry)  # kept while the tools stay the same
+    registry.register(Now)
+    shown = overrides.apply(registry)
+    assert shown.names() == sorted(["echo", "add_numbers", Now.NAME]) and shown.get("echo").description == REWRITE
