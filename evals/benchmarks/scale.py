@@ -60,19 +60,22 @@ ONLY = {"examples": ("--examples", "examples", "the row with the train examples"
         "written": ("--written", "written", "the rows with written examples")}
 """What ``--only`` keeps beside the own tool set: the flag whose rows they are (and its argument's name), and what
 they are."""
+SPLITS = ("test", "dev")
 RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw", "dense-multi", "hybrid-multi"]
 
 
-def sample_cases(n: int, seed: int = 0) -> Suite:
-    """``n`` single-turn cases needing tools, spread evenly over the test splits of the domain suites and BFCL
-    ``multiple``."""
-    sources = [load_suite(name).split("test") for name in (*DOMAIN_TOOL_SETS, "bfcl:multiple")]
+def sample_cases(n: int, seed: int = 0, split: str = "test") -> Suite:
+    """``n`` single-turn cases needing tools, spread evenly over the ``split`` splits (test, or dev to choose a
+    setting) of the domain suites and BFCL ``multiple``."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    sources = [load_suite(name).split(split) for name in (*DOMAIN_TOOL_SETS, "bfcl:multiple")]
     share = max(1, n // len(sources))
     cases = []
     for source in sources:
         needing = Suite(source.name, [c for c in source.cases if c.expected_calls and len(c.messages or []) <= 1])
         cases.extend(needing.sample(share, seed).cases)
-    return Suite(f"scale~{len(cases)}@{seed}", cases)
+    return Suite(f"scale{'' if split == 'test' else '-' + split}~{len(cases)}@{seed}", cases)
 
 
 class _Variant(NamedTuple):
@@ -257,7 +260,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
               examples: bool = False, catalogs: int | None = None, written: Path | None = None,
               show_catalogs: bool = False, fusion: str | None = None, only: Sequence[str] | None = None,
-              out: Path = OUT) -> pd.DataFrame:
+              split: str = "test", out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
@@ -266,8 +269,9 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     row (with the train examples, where on) again with each shown tool's catalog leading its description;
     ``fusion``: how every row's hybrid retriever fuses its rankings (None: its own, reciprocal rank); ``only``
     (kinds of ``ONLY``): the own tool set and those rows alone (the others measured in an earlier run; a larger
-    model's run then takes a fraction of the time)."""
-    suite = sample_cases(cases, seed)
+    model's run then takes a fraction of the time); ``split``: the splits the cases are drawn from (dev, to choose a
+    setting before it is measured on test)."""
+    suite = sample_cases(cases, seed, split)
     required = sorted({c.tool_name for case in suite for c in case.expected_calls})
     listed = SelectorSpec.build(strategy=strategy, relevance=relevance)
     run = RunConfig(mlflow=False, progress=True, cache=False)
@@ -463,6 +467,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "domain sets and BFCL); past 'all', web-API operations fill the registry (downloaded "
                              "once: python -m evals.openapi_catalog).")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", default="test", choices=SPLITS,
+                        help="The splits the cases are drawn from (default: test; dev to choose a setting).")
     parser.add_argument("--out", default=str(OUT), help=f"Output directory (default: {OUT}).")
     parser.add_argument("--markdown", action="store_true",
                         help="Print the kept table in --out (scale.csv; with --retrieval-only retrieval.csv) as the "
@@ -561,8 +567,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         if not getattr(args, dest):
             raise SystemExit(f"--only {kind} keeps {what}: give {flag} too.")
     if args.write_examples:
-        write_catalog_examples(Path(args.write_examples), args.model, sample_cases(args.cases, args.seed), sizes,
-                               args.seed)
+        write_catalog_examples(Path(args.write_examples), args.model, sample_cases(args.cases, args.seed, args.split),
+                               sizes, args.seed)
         return 0
     written = ToolExamples.load(args.written) if args.written else None
     if args.intents and not args.retrieval_only:
@@ -572,7 +578,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         if args.fusion != ["rrf"] and not any(map(_fuses, args.retrievers)):
             raise SystemExit(f"--fusion {' '.join(args.fusion)} fuses hybrid retrievers' scores, and --retrievers "
                              f"lists none that scores every tool: add hybrid or hybrid-multi.")
-        suite = sample_cases(args.cases, args.seed)
+        suite = sample_cases(args.cases, args.seed, args.split)
         intents = write_intents(Path(args.intents), args.model, suite) if args.intents else None
         table = retrieval_table(suite, sizes=sizes, seed=args.seed, retrievers=args.retrievers, fusions=args.fusion,
                                 examples=catalog_examples("train") if args.examples else None, catalogs=args.catalogs,
@@ -592,7 +598,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, written=args.written and Path(args.written),
                       show_catalogs=args.show_catalogs, fusion=None if args.fusion == ["rrf"] else args.fusion[0],
-                      only=args.only, out=Path(args.out))
+                      only=args.only, split=args.split, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0
