@@ -277,7 +277,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     run = RunConfig(mlflow=False, progress=True, cache=False)
 
     def measured(selector: SelectorSpec, folder: str, tools=None):
-        return evaluate(suite, model, selector=selector, run=run.replace(run_dir=out / folder), tools=tools)
+        return evaluate(suite, model, selector=selector, run=run.replace(run_dir=out / folder), split=split, tools=tools)
 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
     rows_of = RetrievalRows(listed, retriever, examples_file, _written_indexes(written, examples_file, out),

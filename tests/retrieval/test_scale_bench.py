@@ -161,3 +161,13 @@ def test_the_retrieval_step_benchmark_times_both_ways_and_compares_the_tools_sho
     assert step_main(["--sizes", "50", "--cases", "3", "--retriever", "bm25", "--fusion", "none", "--catalogs", "0",
                       "--out", str(tmp_path)]) == 0
     assert list(pd.read_csv(tmp_path / "retrieval_step.csv")["tools"]) == [50]
+
+
+def test_cases_can_be_drawn_from_the_dev_splits_to_choose_a_setting():
+    from evals.benchmarks.scale import sample_cases
+
+    dev, test = sample_cases(12, split="dev"), sample_cases(12)
+    assert dev.name.startswith("scale-dev~") and len(dev) == len(test) == 12
+    assert not {case.id for case in dev} & {case.id for case in test}
+    with pytest.raises(ValueError, match="split must be one of test, dev"):
+        sample_cases(12, split="train")
