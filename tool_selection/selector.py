@@ -295,7 +295,7 @@ class MultiToolSelector(dspy.Module):
         """The tools retrieval shows for ``request`` (with their catalogs where ``show_catalogs``) and their names,
         best first; what retrieval did goes into ``extras``."""
         start, asked = time.perf_counter(), self._intents.seconds if self._intents is not None else 0.0
-        ranked = self._retrieved(registry, request)
+        ranked = self._retrieved(registry, request, extras)
         shown = registry.subset(ranked, name=f"{registry.name}-top{self.retrieve}")
         if self.spec.retrieval.show_catalogs:
             from tool_selection.retrieval import with_catalogs
@@ -342,12 +342,13 @@ class MultiToolSelector(dspy.Module):
             return contextlib.nullcontext()
         return self.relevance.observing(inner_predict(self.select).lm or dspy.settings.lm)
 
-    def _retrieved(self, registry: ToolRegistry, request: str) -> list[str]:
+    def _retrieved(self, registry: ToolRegistry, request: str, extras: dict[str, Any]) -> list[str]:
         """The names of the ``retrieve`` tools most relevant to ``request``, best first (the index is built once per
-        catalog); with ``catalogs``, only tools of the catalogs whose best tool ranks highest; with ``rerank``, the
+        catalog); with ``catalogs``, only tools of the catalogs whose best tool ranks highest (where they lead the
+        next by ``catalog_margin``, if set); with ``rerank``, the
         retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``; with a ``query`` other
         than the request, the retriever reads the actions the selection's model reads in the request."""
-        from tool_selection.retrieval import LLMReranker, get_retriever, retrieve_by_catalog
+        from tool_selection.retrieval import LLMReranker, get_retriever, route_by_catalog
 
         if self._retriever is None:
             fusion = self.spec.retrieval.fusion
@@ -364,7 +365,11 @@ class MultiToolSelector(dspy.Module):
         if catalogs is None:
             hits = retriever.retrieve(request, shown)
         else:
-            hits = retrieve_by_catalog(retriever, registry, request, catalogs, shown)
+            hits, lead, routed = route_by_catalog(retriever, registry, request, catalogs, shown,
+                                                  self.spec.retrieval.catalog_margin)
+            extras["catalog_routed"] = float(routed)
+            if lead != float("inf"):  # another catalog among the hits
+                extras["catalog_lead"] = lead
         if self.rerank is not None:
             reranker = LLMReranker(inner_predict(self.select).lm, keep=self.retrieve)
             hits = reranker.rerank(request, registry, hits)

@@ -110,6 +110,11 @@ class RetrievalSpec(_Frozen):
                                  "retriever ranks highest, up to K of them: the catalog first, then the tool, so that "
                                  "look-alikes from other catalogs are not shown.",
                                  json_schema_extra={"flat": "retrieve_catalogs", "metavar": "N"})
+    catalog_margin: float | None = Field(
+        default=None, gt=0, description="With --retrieve-catalogs N and a fusion by score (convex, convex-catalog): "
+        "route only where the Nth catalog's best tool scores at least M above the next catalog's; else show the "
+        "retriever's top K from every catalog (default: always route).",
+        json_schema_extra={"flat": "retrieve_catalog_margin", "metavar": "M"})
     show_catalogs: bool | None = Field(default=None, description="With --retrieve K: each shown tool's description "
                                        "starts with its catalog ([ecommerce] ...), so that the model sees which "
                                        "catalog each look-alike comes from (default: off; unset, runs name and "
@@ -146,6 +151,13 @@ class RetrievalSpec(_Frozen):
                              f"retriever's top {self.rerank} and keeps {self.k}.")
         if self.fusion is not None:
             self._check_fusion()
+        if self.catalog_margin is not None and self.catalogs is None:
+            raise ValueError(f"catalog_margin={self.catalog_margin:g} (--retrieve-catalog-margin) decides when to route "
+                             "to the best catalogs: give catalogs (--retrieve-catalogs) too.")
+        if self.catalog_margin is not None and self.fusion not in ("convex", "convex-catalog"):
+            raise ValueError(f"catalog_margin={self.catalog_margin:g} (--retrieve-catalog-margin) compares scores "
+                             "fused by score, on one scale for every request: give fusion (--retrieve-fusion) convex "
+                             "or convex-catalog.")
         if self.groups is not None and self.groups >= self.k:
             raise ValueError(f"groups={self.groups} must be below retrieve={self.k}: the retriever's top {self.k} are "
                              f"split into groups of {self.groups}.")

@@ -61,6 +61,7 @@ ONLY = {"examples": ("--examples", "examples", "the row with the train examples"
 """What ``--only`` keeps beside the own tool set: the flag whose rows they are (and its argument's name), and what
 they are."""
 SPLITS = ("test", "dev")
+SCORE_FUSIONS = ("convex", "convex-catalog")  # fusions whose scores share one scale across requests
 RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw", "dense-multi", "hybrid-multi"]
 
 
@@ -80,8 +81,8 @@ def sample_cases(n: int, seed: int = 0, split: str = "test") -> Suite:
 
 class _Variant(NamedTuple):
     """One retrieval row's setting: its label, the retriever, its fusion (None: its own), the example requests
-    indexed with each tool, the catalogs it routes to and what it reads besides the request (None: the request
-    alone)."""
+    indexed with each tool, the catalogs it routes to, what it reads besides the request (None: the request
+    alone) and the lead the catalogs need to be routed to (None: always)."""
 
     label: str
     retriever: str
@@ -89,6 +90,7 @@ class _Variant(NamedTuple):
     examples: Mapping[str, Sequence[str]] | None = None
     catalogs: int | None = None
     query: str | None = None
+    margin: float | None = None
 
 
 def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, None), ks: list[int] = (1, 3, 5, 10),
@@ -96,7 +98,8 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
                     seed: int = 0,
                     examples: ToolExamples | None = None, catalogs: int | None = None,
                     written: ToolExamples | None = None,
-                    intents: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
+                    intents: Mapping[str, Sequence[str]] | None = None,
+                    catalog_margin: float | None = None) -> pd.DataFrame:
     """Retrieval alone, no model: Recall@k and MRR of each retriever over registries of each size, for the cases
     of ``suite`` (each registry holds every tool the cases need); with ``examples``, each retriever again with
     them in its tools' documents (``<retriever>+examples``); with ``written`` (requests a model wrote for every tool,
@@ -105,7 +108,9 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     again reading the request through them (``, intent``: the actions alone; ``, request+intent``: both, the
     rankings fused); each hybrid retriever once per fusion in ``fusions`` (``hybrid``, ``hybrid/convex``); with
     ``catalogs``, each again keeping only the tools of
-    the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``). Per row also its cost: seconds
+    the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``), and with ``catalog_margin``
+    each fused by score again routing only where those catalogs lead the next by that much (``, lead >= M``). Per
+    row also its cost: seconds
     to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
     95th percentile), and the index's memory where the retriever's index is a matrix or a faiss index."""
     from tool_selection.retrieval import (
@@ -135,7 +140,11 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     if intents is not None:
         variants += [v._replace(label=f"{v.label}, {query}", query=query) for v in variants for query in QUERIES]
     if catalogs is not None:
-        variants += [v._replace(label=f"{v.label}, best {_catalogs(catalogs)}", catalogs=catalogs) for v in variants]
+        routed = [v._replace(label=f"{v.label}, best {_catalogs(catalogs)}", catalogs=catalogs) for v in variants]
+        variants += routed
+        if catalog_margin is not None:
+            variants += [v._replace(label=f"{v.label}, lead >= {catalog_margin:g}", margin=catalog_margin)
+                         for v in routed if v.fusion in SCORE_FUSIONS]
     rows = []
     for size in sizes:
         if size is not None and size < len(required):
@@ -143,7 +152,7 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
         registry = registry_of_size(size, required, seed)
         if written is not None:
             written.check_catalog(registry)
-        for label, name, fusion, with_examples, routed, query in variants:
+        for label, name, fusion, with_examples, routed, query, margin in variants:
             print(f"retrieval: {len(registry):,} tools, {label} ...", file=sys.stderr, flush=True)
             clear_index_cache()
             retriever = get_retriever(name, **({} if fusion is None else {"fusion": fusion}))
@@ -156,7 +165,7 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
             for case in suite:
                 started = time.perf_counter()
                 ranked[case.id] = (retriever.retrieve(case.prompt, k=max(ks)) if routed is None else
-                                   retrieve_by_catalog(retriever, registry, case.prompt, routed, max(ks)))
+                                   retrieve_by_catalog(retriever, registry, case.prompt, routed, max(ks), margin))
                 latencies.append(1000 * (time.perf_counter() - started))
             row = {"registry_tools": len(registry), "retriever": label, "cases": len(suite)}
             expected = {case.id: {c.tool_name for c in case.expected_calls} for case in suite}
@@ -260,7 +269,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
               examples: bool = False, catalogs: int | None = None, written: Path | None = None,
               show_catalogs: bool = False, fusion: str | None = None, only: Sequence[str] | None = None,
-              split: str = "test", out: Path = OUT) -> pd.DataFrame:
+              catalog_margin: float | None = None, split: str = "test", out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
@@ -282,7 +291,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
     rows_of = RetrievalRows(listed, retriever, examples_file, _written_indexes(written, examples_file, out),
                             catalogs=catalogs, rerank=rerank, groups=groups, show_catalogs=show_catalogs,
-                            fusion=fusion, only=only)
+                            fusion=fusion, only=only, catalog_margin=catalog_margin)
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
@@ -319,6 +328,7 @@ class RetrievalRows:
     show_catalogs: bool = False
     fusion: str | None = None
     only: Sequence[str] | None = None
+    catalog_margin: float | None = None
 
     def settings(self, depth: int) -> list[tuple[str, str, SelectorSpec]]:
         """(what the row's label adds, its folder's suffix, the selector) for each row at ``depth``."""
@@ -340,8 +350,10 @@ class RetrievalRows:
                           spec(examples=train, show_catalogs=True), "shown"))
         if self.catalogs is not None:
             what = f"{name}{', train examples' if train else ''}, best {_catalogs(self.catalogs)}"
-            found.append((f"({what})", f"{'-examples' if train else ''}-catalogs{self.catalogs}",
-                          spec(catalogs=self.catalogs, examples=train), "routed"))
+            lead = "" if self.catalog_margin is None else f"-lead{self.catalog_margin:g}"
+            what += "" if self.catalog_margin is None else f" where it leads by {self.catalog_margin:g}"
+            found.append((f"({what})", f"{'-examples' if train else ''}-catalogs{self.catalogs}{lead}",
+                          spec(catalogs=self.catalogs, catalog_margin=self.catalog_margin, examples=train), "routed"))
         if self.rerank is not None and self.rerank > depth:
             found.append((f"of {self.rerank} re-ranked", f"-of{self.rerank}", spec(rerank=self.rerank), None))
         if self.groups is not None and self.groups < depth:
@@ -480,6 +492,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalogs", type=int, metavar="N",
                         help="Also every retrieval row showing only the tools of the N catalogs (tool sets; each "
                              "tool's category) whose best tool ranks highest: the catalog first, then the tool.")
+    parser.add_argument("--catalog-margin", type=float, metavar="M",
+                        help="With --catalogs and a fusion by score (convex, convex-catalog): route only where the "
+                             "best catalogs' best tool scores at least M above the next catalog's, else show the top "
+                             "--k of every catalog (--retrieve-catalog-margin); with --retrieval-only, rows beside the "
+                             "routed ones.")
     parser.add_argument("--only", nargs="+", choices=list(ONLY), metavar="KIND",
                         help="Only the own tool set and these rows (one kind or several): " + "; ".join(
                             f"{kind}, {what} (needs {flag})" for kind, (flag, _, what) in ONLY.items()) + ".")
@@ -562,6 +579,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(markdown_table(table))
         return 0
     sizes = _sizes(args.sizes)
+    if args.catalog_margin is not None and (args.catalogs is None or not set(args.fusion) & set(SCORE_FUSIONS)):
+        raise SystemExit(f"--catalog-margin {args.catalog_margin:g} decides when --catalogs routes, by scores fused on "
+                         "one scale: give --catalogs N and --fusion convex or convex-catalog too.")
     for kind in args.only or ():
         flag, dest, what = ONLY[kind]
         if not getattr(args, dest):
@@ -582,7 +602,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         intents = write_intents(Path(args.intents), args.model, suite) if args.intents else None
         table = retrieval_table(suite, sizes=sizes, seed=args.seed, retrievers=args.retrievers, fusions=args.fusion,
                                 examples=catalog_examples("train") if args.examples else None, catalogs=args.catalogs,
-                                written=written, intents=intents)
+                                written=written, intents=intents, catalog_margin=args.catalog_margin)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.out) / "retrieval.csv", index=False)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -598,7 +618,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, written=args.written and Path(args.written),
                       show_catalogs=args.show_catalogs, fusion=None if args.fusion == ["rrf"] else args.fusion[0],
-                      only=args.only, split=args.split, out=Path(args.out))
+                      only=args.only, catalog_margin=args.catalog_margin, split=args.split, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

@@ -112,3 +112,63 @@ def test_show_catalogs_without_retrieve_names_the_missing_setting():
 
     with pytest.raises(ValueError, match=r"catalogs shown \(--retrieve-show-catalogs\) label .* give retrieve"):
         RetrievalSpec.model_validate({"show_catalogs": True})
+
+
+class Ranked:
+    """A retriever that ranks the given hits the same for every request."""
+
+    def __init__(self, ranked):
+        self.ranked = ranked
+
+    def retrieve(self, request, k=5):
+        return self.ranked[:k]
+
+
+def test_the_lead_is_how_far_the_chosen_catalogs_best_tool_scores_above_the_next_catalogs(two_catalogs):
+    from tool_selection.retrieval import catalog_lead
+
+    ranked = [RetrievedTool("get_order_status", 0.9), RetrievedTool("cancel_order", 0.8),
+              RetrievedTool("order_status_check", 0.6), RetrievedTool("stock_price", 0.1)]
+    assert catalog_lead(ranked, two_catalogs, 1) == pytest.approx(0.3)
+    assert catalog_lead(ranked[:2], two_catalogs, 1) == float("inf")  # no other catalog among the hits
+    assert catalog_lead(ranked, two_catalogs, 2) == float("inf")
+
+
+def test_a_catalog_that_leads_by_less_than_the_margin_is_not_routed_to(two_catalogs):
+    from tool_selection.retrieval import route_by_catalog
+
+    ranked = [RetrievedTool("get_order_status", 0.9), RetrievedTool("order_status_check", 0.85),
+              RetrievedTool("cancel_order", 0.5), RetrievedTool("stock_price", 0.1)]
+    kept, lead, routed = route_by_catalog(Ranked(ranked), two_catalogs, "order status", 1, 3, margin=0.1)
+    assert not routed and lead == pytest.approx(0.05) and kept == ranked[:3]  # the look-alike stays in
+    kept, _, routed = route_by_catalog(Ranked(ranked), two_catalogs, "order status", 1, 3, margin=0.05)
+    assert routed and [hit.name for hit in kept] == ["get_order_status", "cancel_order"]
+    assert route_by_catalog(Ranked(ranked), two_catalogs, "order status", 1, 3)[2]  # no margin: always routed
+
+
+def test_a_catalog_margin_needs_routing_and_scores_on_one_scale():
+    from tool_selection.spec import RetrievalSpec
+
+    with pytest.raises(ValueError, match=r"give catalogs \(--retrieve-catalogs\) too"):
+        RetrievalSpec(k=5, retriever="hybrid-multi", fusion="convex", catalog_margin=0.2)
+    with pytest.raises(ValueError, match=r"give fusion \(--retrieve-fusion\) convex or convex-catalog"):
+        RetrievalSpec(k=5, retriever="hybrid", catalogs=1, catalog_margin=0.2)
+    with pytest.raises(ValueError, match="greater than 0"):
+        RetrievalSpec(k=5, retriever="hybrid", fusion="convex", catalogs=1, catalog_margin=0)
+    assert RetrievalSpec(k=5, retriever="hybrid", fusion="convex", catalogs=1, catalog_margin=0.2).catalog_margin == 0.2
+
+
+@needs_bm25s
+def test_the_selector_records_whether_it_routed_and_by_how_much(make_lm, two_catalogs):
+    from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import RetrievalSpec
+
+    lm, _ = make_lm(['{"reasoning": "r", "tool_calls": []}'] * 2, cache=False)
+    for margin, routed in ((None, 1.0), (5.0, 0.0)):  # convex scores lie in [0, 1]: no lead reaches 5
+        selector = MultiToolSelector(two_catalogs, strategy="json-cot", relevance=None, retrieval=RetrievalSpec(
+            k=3, retriever="hybrid", fusion="convex", catalogs=1, catalog_margin=margin))
+        with dspy.context(lm=lm):
+            extras = selector(request="What is the status of my order 1234 from this shop?").row_extras
+        assert extras["catalog_routed"] == routed and 0 <= extras["catalog_lead"] <= 1
+        shown = {two_catalogs.get(name).category for name in extras["retrieved"]}
+        assert shown == ({"shop"} if routed else {"shop", "market"})  # not routed: the look-alike is shown too

@@ -171,3 +171,28 @@ def test_cases_can_be_drawn_from_the_dev_splits_to_choose_a_setting():
     assert not {case.id for case in dev} & {case.id for case in test}
     with pytest.raises(ValueError, match="split must be one of test, dev"):
         sample_cases(12, split="train")
+
+
+def test_a_catalog_margin_reaches_the_routed_row_and_its_label(tmp_path):
+    from evals.benchmarks.scale import RetrievalRows
+    from tool_selection.spec import SelectorSpec
+
+    listed = SelectorSpec(strategy="json-cot", relevance="none")
+    rows = RetrievalRows(listed, "hybrid-multi", tmp_path / "train.json", {}, catalogs=1, fusion="convex-catalog",
+                         catalog_margin=0.25, only=["routed"]).settings(5)
+    assert [(what, folder, selector.retrieval.catalog_margin) for what, folder, selector in rows] == [
+        ("(hybrid-multi/convex-catalog, train examples, best catalog where it leads by 0.25)",
+         "-examples-catalogs1-lead0.25", 0.25)]
+    with pytest.raises(SystemExit, match="--catalog-margin 0.25 decides when --catalogs routes"):
+        main(["--catalog-margin", "0.25", "--catalogs", "1", "--sizes", "1000"])  # rrf: no scale to compare
+
+
+def test_the_retrieval_table_routes_by_a_margin_only_the_rows_fused_by_score():
+    needing = [case for case in load_suite("finance").split("test").cases if case.expected_calls][:4]
+    table = retrieval_table(Suite("few", needing), sizes=[200], ks=[1, 5], retrievers=["bm25", "hybrid"],
+                            fusions=["rrf", "convex"], catalogs=1, catalog_margin=10.0)
+    assert list(table["retriever"]) == ["bm25", "hybrid", "hybrid/convex", "bm25, best catalog",
+                                        "hybrid, best catalog", "hybrid/convex, best catalog",
+                                        "hybrid/convex, best catalog, lead >= 10"]
+    unrouted, never_routed = table.iloc[2], table.iloc[-1]  # no lead reaches 10: the top k of every catalog
+    assert never_routed["recall@5"] == unrouted["recall@5"] and never_routed["mrr"] == unrouted["mrr"]

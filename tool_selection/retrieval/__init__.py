@@ -18,7 +18,14 @@ sets, MCP servers) whose best tool ranks highest.
 from tool_selection.retrieval._ann import HNSWDenseRetriever, HNSWHybridRetriever
 from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, clear_index_cache
 from tool_selection.retrieval._bm25 import BM25Retriever
-from tool_selection.retrieval._catalogs import CATALOG_DEPTH, catalog_first, retrieve_by_catalog, with_catalogs
+from tool_selection.retrieval._catalogs import (
+    CATALOG_DEPTH,
+    catalog_first,
+    catalog_lead,
+    retrieve_by_catalog,
+    route_by_catalog,
+    with_catalogs,
+)
 from tool_selection.retrieval._dense import DenseRetriever, TextEncoder, bundled_encoder, default_cache_dir
 from tool_selection.retrieval._documents import (
     content_hash,
@@ -64,6 +71,7 @@ __all__ = [
     "bundled_encoder",
     "catalog_evidence",
     "catalog_first",
+    "catalog_lead",
     "clear_index_cache",
     "content_hash",
     "convex_fusion",
@@ -75,8 +83,9 @@ __all__ = [
     "recall_at_k",
     "reciprocal_rank",
     "reciprocal_rank_fusion",
-    "retrieve_by_catalog",
     "register_retriever",
+    "retrieve_by_catalog",
+    "route_by_catalog",
     "tool_document",
     "tool_documents",
     "with_catalogs",

@@ -17,7 +17,8 @@ from tool_selection.retrieval._base import RetrievedTool, ToolRetriever, check_k
 from tool_selection.tool import BaseTool
 from tool_selection.toolset.described import described_tool
 
-__all__ = ["CATALOG_DEPTH", "catalog_first", "retrieve_by_catalog", "with_catalogs"]
+__all__ = ["CATALOG_DEPTH", "catalog_first", "catalog_lead", "retrieve_by_catalog", "route_by_catalog",
+           "with_catalogs"]
 
 CATALOG_DEPTH = 50
 """How many of the retriever's best tools the catalogs are ranked from (ten times the tools shown where that is
@@ -41,10 +42,34 @@ def catalog_first(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalog
     return kept[:k]
 
 
+def catalog_lead(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs: int) -> float:
+    """How far the ``catalogs``-th catalog's best tool scores above the next catalog's among ``hits`` (best first);
+    infinite where no other catalog is among them."""
+    check_k(catalogs, "catalogs")
+    best: dict[str, float] = {}
+    for hit in hits:
+        best.setdefault(registry.get(hit.name).category, hit.score)
+    scores = list(best.values())
+    return scores[catalogs - 1] - scores[catalogs] if len(scores) > catalogs else float("inf")
+
+
 def retrieve_by_catalog(retriever: ToolRetriever, registry: ToolRegistry, request: str, catalogs: int,
-                        k: int) -> list[RetrievedTool]:
-    """``catalog_first`` over ``retriever``'s best ``CATALOG_DEPTH`` tools for ``request`` (or ten times ``k``)."""
-    return catalog_first(retriever.retrieve(request, max(CATALOG_DEPTH, 10 * k)), registry, catalogs, k)
+                        k: int, margin: float | None = None) -> list[RetrievedTool]:
+    """``catalog_first`` over ``retriever``'s best ``CATALOG_DEPTH`` tools for ``request`` (or ten times ``k``); with
+    ``margin``, the top ``k`` of every catalog where the chosen catalogs lead by less (``route_by_catalog``)."""
+    return route_by_catalog(retriever, registry, request, catalogs, k, margin)[0]
+
+
+def route_by_catalog(retriever: ToolRetriever, registry: ToolRegistry, request: str, catalogs: int, k: int,
+                     margin: float | None = None) -> tuple[list[RetrievedTool], float, bool]:
+    """``retrieve_by_catalog``'s tools, the chosen catalogs' lead (``catalog_lead``) and whether it routed: with
+    ``margin``, only where the lead is at least ``margin`` (below it, routing would as likely drop the right catalog
+    as keep look-alikes out)."""
+    hits = retriever.retrieve(request, max(CATALOG_DEPTH, 10 * k))
+    lead = catalog_lead(hits, registry, catalogs)
+    if margin is not None and lead < margin:
+        return list(hits[:k]), lead, False
+    return catalog_first(hits, registry, catalogs, k), lead, True
 
 
 def with_catalogs(registry: ToolRegistry) -> ToolRegistry:
