@@ -345,9 +345,9 @@ class MultiToolSelector(dspy.Module):
     def _retrieved(self, registry: ToolRegistry, request: str, extras: dict[str, Any]) -> list[str]:
         """The names of the ``retrieve`` tools most relevant to ``request``, best first (the index is built once per
         catalog); with ``catalogs``, only tools of the catalogs whose best tool ranks highest (where they lead the
-        next by ``catalog_margin``, if set); with ``rerank``, the
-        retriever's top ``rerank`` ordered by the selection's model, which keeps ``retrieve``; with a ``query`` other
-        than the request, the retriever reads the actions the selection's model reads in the request."""
+        next by ``catalog_margin``, if set); with ``rerank``, the retriever's top ``rerank`` ordered by the
+        selection's model, which keeps ``retrieve``; with a ``query`` other than the request, the retriever reads the
+        actions the selection's model reads in the request. Whether it routed, and the lead, go into ``extras``."""
         from tool_selection.retrieval import LLMReranker, get_retriever, route_by_catalog
 
         if self._retriever is None:

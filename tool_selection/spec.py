@@ -137,7 +137,8 @@ class RetrievalSpec(_Frozen):
             what = ("rerank (--rerank) orders" if data.get("rerank") else "groups (--groups) divide"
                     if data.get("groups") else "examples (--retrieve-examples) index"
                     if data.get("examples") else "catalogs (--retrieve-catalogs) narrow"
-                    if data.get("catalogs") else "the query (--retrieve-query) feeds"
+                    if data.get("catalogs") else "the catalog margin (--retrieve-catalog-margin) routes"
+                    if data.get("catalog_margin") else "the query (--retrieve-query) feeds"
                     if data.get("query") else "catalogs shown (--retrieve-show-catalogs) label"
                     if data.get("show_catalogs") else "the fusion (--retrieve-fusion) merges"
                     if data.get("fusion") else "--retriever is")
