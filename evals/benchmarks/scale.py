@@ -11,8 +11,11 @@
     toolsel bench scale ... --fusion convex-catalog         # and each tool raised by its catalog's best two
     toolsel bench scale --write-examples FILE --sizes 1000 --cases 300   # the model writes requests for every tool
     toolsel bench scale ... --written FILE                  # also with those written requests in the documents
+    toolsel bench scale ... --catalogs 1 --catalog-margin 0.25  # routed only where the best catalog leads by 0.25
+    toolsel bench scale ... --split dev                     # the cases drawn from the dev splits, to choose a setting
 
-A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded) is scored:
+A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded; ``--split dev``: their dev
+splits) is scored:
 
 - with only each case's own tool set (the reference);
 - over registries of each size (``evals.scale_registry.registry_of_size``: the catalog of domain tools plus every
@@ -107,12 +110,11 @@ def retrieval_table(suite: Suite, *, sizes: list[int | None] = (10, 100, 1000, N
     (``+examples+written``); with ``intents`` (request -> the actions a model read in it, ``write_intents``), each
     again reading the request through them (``, intent``: the actions alone; ``, request+intent``: both, the
     rankings fused); each hybrid retriever once per fusion in ``fusions`` (``hybrid``, ``hybrid/convex``); with
-    ``catalogs``, each again keeping only the tools of
-    the N catalogs whose best tool ranks highest (``<retriever>, best N catalogs``), and with ``catalog_margin``
-    each fused by score again routing only where those catalogs lead the next by that much (``, lead >= M``). Per
-    row also its cost: seconds
-    to fit (embeddings come from the disk cache when a run before made them), milliseconds per request (mean and
-    95th percentile), and the index's memory where the retriever's index is a matrix or a faiss index."""
+    ``catalogs``, each again keeping only the tools of the N catalogs whose best tool ranks highest (``<retriever>,
+    best N catalogs``), and with ``catalog_margin`` each fused by score again routing only where those catalogs lead
+    the next by that much (``, lead >= M``). Per row also its cost: seconds to fit (embeddings come from the disk
+    cache when a run before made them), milliseconds per request (mean and 95th percentile), and the index's memory
+    where the retriever's index is a matrix or a faiss index."""
     from tool_selection.retrieval import (
         clear_index_cache,
         get_retriever,
