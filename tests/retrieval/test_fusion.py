@@ -188,6 +188,9 @@ def test_convex_catalog_lifts_a_tool_whose_catalog_matches_above_a_lone_look_ali
     one_catalog = ToolRegistry("one catalog", [*from_openai(SHOP + MARKET, category="shop").tools()])
     assert lifted.fit(one_catalog).retrieve("where is my order", k=1)[0].name == "order_status_check"  # all alike
     assert lifted.fit(registry).retrieve("where is my order", k=1)[0].name == "get_order_status"
+    for tool in from_openai(SHOP, category="market").tools():  # the same documents, now under the market, in place
+        registry.register(tool, replace=True)
+    assert lifted.fit(registry).retrieve("where is my order", k=1)[0].name == "order_status_check"  # all alike
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -14,10 +14,13 @@ import numpy as np
 from tool_selection.registry import ToolRegistry
 from tool_selection.retrieval._base import IndexedRetriever, RetrievedTool, ToolRetriever, check_k, top_k
 
-__all__ = ["CATALOG_WEIGHT", "CONVEX_WEIGHTS", "FUSIONS", "HybridRetriever", "catalog_evidence", "convex_fusion",
-           "reciprocal_rank_fusion"]
+__all__ = ["CATALOG_WEIGHT", "CONVEX_WEIGHTS", "FUSIONS", "SCORE_FUSIONS", "HybridRetriever", "catalog_evidence",
+           "convex_fusion", "reciprocal_rank_fusion"]
 
 FUSIONS = ("rrf", "convex", "convex-catalog")
+SCORE_FUSIONS = ("convex", "convex-catalog")
+"""The fusions whose scores lie on one scale for every request (min-max normalised), so that a margin between two
+scores means the same whatever the request."""
 CONVEX_WEIGHTS = (0.3, 0.7)
 """Convex fusion's weights of the lexical and the dense ranking by default: the best of 0.2-0.5 for BM25 on the
 scale benchmark's dev cases (300, at 1,000 and 10,000 tools, with and without train examples; the retrieval results
@@ -113,7 +116,7 @@ class HybridRetriever(ToolRetriever):
         self.retrievers, self.fusion, self.weights = retrievers, fusion, tuple(weights)
         self.catalog_weight = None if fusion != "convex-catalog" else (
             CATALOG_WEIGHT if catalog_weight is None else catalog_weight)
-        self._catalogs: tuple[tuple[str, ...], ToolRegistry, np.ndarray] | None = None
+        self._catalogs: tuple[tuple[str, ...], object, np.ndarray] | None = None  # names, registry revision, ids
         self.rrf_k = rrf_k
         self.depth = depth
 
@@ -140,14 +143,14 @@ class HybridRetriever(ToolRetriever):
         return self
 
     def _fit_catalogs(self, registry: ToolRegistry) -> None:
-        """Each fitted tool's catalog (its ``category``) as a small integer, kept while the tools and the registry
-        stay the same."""
+        """Each fitted tool's catalog (its ``category``) as a small integer, kept while the tools and the registry's
+        revision stay the same."""
         names = self.retrievers[0].names
-        if self._catalogs is not None and self._catalogs[0] is names and self._catalogs[1] is registry:
+        if self._catalogs is not None and self._catalogs[0] is names and self._catalogs[1] is registry.revision:
             return
         categories = [registry.get(name).category for name in names]
         index = {category: i for i, category in enumerate(dict.fromkeys(categories))}
-        self._catalogs = names, registry, np.array([index[category] for category in categories], dtype=np.int64)
+        self._catalogs = names, registry.revision, np.array([index[category] for category in categories], dtype=np.int64)
 
     def retrieve(self, request: str, k: int = 5) -> list[RetrievedTool]:
         check_k(k)
