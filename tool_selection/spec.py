@@ -152,17 +152,23 @@ class RetrievalSpec(_Frozen):
                              f"retriever's top {self.rerank} and keeps {self.k}.")
         if self.fusion is not None:
             self._check_fusion()
-        if self.catalog_margin is not None and self.catalogs is None:
-            raise ValueError(f"catalog_margin={self.catalog_margin:g} (--retrieve-catalog-margin) decides when to route "
-                             "to the best catalogs: give catalogs (--retrieve-catalogs) too.")
-        if self.catalog_margin is not None and self.fusion not in ("convex", "convex-catalog"):
-            raise ValueError(f"catalog_margin={self.catalog_margin:g} (--retrieve-catalog-margin) compares scores "
-                             "fused by score, on one scale for every request: give fusion (--retrieve-fusion) convex "
-                             "or convex-catalog.")
+        if self.catalog_margin is not None:
+            self._check_catalog_margin()
         if self.groups is not None and self.groups >= self.k:
             raise ValueError(f"groups={self.groups} must be below retrieve={self.k}: the retriever's top {self.k} are "
                              f"split into groups of {self.groups}.")
         return self
+
+    def _check_catalog_margin(self) -> None:
+        from tool_selection.retrieval import SCORE_FUSIONS
+
+        if self.catalogs is None:
+            raise ValueError(f"catalog_margin={self.catalog_margin:g} (--retrieve-catalog-margin) decides when to route "
+                             "to the best catalogs: give catalogs (--retrieve-catalogs) too.")
+        if self.fusion not in SCORE_FUSIONS:
+            raise ValueError(f"catalog_margin={self.catalog_margin:g} (--retrieve-catalog-margin) compares scores "
+                             "fused by score, on one scale for every request: give fusion (--retrieve-fusion) convex "
+                             "or convex-catalog.")
 
     def _check_fusion(self) -> None:
         from tool_selection.retrieval import RETRIEVERS, HybridRetriever

@@ -48,7 +48,7 @@ from evals.stats import compare_paired
 from evals.suite import Suite, load_suite
 from evals.tool_examples import refuse_scored
 from tool_selection.defaults import DEFAULT_MODEL, DEFAULT_STRATEGY
-from tool_selection.retrieval import FUSIONS
+from tool_selection.retrieval import FUSIONS, SCORE_FUSIONS
 from tool_selection.retrieval.examples import ToolExamples
 from tool_selection.retrieval.intent import QUERIES, IntentRetriever
 from tool_selection.run_config import RunConfig
@@ -64,7 +64,6 @@ ONLY = {"examples": ("--examples", "examples", "the row with the train examples"
 """What ``--only`` keeps beside the own tool set: the flag whose rows they are (and its argument's name), and what
 they are."""
 SPLITS = ("test", "dev")
-SCORE_FUSIONS = ("convex", "convex-catalog")  # fusions whose scores share one scale across requests
 RETRIEVER_CHOICES = ["bm25", "dense", "hybrid", "dense-hnsw", "hybrid-hnsw", "dense-multi", "hybrid-multi"]
 
 
