@@ -241,6 +241,17 @@ class MultiToolSelector(dspy.Module):
         return self.cascade.after(prediction, request, tools, time.perf_counter() - start,
                                   conversation=conversation, tool_choice=tool_choice)
 
+    def shown_tools(self, request: str, tools: Tools | None = None) -> list[str]:
+        """The names of the tools a selection for ``request`` would be shown, best first, without selecting: the
+        retrieval step alone (``retrieve``, routed, re-ranked or read through intents as the spec says; the last two
+        ask the selection's model), or every tool's name without retrieval. ``tools``: as for ``forward``."""
+        registry = self._registry(tools)
+        if self.described is not None:
+            registry = self.described.apply(registry)
+        if self.retrieve is None:
+            return registry.names()
+        return self._shown_by_retrieval(registry, request, {})[1]
+
     def _select(self, request: str, tools: Tools | None, conversation: list[dict[str, Any]] | None,
                 tool_choice: ToolChoice) -> dspy.Prediction:
         registry = self._registry(tools)

@@ -4,7 +4,7 @@ against fitting it again on every request (what the selector did before ``ToolRe
     python -m evals.benchmarks.retrieval_step [--sizes 1000 10000] [--cases 30] [--retriever hybrid-multi]
                                               [--fusion convex-catalog] [--catalogs 0 1] [--out DIR]
 
-Each request goes through ``MultiToolSelector``'s retrieval (fit, retrieve, route to catalogs, the shown registry),
+Each request goes through ``MultiToolSelector.shown_tools`` (fit, retrieve, route to catalogs, the shown registry),
 no model runs. The registry is ``bench scale``'s (``registry_of_size``) with the train splits' requests in the tools'
 documents; the embeddings come from the disk cache after a first run. A refit finds its index in the in-memory cache
 by content, so the baseline pays what a refit costs with no index built: each tool's document rebuilt and hashed.
@@ -16,6 +16,7 @@ anything else running.
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import tempfile
 import time
@@ -34,15 +35,15 @@ __all__ = ["main", "step_milliseconds", "step_table"]
 
 def step_milliseconds(selector: MultiToolSelector, registry, requests: list[str], *,
                       refit: bool) -> tuple[list[float], list[tuple[str, ...]]]:
-    """Milliseconds of the selector's retrieval step for each request and the tools it showed; ``refit``: the index
-    fitted again before each request."""
-    selector._shown_by_retrieval(registry, "warm up", {})  # the first fit (embeddings from the disk cache)
+    """Milliseconds of the selector's retrieval step (``shown_tools``) for each request and the tools it showed;
+    ``refit``: each request given a copy of ``registry`` (made before the clock starts), so the index is fitted
+    again."""
+    selector.shown_tools("warm up", registry)  # the first fit (embeddings from the disk cache)
     milliseconds, shown = [], []
     for request in requests:
-        if refit:
-            selector._fitted_to = ()
+        listing = copy.copy(registry) if refit else registry  # a copy has its own revision: the selector fits again
         started = time.perf_counter()
-        _, ranked = selector._shown_by_retrieval(registry, request, {})
+        ranked = selector.shown_tools(request, listing)
         milliseconds.append(1000 * (time.perf_counter() - started))
         shown.append(tuple(ranked))
     return milliseconds, shown

@@ -12,6 +12,7 @@ pytest.importorskip("bm25s", reason="the retrieval extra is not installed")
 from evals.runner import Evaluator
 from evals.suite import load_suite
 from tool_selection import load_tool_set
+from tool_selection.errors import ToolSelectionError
 from tool_selection.selector import MultiToolSelector
 from tool_selection.spec import RetrievalSpec
 
@@ -65,3 +66,23 @@ def test_the_index_is_fitted_again_only_when_the_registry_changes(monkeypatch):
     registry.register(Echo)  # a new tool is found as soon as it is registered
     _, ranked = selector._shown_by_retrieval(registry, "Echo this text back to me", {})
     assert ranked == ["echo"]
+
+
+def test_shown_tools_is_the_retrieval_step_alone_and_asks_no_model():
+    finance = load_tool_set("finance")
+    selector = MultiToolSelector(finance, retrieval=RetrievalSpec(k=2, retriever="bm25"), strategy="json-cot")
+    with dspy.context(lm=DummyLM([])):  # any call to the model would fail: DummyLM has no answers
+        shown = selector.shown_tools("Convert 100 US dollars to euros at today's exchange rate")
+    assert len(shown) == 2 and "convert_currency" in shown
+    lm = DummyLM([{"reasoning": "r", "tool_calls": "[]"}], adapter=dspy.JSONAdapter())
+    with dspy.context(lm=lm):
+        prediction = selector(request="Convert 100 US dollars to euros at today's exchange rate")
+    assert prediction.row_extras["retrieved"] == shown
+
+
+def test_shown_tools_without_retrieval_is_every_tool_of_the_listing():
+    finance = load_tool_set("finance")
+    selector = MultiToolSelector(strategy="json-cot")
+    assert selector.shown_tools("anything", finance) == finance.registry().names()
+    with pytest.raises(ToolSelectionError, match="no tools"):
+        selector.shown_tools("anything")
