@@ -377,7 +377,8 @@ class MultiToolSelector(dspy.Module):
             hits = retriever.retrieve(request, shown)
         else:
             hits, lead, routed = route_by_catalog(retriever, registry, request, catalogs, shown,
-                                                  self.spec.retrieval.catalog_margin)
+                                                  self.spec.retrieval.catalog_margin,
+                                                  self.spec.retrieval.catalog_others or 0)
             extras["catalog_routed"] = float(routed)
             if lead != float("inf"):  # another catalog among the hits
                 extras["catalog_lead"] = lead

@@ -115,6 +115,10 @@ class RetrievalSpec(_Frozen):
         "route only where the Nth catalog's best tool scores at least M above the next catalog's; else show the "
         "retriever's top K from every catalog (default: always route).",
         json_schema_extra={"flat": "retrieve_catalog_margin", "metavar": "M"})
+    catalog_others: int | None = Field(
+        default=None, ge=1, description="With --retrieve-catalogs: N of the K shown are the best tools of the other "
+        "catalogs, the rest from the chosen ones, so that a request routed to the wrong catalog still sees the "
+        "retriever's best (default: none).", json_schema_extra={"flat": "retrieve_catalog_others", "metavar": "N"})
     show_catalogs: bool | None = Field(default=None, description="With --retrieve K: each shown tool's description "
                                        "starts with its catalog ([ecommerce] ...), so that the model sees which "
                                        "catalog each look-alike comes from (default: off; unset, runs name and "
@@ -138,7 +142,8 @@ class RetrievalSpec(_Frozen):
                     if data.get("groups") else "examples (--retrieve-examples) index"
                     if data.get("examples") else "catalogs (--retrieve-catalogs) narrow"
                     if data.get("catalogs") else "the catalog margin (--retrieve-catalog-margin) routes"
-                    if data.get("catalog_margin") else "the query (--retrieve-query) feeds"
+                    if data.get("catalog_margin") else "the other catalogs' share (--retrieve-catalog-others) mixes"
+                    if data.get("catalog_others") else "the query (--retrieve-query) feeds"
                     if data.get("query") else "catalogs shown (--retrieve-show-catalogs) label"
                     if data.get("show_catalogs") else "the fusion (--retrieve-fusion) merges"
                     if data.get("fusion") else "--retriever is")
@@ -154,6 +159,10 @@ class RetrievalSpec(_Frozen):
             self._check_fusion()
         if self.catalog_margin is not None:
             self._check_catalog_margin()
+        if self.catalog_others is not None and (self.catalogs is None or self.catalog_others >= self.k):
+            raise ValueError(f"catalog_others={self.catalog_others} (--retrieve-catalog-others) keeps that many of the "
+                             f"{self.k} shown tools for other catalogs than the chosen: give catalogs "
+                             "(--retrieve-catalogs) too, and fewer than retrieve (--retrieve).")
         if self.groups is not None and self.groups >= self.k:
             raise ValueError(f"groups={self.groups} must be below retrieve={self.k}: the retriever's top {self.k} are "
                              f"split into groups of {self.groups}.")

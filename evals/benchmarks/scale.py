@@ -12,6 +12,7 @@
     toolsel bench scale --write-examples FILE --sizes 1000 --cases 300   # the model writes requests for every tool
     toolsel bench scale ... --written FILE                  # also with those written requests in the documents
     toolsel bench scale ... --catalogs 1 --catalog-margin 0.25  # routed only where the best catalog leads by 0.25
+    toolsel bench scale ... --catalogs 1 --catalog-others 2     # routed, with the other catalogs' two best beside
     toolsel bench scale ... --split dev                     # the cases drawn from the dev splits, to choose a setting
 
 A fixed sample of cases (domain suites' test splits and BFCL ``multiple``, seeded; ``--split dev``: their dev
@@ -270,7 +271,8 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
               rerank: int | None = None, groups: int | None = None, relevance: str = "auto",
               examples: bool = False, catalogs: int | None = None, written: Path | None = None,
               show_catalogs: bool = False, fusion: str | None = None, only: Sequence[str] | None = None,
-              catalog_margin: float | None = None, split: str = "test", out: Path = OUT) -> pd.DataFrame:
+              catalog_margin: float | None = None, catalog_others: int | None = None, split: str = "test",
+              out: Path = OUT) -> pd.DataFrame:
     """The benchmark's table (also written to ``out``); see the module docstring. ``examples``: each retrieval row
     again with the train splits' requests in the tools' documents (``catalog_examples``, kept in ``out``);
     ``catalogs``: each again showing only the tools of the N catalogs whose best tool ranks highest (with the
@@ -292,7 +294,7 @@ def run_scale(model: str, *, strategy: str = DEFAULT_STRATEGY, cases: int = 60, 
     examples_file = catalog_examples("train").save(out / "examples-train.json") if examples else None
     rows_of = RetrievalRows(listed, retriever, examples_file, _written_indexes(written, examples_file, out),
                             catalogs=catalogs, rerank=rerank, groups=groups, show_catalogs=show_catalogs,
-                            fusion=fusion, only=only, catalog_margin=catalog_margin)
+                            fusion=fusion, only=only, catalog_margin=catalog_margin, catalog_others=catalog_others)
     own = measured(listed, "own")
     rows = [_row("own tool set", None, None, own)]
     for size in sizes:
@@ -330,6 +332,7 @@ class RetrievalRows:
     fusion: str | None = None
     only: Sequence[str] | None = None
     catalog_margin: float | None = None
+    catalog_others: int | None = None
 
     def settings(self, depth: int) -> list[tuple[str, str, SelectorSpec]]:
         """(what the row's label adds, its folder's suffix, the selector) for each row at ``depth``."""
@@ -353,8 +356,11 @@ class RetrievalRows:
             what = f"{name}{', train examples' if train else ''}, best {_catalogs(self.catalogs)}"
             lead = "" if self.catalog_margin is None else f"-lead{self.catalog_margin:g}"
             what += "" if self.catalog_margin is None else f" where it leads by {self.catalog_margin:g}"
+            lead += "" if self.catalog_others is None else f"-others{self.catalog_others}"
+            what += "" if self.catalog_others is None else f", {self.catalog_others} of the others' best beside"
             found.append((f"({what})", f"{'-examples' if train else ''}-catalogs{self.catalogs}{lead}",
-                          spec(catalogs=self.catalogs, catalog_margin=self.catalog_margin, examples=train), "routed"))
+                          spec(catalogs=self.catalogs, catalog_margin=self.catalog_margin,
+                               catalog_others=self.catalog_others, examples=train), "routed"))
         if self.rerank is not None and self.rerank > depth:
             found.append((f"of {self.rerank} re-ranked", f"-of{self.rerank}", spec(rerank=self.rerank), None))
         if self.groups is not None and self.groups < depth:
@@ -498,6 +504,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "best catalogs' best tool scores at least M above the next catalog's, else show the top "
                              "--k of every catalog (--retrieve-catalog-margin); with --retrieval-only, rows beside the "
                              "routed ones.")
+    parser.add_argument("--catalog-others", type=int, metavar="N",
+                        help="With --catalogs, end to end: N of the --k shown are the other catalogs' best tools "
+                             "(--retrieve-catalog-others).")
     parser.add_argument("--only", nargs="+", choices=list(ONLY), metavar="KIND",
                         help="Only the own tool set and these rows (one kind or several): " + "; ".join(
                             f"{kind}, {what} (needs {flag})" for kind, (flag, _, what) in ONLY.items()) + ".")
@@ -583,6 +592,9 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.catalog_margin is not None and (args.catalogs is None or not set(args.fusion) & set(SCORE_FUSIONS)):
         raise SystemExit(f"--catalog-margin {args.catalog_margin:g} decides when --catalogs routes, by scores fused on "
                          "one scale: give --catalogs N and --fusion convex or convex-catalog too.")
+    if args.catalog_others is not None and (args.catalogs is None or args.retrieval_only):
+        raise SystemExit(f"--catalog-others {args.catalog_others} shows the other catalogs' best beside the routed "
+                         "tools, end to end: give --catalogs N too, without --retrieval-only.")
     for kind in args.only or ():
         flag, dest, what = ONLY[kind]
         if not getattr(args, dest):
@@ -619,7 +631,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                       sizes=sizes, seed=args.seed, rerank=args.rerank, groups=args.groups, relevance=args.relevance,
                       examples=args.examples, catalogs=args.catalogs, written=args.written and Path(args.written),
                       show_catalogs=args.show_catalogs, fusion=None if args.fusion == ["rrf"] else args.fusion[0],
-                      only=args.only, catalog_margin=args.catalog_margin, split=args.split, out=Path(args.out))
+                      only=args.only, catalog_margin=args.catalog_margin, catalog_others=args.catalog_others,
+                      split=args.split, out=Path(args.out))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"\ntable and plot: {Path(args.out) / 'scale.csv'}, {Path(args.out) / 'scale.png'}")
     return 0

@@ -172,3 +172,45 @@ def test_the_selector_records_whether_it_routed_and_by_how_much(make_lm, two_cat
         assert extras["catalog_routed"] == routed and 0 <= extras["catalog_lead"] <= 1
         shown = {two_catalogs.get(name).category for name in extras["retrieved"]}
         assert shown == ({"shop"} if routed else {"shop", "market"})  # not routed: the look-alike is shown too
+
+
+def test_others_keeps_that_many_of_the_other_catalogs_best_beside_the_chosen_ones_in_rank_order(two_catalogs):
+    ranked = hits("get_order_status", "order_status_check", "cancel_order", "stock_price", "list_orders")
+    kept = catalog_first(ranked, two_catalogs, catalogs=1, k=3, others=1)
+    assert [hit.name for hit in kept] == ["get_order_status", "order_status_check", "cancel_order"]
+    kept = catalog_first(ranked, two_catalogs, catalogs=1, k=4, others=2)
+    assert [hit.name for hit in kept] == ["get_order_status", "order_status_check", "cancel_order", "stock_price"]
+    assert catalog_first(ranked, two_catalogs, 1, 3, others=0) == catalog_first(ranked, two_catalogs, 1, 3)
+    with pytest.raises(ValueError, match="others=3 must be at least 0 and below k=3"):
+        catalog_first(ranked, two_catalogs, 1, 3, others=3)
+
+
+def test_catalog_others_needs_routing_and_fewer_than_the_tools_shown():
+    from tool_selection.spec import RetrievalSpec
+
+    with pytest.raises(ValueError, match=r"give catalogs \(--retrieve-catalogs\) too, and fewer than retrieve"):
+        RetrievalSpec(k=5, retriever="hybrid", catalog_others=1)
+    with pytest.raises(ValueError, match=r"catalog_others=5 .* fewer than retrieve"):
+        RetrievalSpec(k=5, retriever="hybrid", catalogs=1, catalog_others=5)
+    with pytest.raises(ValueError, match=r"the other catalogs' share \(--retrieve-catalog-others\) mixes .* give "
+                                         r"retrieve"):
+        RetrievalSpec.model_validate({"catalog_others": 1})
+    assert RetrievalSpec(k=5, retriever="hybrid", catalogs=1, catalog_others=2).catalog_others == 2
+
+
+@needs_bm25s
+def test_the_selector_shows_the_other_catalogs_best_beside_the_routed_tools(two_catalogs):
+    from tool_selection.retrieval import get_retriever
+    from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import RetrievalSpec
+
+    request = "What is the status of my order 1234 from this shop?"
+    ranked = [hit.name for hit in get_retriever("bm25").fit(two_catalogs).retrieve(request, 5)]
+    best = two_catalogs.get(ranked[0]).category
+    outside = next(name for name in ranked if two_catalogs.get(name).category != best)
+    selector = MultiToolSelector(two_catalogs, strategy="json-cot", relevance=None,
+                                 retrieval=RetrievalSpec(k=3, retriever="bm25", catalogs=1, catalog_others=1))
+    shown = selector.shown_tools(request)
+    assert len(shown) == 3 and outside in shown
+    assert [name for name in shown if name != outside] == [name for name in ranked
+                                                           if two_catalogs.get(name).category == best][:2]

@@ -187,6 +187,20 @@ def test_a_catalog_margin_reaches_the_routed_row_and_its_label(tmp_path):
         main(["--catalog-margin", "0.25", "--catalogs", "1", "--sizes", "1000"])  # rrf: no scale to compare
 
 
+def test_catalog_others_reaches_the_routed_row_and_its_label(tmp_path):
+    from evals.benchmarks.scale import RetrievalRows
+    from tool_selection.spec import SelectorSpec
+
+    listed = SelectorSpec(strategy="json-cot", relevance="none")
+    rows = RetrievalRows(listed, "hybrid-multi", tmp_path / "train.json", {}, catalogs=1, fusion="convex-catalog",
+                         catalog_others=2, only=["routed"]).settings(5)
+    assert [(what, folder, selector.retrieval.catalog_others) for what, folder, selector in rows] == [
+        ("(hybrid-multi/convex-catalog, train examples, best catalog, 2 of the others' best beside)",
+         "-examples-catalogs1-others2", 2)]
+    with pytest.raises(SystemExit, match="--catalog-others 2 shows the other catalogs' best"):
+        main(["--catalog-others", "2", "--sizes", "1000"])
+
+
 def test_the_retrieval_table_routes_by_a_margin_only_the_rows_fused_by_score():
     needing = [case for case in load_suite("finance").split("test").cases if case.expected_calls][:4]
     table = retrieval_table(Suite("few", needing), sizes=[200], ks=[1, 5], retrievers=["bm25", "hybrid"],

@@ -25,21 +25,25 @@ CATALOG_DEPTH = 50
 more)."""
 
 
-def catalog_first(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs: int,
-                  k: int) -> list[RetrievedTool]:
+def catalog_first(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs: int, k: int,
+                  others: int = 0) -> list[RetrievedTool]:
     """The first ``k`` of ``hits`` (best first) whose catalog is one of the ``catalogs`` catalogs whose best tool
-    ranks highest; fewer where those catalogs hold fewer among ``hits``."""
+    ranks highest; fewer where those catalogs hold fewer among ``hits``. ``others``: that many of the ``k`` are the
+    best of the other catalogs' tools instead (a hedge against routing to the wrong catalog), in rank order."""
     check_k(catalogs, "catalogs")
     check_k(k)
+    if not 0 <= others < k:
+        raise ValueError(f"others={others} must be at least 0 and below k={k}: the rest of the {k} shown come from "
+                         "the chosen catalogs")
     chosen: list[str] = []
-    kept = []
+    kept, outside = [], []
     for hit in hits:
         catalog = registry.get(hit.name).category
         if catalog not in chosen and len(chosen) < catalogs:
             chosen.append(catalog)
-        if catalog in chosen:
-            kept.append(hit)
-    return kept[:k]
+        (kept if catalog in chosen else outside).append(hit)
+    shown = {id(hit) for hit in [*kept[:k - others], *outside[:others]]}
+    return [hit for hit in hits if id(hit) in shown]
 
 
 def catalog_lead(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs: int) -> float:
@@ -54,22 +58,22 @@ def catalog_lead(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs
 
 
 def retrieve_by_catalog(retriever: ToolRetriever, registry: ToolRegistry, request: str, catalogs: int,
-                        k: int, margin: float | None = None) -> list[RetrievedTool]:
+                        k: int, margin: float | None = None, others: int = 0) -> list[RetrievedTool]:
     """``catalog_first`` over ``retriever``'s best ``CATALOG_DEPTH`` tools for ``request`` (or ten times ``k``); with
     ``margin``, the top ``k`` of every catalog where the chosen catalogs lead by less (``route_by_catalog``)."""
-    return route_by_catalog(retriever, registry, request, catalogs, k, margin)[0]
+    return route_by_catalog(retriever, registry, request, catalogs, k, margin, others)[0]
 
 
 def route_by_catalog(retriever: ToolRetriever, registry: ToolRegistry, request: str, catalogs: int, k: int,
-                     margin: float | None = None) -> tuple[list[RetrievedTool], float, bool]:
+                     margin: float | None = None, others: int = 0) -> tuple[list[RetrievedTool], float, bool]:
     """``retrieve_by_catalog``'s tools, the chosen catalogs' lead (``catalog_lead``) and whether it routed: with
     ``margin``, only where the lead is at least ``margin`` (below it, routing would as likely drop the right catalog
-    as keep look-alikes out)."""
+    as keep look-alikes out); ``others``: as for ``catalog_first``."""
     hits = retriever.retrieve(request, max(CATALOG_DEPTH, 10 * k))
     lead = catalog_lead(hits, registry, catalogs)
     if margin is not None and lead < margin:
         return list(hits[:k]), lead, False
-    return catalog_first(hits, registry, catalogs, k), lead, True
+    return catalog_first(hits, registry, catalogs, k, others), lead, True
 
 
 def with_catalogs(registry: ToolRegistry) -> ToolRegistry:
