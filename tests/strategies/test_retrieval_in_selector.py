@@ -53,19 +53,21 @@ def test_the_index_is_fitted_again_only_when_the_registry_changes(monkeypatch):
     selector = MultiToolSelector(retrieval=RetrievalSpec(k=1, retriever="bm25"), strategy="json-cot")
     selector._shown_by_retrieval(registry, "Convert 100 US dollars to euros", {})
     fits = []
-    monkeypatch.setattr(type(selector._retriever), "fit", lambda self, *args, **kwargs: fits.append(1) or self,
-                        raising=True)
+    fit = type(selector._retriever).fit
+    monkeypatch.setattr(type(selector._retriever), "fit", lambda self, *args, **kwargs: fits.append(1)
+                        or fit(self, *args, **kwargs), raising=True)
     extras = {}
     selector._shown_by_retrieval(registry, "Convert 100 US dollars to euros", extras)
     assert fits == [] and extras["retrieval_seconds"] >= 0
     registry.register(Echo)
     selector._shown_by_retrieval(registry, "Echo this text back", {})
     assert fits == [1]
-    monkeypatch.undo()
     registry.unregister("echo")
-    registry.register(Echo)  # a new tool is found as soon as it is registered
     _, ranked = selector._shown_by_retrieval(registry, "Echo this text back to me", {})
-    assert ranked == ["echo"]
+    assert ranked != ["echo"] and fits == [1, 1]  # an unregistered tool is gone at once
+    registry.register(Echo)  # the tools of the last fit but one: fitted again, found at once
+    _, ranked = selector._shown_by_retrieval(registry, "Echo this text back to me", {})
+    assert ranked == ["echo"] and fits == [1, 1, 1]
 
 
 def test_shown_tools_is_the_retrieval_step_alone_and_asks_no_model():
@@ -86,3 +88,21 @@ def test_shown_tools_without_retrieval_is_every_tool_of_the_listing():
     assert selector.shown_tools("anything", finance) == finance.registry().names()
     with pytest.raises(ToolSelectionError, match="no tools"):
         selector.shown_tools("anything")
+
+
+def test_a_tool_set_passed_with_each_call_is_fitted_once(monkeypatch):
+    from tool_selection import ToolSet
+
+    finance = load_tool_set("finance")
+    selector = MultiToolSelector(retrieval=RetrievalSpec(k=1, retriever="bm25"), strategy="json-cot")
+    selector.shown_tools("Convert 100 US dollars to euros", finance)
+    fits = []
+    fit = type(selector._retriever).fit
+    monkeypatch.setattr(type(selector._retriever), "fit", lambda self, *args, **kwargs: fits.append(1)
+                        or fit(self, *args, **kwargs), raising=True)
+    for _ in range(3):  # each call makes a new registry of the same tools
+        assert selector.shown_tools("Convert 100 US dollars to euros", finance) == ["convert_currency"]
+    assert fits == []
+    fewer = ToolSet(name="finance", tools=[tool for tool in finance.tools if tool.NAME != "convert_currency"])
+    assert selector.shown_tools("Convert 100 US dollars to euros", fewer) != ["convert_currency"]
+    assert fits == [1]  # other tools: fitted again
