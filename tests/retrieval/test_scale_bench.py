@@ -7,6 +7,7 @@ import pytest
 
 from evals.benchmarks.scale import _plot, _row, main, markdown_table, retrieval_markdown, retrieval_table
 from evals.suite import Suite, load_suite
+from tool_selection import load_tool_set
 
 
 def test_the_retrieval_table_scores_every_retriever_at_every_size_that_holds_the_cases():
@@ -151,16 +152,34 @@ def test_the_retrieval_table_fuses_only_as_asked():
     assert list(table["retriever"]) == ["bm25", "hybrid/convex"]
 
 
-def test_the_retrieval_step_benchmark_times_both_ways_and_compares_the_tools_shown(tmp_path):
+def test_the_retrieval_step_benchmark_times_each_way_and_compares_the_tools_shown(tmp_path):
     from evals.benchmarks.retrieval_step import main as step_main
     from evals.benchmarks.retrieval_step import step_table
 
     table = step_table([50], cases=3, retriever="bm25", fusion=None, catalogs=[0, 1])
     assert list(table["routing"]) == ["none", "best 1"] and (table["tools"] == 50).all()
-    assert table["same_tools_shown"].all() and (table["refit_ms"] > 0).all() and (table["kept_ms"] > 0).all()
+    assert table["same_tools_shown"].all()
+    assert (table[["refit_ms", "kept_ms", "set_ms"]] > 0).all().all()
     assert step_main(["--sizes", "50", "--cases", "3", "--retriever", "bm25", "--fusion", "none", "--catalogs", "0",
                       "--out", str(tmp_path)]) == 0
     assert list(pd.read_csv(tmp_path / "retrieval_step.csv")["tools"]) == [50]
+
+
+@pytest.mark.parametrize(("mode", "fits"), [("refit", 3), ("kept", 0), ("set", 0)])
+def test_only_the_refit_baseline_fits_the_index_again(monkeypatch, mode, fits):
+    from evals.benchmarks.retrieval_step import step_milliseconds
+    from tool_selection.retrieval import BM25Retriever
+    from tool_selection.selector import MultiToolSelector
+    from tool_selection.spec import RetrievalSpec
+
+    registry = load_tool_set("finance").registry()
+    selector = MultiToolSelector(retrieval=RetrievalSpec(k=2, retriever="bm25"))
+    counted, fit = [], BM25Retriever.fit
+    monkeypatch.setattr(BM25Retriever, "fit", lambda self, *args: counted.append(1) or fit(self, *args))
+    step_milliseconds(selector, registry, ["convert 5 dollars", "my balance", "stock price"], mode=mode)
+    assert len(counted) == 1 + fits  # the warm-up fit, then one per request where refit
+    with pytest.raises(ValueError, match="mode must be one of refit, kept, set"):
+        step_milliseconds(selector, registry, [], mode="cold")
 
 
 def test_cases_can_be_drawn_from_the_dev_splits_to_choose_a_setting():
