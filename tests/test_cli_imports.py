@@ -53,6 +53,13 @@ def test_checking_a_commands_arguments_loads_no_heavy_library():
     assert _loaded_after(code) == []
 
 
+def test_a_report_on_a_missing_folder_is_answered_before_the_tables_libraries_load(tmp_path):
+    code = ("import contextlib, io\nfrom tool_selection.cli import main\n"
+            "with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            f"    main(['report', {str(tmp_path / 'nope')!r}])")
+    assert _loaded_after(code) == []
+
+
 def test_the_declared_strategy_names_are_the_built_in_strategies():
     from tool_selection.strategies.registry import BUILT_IN_STRATEGIES, STRATEGIES
 

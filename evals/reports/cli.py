@@ -44,11 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _report(args: argparse.Namespace) -> int:
     from evals.reports.collect import collect
     from evals.reports.figures import check_figure_path, save_figure
-    from evals.reports.tables import markdown_report
 
     if args.plot:
         check_figure_path(args.plot)
-    collected = collect(args.runs)
+    collected = collect(args.runs)  # a missing folder answers here, before the tables' libraries load (a second)
+    from evals.reports.tables import markdown_report
+
     text = markdown_report(collected)
     print(text)
     figure = _figure(collected) if (args.plot or args.html) and collected.runs else None
