@@ -92,17 +92,21 @@ def write_page(rows_dir: Path, page: Path) -> None:
              "its exit (the best of three), beside `toolsel --help` in the same run (the interpreter and the "
              f"parser: {float(help_row['seconds']):.2f} s). Every one exits with status 2 and one `toolsel: error:` "
              "line naming the problem and the fix.", "",
-             "| mistake | command | s" + (" before | s" if before else "") + " now | x `--help` | first line |",
-             "|---|---|---" + ("|---" if before else "") + "|---|---|"]
+             "| mistake | command | s" + (" before | s" if before else "") + " now | x `--help`"
+             + (" before | x `--help`" if before else "") + " now | first line |",
+             "|---|---|---" + ("|---|---" if before else "") + "|---|---|"]
     for name, row in after.items():
-        earlier = f" {float(before[name]['seconds']):.2f} |" if name in before else (" - |" if before else "")
+        earlier = (f" {float(before[name]['seconds']):.2f} |" if name in before else " - |") if before else ""
+        earlier_x = (f" {float(before[name]['x_baseline']):.1f} |" if name in before else " - |") if before else ""
         message = row["message"].removeprefix("toolsel: error: ").replace("|", "\\|")
-        lines.append(f"| {name} | `{row['command']}` |{earlier} {float(row['seconds']):.2f} | "
+        lines.append(f"| {name} | `{row['command']}` |{earlier} {float(row['seconds']):.2f} |{earlier_x} "
                      f"{float(row['x_baseline']):.1f} | {message[:110]} |")
     under = sum(float(row["seconds"]) < 1 for row in after.values())
     earlier_under = sum(float(row["seconds"]) < 1 for name, row in before.items() if name != BASELINE[0])
     lines += ["", f"{under} of {len(after)} answer in under a second"
-              + (f" ({earlier_under} of {len(before) - 1} before)." if before else "."), "",
+              + (f" ({earlier_under} of {len(before) - 1} before)." if before else ".")
+              + (f" `toolsel --help` took {float(before[BASELINE[0]]['seconds']):.2f} s in the run before: where the"
+                 " two runs' machines differ (provenance), compare the x `--help` columns." if before else ""), "",
               "What made them fast: the commands check what a run names before DSPy, LiteLLM and MLflow load "
               "(`evals.cli.check_before_loading`): the suite is read and validated, the program and relevance files "
               "must exist, the MLflow store's scheme must be one a tracking store takes, a server of one's own must "
