@@ -37,7 +37,7 @@ INPUTS = [
      "--detectors", "heuristic,validation,confidence,confidence_min,combined",
      "--out", "runs/stuck_bench/treasure_hunt"],
 ]
-ORDER = ["quickstart", "eval_results", "optimization", "stuck_detection"]
+ORDER = ["quickstart", "eval_results", "optimization", "scale", "stuck_detection"]
 
 
 def environment() -> dict[str, str]:
