@@ -192,32 +192,24 @@ def test_cases_can_be_drawn_from_the_dev_splits_to_choose_a_setting():
         sample_cases(12, split="train")
 
 
-def test_a_catalog_margin_reaches_the_routed_row_and_its_label(tmp_path):
+@pytest.mark.parametrize(("setting", "label", "folder", "argv", "refusal"), [
+    ({"catalog_margin": 0.25}, "best catalog where it leads by 0.25", "-lead0.25",
+     ["--catalog-margin", "0.25", "--catalogs", "1"], "--catalog-margin 0.25 decides when --catalogs routes"),
+    ({"catalog_others": 2}, "best catalog, 2 of the others' best beside", "-others2",
+     ["--catalog-others", "2"], "--catalog-others 2 shows the other catalogs' best"),
+])
+def test_a_routing_setting_reaches_the_routed_row_and_its_label(tmp_path, setting, label, folder, argv, refusal):
     from evals.benchmarks.scale import RetrievalRows
     from tool_selection.spec import SelectorSpec
 
     listed = SelectorSpec(strategy="json-cot", relevance="none")
     rows = RetrievalRows(listed, "hybrid-multi", tmp_path / "train.json", {}, catalogs=1, fusion="convex-catalog",
-                         catalog_margin=0.25, only=["routed"]).settings(5)
-    assert [(what, folder, selector.retrieval.catalog_margin) for what, folder, selector in rows] == [
-        ("(hybrid-multi/convex-catalog, train examples, best catalog where it leads by 0.25)",
-         "-examples-catalogs1-lead0.25", 0.25)]
-    with pytest.raises(SystemExit, match="--catalog-margin 0.25 decides when --catalogs routes"):
-        main(["--catalog-margin", "0.25", "--catalogs", "1", "--sizes", "1000"])  # rrf: no scale to compare
-
-
-def test_catalog_others_reaches_the_routed_row_and_its_label(tmp_path):
-    from evals.benchmarks.scale import RetrievalRows
-    from tool_selection.spec import SelectorSpec
-
-    listed = SelectorSpec(strategy="json-cot", relevance="none")
-    rows = RetrievalRows(listed, "hybrid-multi", tmp_path / "train.json", {}, catalogs=1, fusion="convex-catalog",
-                         catalog_others=2, only=["routed"]).settings(5)
-    assert [(what, folder, selector.retrieval.catalog_others) for what, folder, selector in rows] == [
-        ("(hybrid-multi/convex-catalog, train examples, best catalog, 2 of the others' best beside)",
-         "-examples-catalogs1-others2", 2)]
-    with pytest.raises(SystemExit, match="--catalog-others 2 shows the other catalogs' best"):
-        main(["--catalog-others", "2", "--sizes", "1000"])
+                         only=["routed"], **setting).settings(5)
+    (name, value), = setting.items()
+    assert [(what, suffix, getattr(selector.retrieval, name)) for what, suffix, selector in rows] == [
+        (f"(hybrid-multi/convex-catalog, train examples, {label})", f"-examples-catalogs1{folder}", value)]
+    with pytest.raises(SystemExit, match=refusal):  # rrf: no scale to compare; no --catalogs to hedge
+        main([*argv, "--sizes", "1000"])
 
 
 def test_the_retrieval_table_routes_by_a_margin_only_the_rows_fused_by_score():
