@@ -162,9 +162,11 @@ class MultiToolSelector(dspy.Module):
     ``rerank=N`` the retriever gives N and the selection's model orders them by "does this function do exactly what
     the request asks?" (``tool_selection.retrieval.LLMReranker``) before the K best are kept; with ``catalogs=N``
     only the tools of the N catalogs (tool categories) whose best tool ranks highest are shown
-    (``tool_selection.retrieval.catalog_first``); with ``show_catalogs``, each shown tool's description starts with
-    its catalog (``tool_selection.retrieval.with_catalogs``). ``relevance``: a
-    ``RelevanceStage``, a ``RelevanceModel``, or a setting as a spec's (``auto``, ``none``, a file).
+    (``tool_selection.retrieval.catalog_first``; ``catalog_others`` of the K from the other catalogs); with
+    ``show_catalogs``, each shown tool's description starts with its catalog
+    (``tool_selection.retrieval.with_catalogs``); ``shown_tools(request)`` gives the shown tools without selecting.
+    ``relevance``: a ``RelevanceStage``, a ``RelevanceModel``, or a setting as a spec's (``auto``, ``none``, a
+    file).
 
     What it does is one value, ``spec`` (a ``SelectorSpec``); ``strategy_name``, ``gate_threshold``, ``retrieve``
     and the other settings read from it.

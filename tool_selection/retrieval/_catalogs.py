@@ -42,8 +42,8 @@ def catalog_first(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalog
         if catalog not in chosen and len(chosen) < catalogs:
             chosen.append(catalog)
         (kept if catalog in chosen else outside).append(hit)
-    shown = {id(hit) for hit in [*kept[:k - others], *outside[:others]]}
-    return [hit for hit in hits if id(hit) in shown]
+    shown = {hit.name for hit in [*kept[:k - others], *outside[:others]]}
+    return [hit for hit in hits if hit.name in shown]
 
 
 def catalog_lead(hits: Sequence[RetrievedTool], registry: ToolRegistry, catalogs: int) -> float:
