@@ -36,6 +36,7 @@ __all__ = [
     "BoostedRelevance",
     "RelevanceChoice",
     "RelevanceReport",
+    "SUITE_COLUMN",
     "apply_relevance",
     "choose_threshold",
     "called",
@@ -157,13 +158,22 @@ class RelevanceChoice:
 
 
 MAX_ADDED_FALSE_ABSTENTION = 0.05
+SUITE_COLUMN = "fit_suite"  # each fit row's suite, for a threshold capped per suite
 
 
 def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Iterable[float] | None = None, *,
-                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceChoice:
+                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
+                     per_suite: bool = False) -> RelevanceChoice:
     """The threshold with the best balanced accuracy on ``dev`` among those that add at most
     ``max_added_false_abstention`` to the selection's own false abstention there (a relevance stage that gains by
-    refusing requests that need a call is not wanted); ties: the lowest, which overrules least."""
+    refusing requests that need a call is not wanted); ties: the lowest, which overrules least. ``per_suite``: in
+    each suite too (the ``SUITE_COLUMN`` of ``dev``, among the suites with requests that need a call), not only
+    pooled."""
+    if per_suite and SUITE_COLUMN not in dev:
+        raise ToolSelectionError(f"A cap per suite needs the dev rows' suites (a {SUITE_COLUMN!r} column): "
+                                 "relevance_report adds it.")
+    suites = {name: rows for name, rows in dev.groupby(SUITE_COLUMN)} if per_suite else {}
+    own = {name: summarize(rows, with_ci=False).get("false_abstention_rate", math.nan) for name, rows in suites.items()}
     probabilities = model.probabilities(signals_of(dev, model.reads))
     if thresholds is None:
         candidates = np.unique(probabilities[called(dev)])
@@ -177,11 +187,14 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Itera
                      "accuracy": summary["accuracy"],
                      "abstention_accuracy": summary.get("abstention_accuracy", math.nan),
                      "false_abstention_rate": summary.get("false_abstention_rate", math.nan),
-                     "overruled": float(table["relevance_overruled"].mean())})
+                     "overruled": float(table["relevance_overruled"].mean()),
+                     **({"most_added_in_a_suite": _most_added(table, own)} if per_suite else {})})
     sweep = pd.DataFrame(rows)
     baseline = summarize(dev, with_ci=False).get("false_abstention_rate", math.nan)
     allowed = sweep["false_abstention_rate"].fillna(0.0) <= (0.0 if math.isnan(baseline) else baseline) \
         + max_added_false_abstention + 1e-9
+    if per_suite:
+        allowed &= sweep["most_added_in_a_suite"].fillna(0.0) <= max_added_false_abstention + 1e-9
     sweep["allowed"] = allowed
     candidates = sweep[allowed] if allowed.any() else sweep.iloc[:1]
     best = candidates["balanced_accuracy"].max()
@@ -189,11 +202,22 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Itera
     chosen = sweep[sweep["threshold"] == threshold].iloc[0]
     dev_figures = {key: round(float(chosen[key]), 6) for key in chosen.index if key not in ("threshold", "allowed")}
     dev_figures["max_added_false_abstention"] = max_added_false_abstention
+    if per_suite:
+        dev_figures["capped_per_suite"] = True
     return RelevanceChoice(model.with_threshold(min(1.0, threshold), {"rows": len(dev), **dev_figures}), sweep)
 
 
+def _most_added(table: pd.DataFrame, own: Mapping[str, float]) -> float:
+    """The most false abstention a relevance stage adds in one suite of ``table`` over the selection's own there
+    (``own``: suite -> its false abstention; NaN where no request needs a call)."""
+    added = [summarize(rows, with_ci=False).get("false_abstention_rate", math.nan) - own[name]
+             for name, rows in table.groupby(SUITE_COLUMN) if not math.isnan(own[name])]
+    return max(added, default=0.0)
+
+
 def fit_other_language(model: RelevanceModel, part: Mapping[str, pd.DataFrame], signals: Sequence[str], *,
-                       C: float = 1.0, max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> RelevanceModel:
+                       C: float = 1.0, max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
+                       per_suite: bool = False) -> RelevanceModel:
     """``model`` with an ``other_language`` model for requests in another language than the tools' documents:
     fitted on the same train rows (``part["train"]``) with ``signals`` (none that compares words), its threshold
     chosen on the same dev rows by the same rule, then its intercept moved by the difference of the two thresholds'
@@ -203,7 +227,7 @@ def fit_other_language(model: RelevanceModel, part: Mapping[str, pd.DataFrame], 
                                  "call, so a model for other languages cannot be set to decide at it: choose its "
                                  "threshold on dev first (choose_threshold).")
     inner = choose_threshold(fit_on_rows(part["train"], signals, C=C, trained_on=model.trained_on), part["dev"],
-                             max_added_false_abstention=max_added_false_abstention).model
+                             max_added_false_abstention=max_added_false_abstention, per_suite=per_suite).model
     shift = _logit(model.threshold) - _logit(inner.threshold)
     moved = inner.model_dump(exclude_none=True) | {"intercept": stored(inner.intercept + shift),
                                                    "threshold": model.threshold,
@@ -263,10 +287,12 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
                      fit_suites: Sequence[str] | None = None,
                      max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
                      report_signals: Sequence[str] | None = None,
-                     whole: Sequence[str] = (), other_language_signals: Sequence[str] = ()) -> RelevanceReport:
+                     whole: Sequence[str] = (), other_language_signals: Sequence[str] = (),
+                     per_suite: bool = False) -> RelevanceReport:
     """``runs``: suite name -> its rows (with the signals recorded). The model combines ``signals``; it is fitted
     on the train rows of ``fit_suites`` (default: every suite with train rows), its threshold chosen on their dev
-    rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev), and it is
+    rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev, in each suite
+    too where ``per_suite``), and it is
     reported on every suite's test rows, and on all the rows of the suites in ``whole`` (train and dev included,
     marked so). AUROCs alone: ``report_signals`` (default: ``signals``), where the rows hold them. With
     ``other_language_signals``, the model reads requests in another language with a second model of those
@@ -275,19 +301,21 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     unknown = [name for name in fit_suites if name not in runs]
     if unknown:
         raise ToolSelectionError(f"No rows for {', '.join(unknown)} (runs given: {', '.join(runs)}).")
-    part = {split: pd.concat([_split(runs[name], split) for name in fit_suites], ignore_index=True)
-            for split in ("train", "dev")}
+    part = {split: pd.concat([_split(runs[name], split).assign(**{SUITE_COLUMN: name}) for name in fit_suites],
+                             ignore_index=True) for split in ("train", "dev")}
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
-    choice = choose_threshold(model, part["dev"], max_added_false_abstention=max_added_false_abstention)
+    choice = choose_threshold(model, part["dev"], max_added_false_abstention=max_added_false_abstention,
+                              per_suite=per_suite)
     if other_language_signals:
         choice = replace(choice, model=fit_other_language(choice.model, part, other_language_signals, C=C,
-                                                          max_added_false_abstention=max_added_false_abstention))
+                                                          max_added_false_abstention=max_added_false_abstention,
+                                                          per_suite=per_suite))
     tests = test_parts(runs)
     report_signals = list(report_signals or signals)
     aurocs = pd.DataFrame({name: signal_aurocs(rows, [s for s in report_signals if f"{SIGNAL_PREFIX}{s}" in rows])
                            for name, rows in tests.items()}).reindex(report_signals)
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
-    classifiers = compare_classifiers(choice.model, part, tests, max_added_false_abstention)
+    classifiers = compare_classifiers(choice.model, part, tests, max_added_false_abstention, per_suite)
     tests.update(whole_parts(runs, whole))
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
     pooled = {group: tests[group] for group in suite_groups(list(runs)) if group in tests}
@@ -319,7 +347,8 @@ BOOSTING_DEPTHS = (2, 3)
 
 
 def compare_classifiers(model: RelevanceModel, part: Mapping[str, pd.DataFrame], tests: Mapping[str, pd.DataFrame],
-                        max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION) -> pd.DataFrame:
+                        max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
+                        per_suite: bool = False) -> pd.DataFrame:
     """The fitted logistic regression beside gradient boosting (scikit-learn's defaults, balanced classes, each
     depth of ``BOOSTING_DEPTHS``), each fitted on the same train rows, its threshold chosen on the same dev rows,
     and read on the pooled test groups: does a classifier that can learn interactions do better?"""
@@ -332,7 +361,7 @@ def compare_classifiers(model: RelevanceModel, part: Mapping[str, pd.DataFrame],
         boosted = HistGradientBoostingClassifier(max_depth=depth, class_weight="balanced", random_state=0).fit(x, y)
         candidates[f"gradient boosting, depth {depth}"] = choose_threshold(
             BoostedRelevance(tuple(model.signals), boosted), part["dev"],
-            max_added_false_abstention=max_added_false_abstention).model
+            max_added_false_abstention=max_added_false_abstention, per_suite=per_suite).model
     groups = [name for name in ("bfcl", "domains", "pooled") if name in tests] or list(tests)
     rows = []
     for name, candidate in candidates.items():

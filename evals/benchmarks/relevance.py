@@ -48,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                              "its threshold (default: all); every suite's test rows are reported.")
     parser.add_argument("--max-added-false-abstention", type=float, default=5.0, metavar="POINTS",
                         help="The most false abstention (points) the threshold may add on dev (default: 5).")
+    parser.add_argument("--cap-per-suite", action="store_true",
+                        help="The false abstention cap holds in each fit suite's dev rows too, not only pooled.")
     parser.add_argument("--C", type=float, default=1.0, help="Inverse regularisation strength (default: 1).")
     parser.add_argument("--other-language-signals", metavar="NAMES",
                         help="Also fit, on the same rows, a model of these signals (none that compares words) for "
@@ -101,7 +103,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
                               max_added_false_abstention=args.max_added_false_abstention / 100,
                               report_signals=everywhere_or_somewhere, whole=whole,
-                              other_language_signals=_names(args.other_language_signals))
+                              other_language_signals=_names(args.other_language_signals),
+                              per_suite=args.cap_per_suite)
     print(format_report(report))
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")
@@ -130,6 +133,7 @@ def _command(args: argparse.Namespace) -> str:
     parts += [f"--fit-suites {args.fit_suites}"] if args.fit_suites else []
     parts += [f"--max-added-false-abstention {args.max_added_false_abstention:g}"] \
         if args.max_added_false_abstention != 5.0 else []
+    parts += ["--cap-per-suite"] if args.cap_per_suite else []
     parts += [f"--other-language-signals {args.other_language_signals}"] if args.other_language_signals else []
     parts += [f"--save {args.save}"] if args.save else []
     parts += [f"--cost {args.cost}"] if args.cost else []
@@ -318,7 +322,8 @@ def markdown_report(report: RelevanceReport, params: dict[str, dict], *, command
         f"Relevance model {model.fingerprint}{_shipped_note(model, params)}. "
         f"Threshold P < {model.threshold:.3f}, chosen on dev (balanced accuracy "
         f"{_points(model.dev.get('balanced_accuracy'))}, at most "
-        f"{_points(model.dev.get('max_added_false_abstention'))} points of false abstention added there); fitted "
+        f"{_points(model.dev.get('max_added_false_abstention'))} points of false abstention added there"
+        f"{', in each suite too' if model.dev.get('capped_per_suite') else ''}); fitted "
         f"on {model.trained_on.get('rows')} train rows of {', '.join(model.trained_on.get('suites', []))}. "
         "Rows marked *(all splits)* score a whole BFCL category as its leaderboard does, train and dev rows "
         "included: the model was fitted and its threshold chosen on those, so they read a little high. Figures "

@@ -160,6 +160,10 @@ def test_the_bench_command_reports_saves_the_model_and_writes_a_page(tmp_path, c
     assert "## Against the targets" not in text  # the issue set targets for the two local models only
     assert '\n--8<-- "results/relevance/by-size.md"\n\n## The model' in text
     assert "--section results/relevance/by-size.md` on" in text
+    assert main(["bench", "relevance", *run_dirs, "--signals", "dense_best", "--cap-per-suite", "--save",
+                 str(model_path), "--markdown", str(page)]) == 0
+    assert RelevanceModel.load(model_path).dev["capped_per_suite"]
+    assert "--cap-per-suite --save" in page.read_text() and "added there, in each suite too)" in page.read_text()
     assert main(["bench", "relevance", run_dirs[0], "--signals", "verify"]) == 2  # not recorded: a clear error
     assert "--relevance-signals verify" in capsys.readouterr().err
 
@@ -223,6 +227,30 @@ def test_the_threshold_adds_little_false_abstention_on_dev():
     assert strict.model.dev["false_abstention_rate"] <= 0.05
     loose = choose_threshold(model, dev, max_added_false_abstention=1.0)
     assert loose.model.dev["false_abstention_rate"] == 0.5 and loose.model.dev["abstention_accuracy"] == 1.0
+
+
+def test_a_cap_per_suite_keeps_one_suite_from_paying_for_the_pooled_gain():
+    from evals.relevance import SUITE_COLUMN
+
+    def suite(name, calls, no_tool):  # (count, signal) groups of rows that need a call and that need none
+        out = [row(f"{name}-c{i}-{j}", "dev", True, True, signal) for i, (count, signal) in enumerate(calls)
+               for j in range(count)]
+        out += [row(f"{name}-n{i}-{j}", "dev", False, True, signal) for i, (count, signal) in enumerate(no_tool)
+                for j in range(count)]
+        return pd.DataFrame(out).assign(**{SUITE_COLUMN: name})
+
+    # catching suite a's no-tool requests (0.35) also refuses 2 of its 10 that need a call (0.3): 5% pooled, 20% in a
+    dev = pd.concat([suite("a", [(8, 0.9), (2, 0.3)], [(10, 0.35)]), suite("b", [(30, 0.9)], [(10, 0.1)])],
+                    ignore_index=True)
+    model = fit_on_rows(rows("train"), ["dense_best"])
+    pooled = choose_threshold(model, dev, max_added_false_abstention=0.05)
+    capped = choose_threshold(model, dev, max_added_false_abstention=0.05, per_suite=True)
+    assert pooled.model.dev["false_abstention_rate"] == pytest.approx(0.05)
+    assert capped.model.dev["false_abstention_rate"] == 0.0 and capped.model.dev["most_added_in_a_suite"] == 0.0
+    assert capped.model.dev["abstention_accuracy"] == 0.5 < pooled.model.dev["abstention_accuracy"]
+    assert capped.model.dev["capped_per_suite"] and "capped_per_suite" not in pooled.model.dev
+    with pytest.raises(ToolSelectionError, match="A cap per suite needs the dev rows' suites"):
+        choose_threshold(model, dev.drop(columns=SUITE_COLUMN), per_suite=True)
 
 
 def test_the_harness_applies_the_shipped_model_by_default_and_none_turns_it_off(tmp_path, monkeypatch, suite_path):
