@@ -34,6 +34,7 @@ from tool_selection.relevance.signals import DECISION_SIGNALS
 
 __all__ = [
     "BoostedRelevance",
+    "FalseAbstentionCap",
     "RelevanceChoice",
     "RelevanceReport",
     "SUITE_COLUMN",
@@ -283,16 +284,22 @@ class RelevanceReport:
     groups: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # test rows pooled: bfcl, domains, pooled
 
 
+@dataclass(frozen=True)
+class FalseAbstentionCap:
+    """The most false abstention a threshold may add on dev (a fraction), pooled and, where ``per_suite``, in each
+    fit suite too (``choose_threshold``)."""
+
+    most: float = MAX_ADDED_FALSE_ABSTENTION
+    per_suite: bool = False
+
+
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
-                     fit_suites: Sequence[str] | None = None,
-                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
+                     fit_suites: Sequence[str] | None = None, cap: FalseAbstentionCap = FalseAbstentionCap(),
                      report_signals: Sequence[str] | None = None,
-                     whole: Sequence[str] = (), other_language_signals: Sequence[str] = (),
-                     per_suite: bool = False) -> RelevanceReport:
+                     whole: Sequence[str] = (), other_language_signals: Sequence[str] = ()) -> RelevanceReport:
     """``runs``: suite name -> its rows (with the signals recorded). The model combines ``signals``; it is fitted
     on the train rows of ``fit_suites`` (default: every suite with train rows), its threshold chosen on their dev
-    rows (``choose_threshold``: at most ``max_added_false_abstention`` more false abstention on dev, in each suite
-    too where ``per_suite``), and it is
+    rows (``choose_threshold``: at most ``cap`` more false abstention on dev), and it is
     reported on every suite's test rows, and on all the rows of the suites in ``whole`` (train and dev included,
     marked so). AUROCs alone: ``report_signals`` (default: ``signals``), where the rows hold them. With
     ``other_language_signals``, the model reads requests in another language with a second model of those
@@ -304,18 +311,17 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     part = {split: pd.concat([_split(runs[name], split).assign(**{SUITE_COLUMN: name}) for name in fit_suites],
                              ignore_index=True) for split in ("train", "dev")}
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
-    choice = choose_threshold(model, part["dev"], max_added_false_abstention=max_added_false_abstention,
-                              per_suite=per_suite)
+    choice = choose_threshold(model, part["dev"], max_added_false_abstention=cap.most, per_suite=cap.per_suite)
     if other_language_signals:
         choice = replace(choice, model=fit_other_language(choice.model, part, other_language_signals, C=C,
-                                                          max_added_false_abstention=max_added_false_abstention,
-                                                          per_suite=per_suite))
+                                                          max_added_false_abstention=cap.most,
+                                                          per_suite=cap.per_suite))
     tests = test_parts(runs)
     report_signals = list(report_signals or signals)
     aurocs = pd.DataFrame({name: signal_aurocs(rows, [s for s in report_signals if f"{SIGNAL_PREFIX}{s}" in rows])
                            for name, rows in tests.items()}).reindex(report_signals)
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
-    classifiers = compare_classifiers(choice.model, part, tests, max_added_false_abstention, per_suite)
+    classifiers = compare_classifiers(choice.model, part, tests, cap.most, cap.per_suite)
     tests.update(whole_parts(runs, whole))
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
     pooled = {group: tests[group] for group in suite_groups(list(runs)) if group in tests}

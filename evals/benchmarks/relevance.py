@@ -22,6 +22,7 @@ import pandas as pd
 from evals.benchmarks.report import markdown
 from evals.relevance import (
     MODEL_SIGNALS,
+    FalseAbstentionCap,
     RelevanceReport,
     fill_decision_signals,
     relevance_report,
@@ -101,10 +102,9 @@ def run_from_args(args: argparse.Namespace) -> int:
     fit = _names(args.fit_suites) or None
     whole = whole_categories(runs)
     report = relevance_report(runs, signals, C=args.C, fit_suites=fit,
-                              max_added_false_abstention=args.max_added_false_abstention / 100,
+                              cap=FalseAbstentionCap(args.max_added_false_abstention / 100, args.cap_per_suite),
                               report_signals=everywhere_or_somewhere, whole=whole,
-                              other_language_signals=_names(args.other_language_signals),
-                              per_suite=args.cap_per_suite)
+                              other_language_signals=_names(args.other_language_signals))
     print(format_report(report))
     if args.save:
         print(f"\nrelevance model: {report.model.save(args.save)}")
