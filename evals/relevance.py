@@ -162,6 +162,15 @@ MAX_ADDED_FALSE_ABSTENTION = 0.05
 SUITE_COLUMN = "fit_suite"  # each fit row's suite, for a threshold capped per suite
 
 
+@dataclass(frozen=True)
+class FalseAbstentionCap:
+    """The most false abstention a threshold may add on dev (a fraction), pooled and, where ``per_suite``, in each
+    fit suite too (``choose_threshold``)."""
+
+    most: float = MAX_ADDED_FALSE_ABSTENTION
+    per_suite: bool = False
+
+
 def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Iterable[float] | None = None, *,
                      max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
                      per_suite: bool = False) -> RelevanceChoice:
@@ -173,8 +182,8 @@ def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Itera
     if per_suite and SUITE_COLUMN not in dev:
         raise ToolSelectionError(f"A cap per suite needs the dev rows' suites (a {SUITE_COLUMN!r} column): "
                                  "relevance_report adds it.")
-    suites = {name: rows for name, rows in dev.groupby(SUITE_COLUMN)} if per_suite else {}
-    own = {name: summarize(rows, with_ci=False).get("false_abstention_rate", math.nan) for name, rows in suites.items()}
+    own = {name: summarize(rows, with_ci=False).get("false_abstention_rate", math.nan)
+           for name, rows in dev.groupby(SUITE_COLUMN)} if per_suite else {}
     probabilities = model.probabilities(signals_of(dev, model.reads))
     if thresholds is None:
         candidates = np.unique(probabilities[called(dev)])
@@ -217,8 +226,7 @@ def _most_added(table: pd.DataFrame, own: Mapping[str, float]) -> float:
 
 
 def fit_other_language(model: RelevanceModel, part: Mapping[str, pd.DataFrame], signals: Sequence[str], *,
-                       C: float = 1.0, max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
-                       per_suite: bool = False) -> RelevanceModel:
+                       C: float = 1.0, cap: FalseAbstentionCap = FalseAbstentionCap()) -> RelevanceModel:
     """``model`` with an ``other_language`` model for requests in another language than the tools' documents:
     fitted on the same train rows (``part["train"]``) with ``signals`` (none that compares words), its threshold
     chosen on the same dev rows by the same rule, then its intercept moved by the difference of the two thresholds'
@@ -228,7 +236,7 @@ def fit_other_language(model: RelevanceModel, part: Mapping[str, pd.DataFrame], 
                                  "call, so a model for other languages cannot be set to decide at it: choose its "
                                  "threshold on dev first (choose_threshold).")
     inner = choose_threshold(fit_on_rows(part["train"], signals, C=C, trained_on=model.trained_on), part["dev"],
-                             max_added_false_abstention=max_added_false_abstention, per_suite=per_suite).model
+                             max_added_false_abstention=cap.most, per_suite=cap.per_suite).model
     shift = _logit(model.threshold) - _logit(inner.threshold)
     moved = inner.model_dump(exclude_none=True) | {"intercept": stored(inner.intercept + shift),
                                                    "threshold": model.threshold,
@@ -284,15 +292,6 @@ class RelevanceReport:
     groups: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # test rows pooled: bfcl, domains, pooled
 
 
-@dataclass(frozen=True)
-class FalseAbstentionCap:
-    """The most false abstention a threshold may add on dev (a fraction), pooled and, where ``per_suite``, in each
-    fit suite too (``choose_threshold``)."""
-
-    most: float = MAX_ADDED_FALSE_ABSTENTION
-    per_suite: bool = False
-
-
 def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *, C: float = 1.0,
                      fit_suites: Sequence[str] | None = None, cap: FalseAbstentionCap = FalseAbstentionCap(),
                      report_signals: Sequence[str] | None = None,
@@ -313,15 +312,13 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
     choice = choose_threshold(model, part["dev"], max_added_false_abstention=cap.most, per_suite=cap.per_suite)
     if other_language_signals:
-        choice = replace(choice, model=fit_other_language(choice.model, part, other_language_signals, C=C,
-                                                          max_added_false_abstention=cap.most,
-                                                          per_suite=cap.per_suite))
+        choice = replace(choice, model=fit_other_language(choice.model, part, other_language_signals, C=C, cap=cap))
     tests = test_parts(runs)
     report_signals = list(report_signals or signals)
     aurocs = pd.DataFrame({name: signal_aurocs(rows, [s for s in report_signals if f"{SIGNAL_PREFIX}{s}" in rows])
                            for name, rows in tests.items()}).reindex(report_signals)
     aurocs.loc["combined"] = {name: _combined_auroc(choice.model, rows) for name, rows in tests.items()}
-    classifiers = compare_classifiers(choice.model, part, tests, cap.most, cap.per_suite)
+    classifiers = compare_classifiers(choice.model, part, tests, cap)
     tests.update(whole_parts(runs, whole))
     test = pd.DataFrame([_test_row(name, rows, choice.model) for name, rows in tests.items()])
     pooled = {group: tests[group] for group in suite_groups(list(runs)) if group in tests}
@@ -353,8 +350,7 @@ BOOSTING_DEPTHS = (2, 3)
 
 
 def compare_classifiers(model: RelevanceModel, part: Mapping[str, pd.DataFrame], tests: Mapping[str, pd.DataFrame],
-                        max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
-                        per_suite: bool = False) -> pd.DataFrame:
+                        cap: FalseAbstentionCap = FalseAbstentionCap()) -> pd.DataFrame:
     """The fitted logistic regression beside gradient boosting (scikit-learn's defaults, balanced classes, each
     depth of ``BOOSTING_DEPTHS``), each fitted on the same train rows, its threshold chosen on the same dev rows,
     and read on the pooled test groups: does a classifier that can learn interactions do better?"""
@@ -367,7 +363,7 @@ def compare_classifiers(model: RelevanceModel, part: Mapping[str, pd.DataFrame],
         boosted = HistGradientBoostingClassifier(max_depth=depth, class_weight="balanced", random_state=0).fit(x, y)
         candidates[f"gradient boosting, depth {depth}"] = choose_threshold(
             BoostedRelevance(tuple(model.signals), boosted), part["dev"],
-            max_added_false_abstention=max_added_false_abstention, per_suite=per_suite).model
+            max_added_false_abstention=cap.most, per_suite=cap.per_suite).model
     groups = [name for name in ("bfcl", "domains", "pooled") if name in tests] or list(tests)
     rows = []
     for name, candidate in candidates.items():
