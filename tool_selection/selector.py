@@ -247,18 +247,14 @@ class MultiToolSelector(dspy.Module):
         """The names of the tools a selection for ``request`` would be shown, best first, without selecting: the
         retrieval step alone (``retrieve``, routed, re-ranked or read through intents as the spec says; the last two
         ask the selection's model), or every tool's name without retrieval. ``tools``: as for ``forward``."""
-        registry = self._registry(tools)
-        if self.described is not None:
-            registry = self.described.apply(registry)
+        registry = self._described(tools)
         if self.retrieve is None:
             return registry.names()
         return self._shown_by_retrieval(registry, request, {})[1]
 
     def _select(self, request: str, tools: Tools | None, conversation: list[dict[str, Any]] | None,
                 tool_choice: ToolChoice) -> dspy.Prediction:
-        registry = self._registry(tools)
-        if self.described is not None:  # rewritten descriptions (toolsel optimize --target descriptions)
-            registry = self.described.apply(registry)
+        registry = self._described(tools)
         extras: dict[str, Any] = {}
         ranked = None
         if self.retrieve is not None:
@@ -510,6 +506,12 @@ class MultiToolSelector(dspy.Module):
     def decide(self, request: str, tools: Tools | None = None) -> MultiToolDecision:
         """The ``MultiToolDecision`` for ``request`` (a convenience over ``__call__``)."""
         return self(request=request, tools=tools).decision
+
+    def _described(self, tools: Tools | None) -> ToolRegistry:
+        """The registry a selection reads: ``tools`` (default: the selector's), with the rewritten descriptions
+        where it has them (``toolsel optimize --target descriptions``)."""
+        registry = self._registry(tools)
+        return registry if self.described is None else self.described.apply(registry)
 
     def _registry(self, tools: Tools | None) -> ToolRegistry:
         if tools is not None:
