@@ -395,16 +395,9 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
         _plot_settings(table, path, plt)
         return
     own = table[table["setting"] == "own tool set"].iloc[0]
-    reranked = table["setting"].str.endswith("re-ranked")
-    series = []
-    for depth in sorted(table["retrieve_k"].dropna().unique()):
-        at_depth = table["retrieve_k"] == depth
-        series += [(f"top {depth:g} retrieved", table[at_depth & ~reranked], "o"),
-                   (f"top {depth:g} of the re-ranked", table[at_depth & reranked], "^")]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for label, rows, marker in series:
-        if not len(rows):
-            continue
+    for label, rows in settings_across_sizes(table).items():
+        marker = "^" if label.endswith("re-ranked") else "o"
         left.errorbar(rows["registry_tools"], rows["accuracy"],
                       yerr=[rows["accuracy"] - rows["accuracy_low"], rows["accuracy_high"] - rows["accuracy"]],
                       marker=marker, capsize=3, label=f"accuracy, {label}")
@@ -428,6 +421,14 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def settings_across_sizes(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The retrieval rows of ``table`` by setting (each label without its registry's size, ``top 5 (hybrid)``), in
+    the order first met: one line of the figure per setting across the sizes."""
+    retrieved = table[table["retrieve_k"].notna()]
+    setting = retrieved["setting"].str.split(", ", n=1).str[1]
+    return {label: retrieved[setting == label] for label in dict.fromkeys(setting)}
 
 
 def _plot_settings(table: pd.DataFrame, path: Path, plt) -> None:

@@ -5,7 +5,15 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from evals.benchmarks.scale import _plot, _row, main, markdown_table, retrieval_markdown, retrieval_table
+from evals.benchmarks.scale import (
+    _plot,
+    _row,
+    main,
+    markdown_table,
+    retrieval_markdown,
+    retrieval_table,
+    settings_across_sizes,
+)
 from evals.suite import Suite, load_suite
 from tool_selection import load_tool_set
 
@@ -53,6 +61,19 @@ def test_the_plot_draws_plain_and_re_ranked_retrieval(tmp_path):
         rows.append(_row(f"{size} tools, top 20 (hybrid)", size, 20, _result([1.0, 1.0], retrieval_recall=1.0), own))
     _plot(pd.DataFrame(rows), tmp_path / "scale.png")
     assert (tmp_path / "scale.png").stat().st_size > 10_000
+
+
+def test_each_setting_is_one_line_across_the_sizes():
+    own = _result([1.0, 0.0])
+    rows = [_row("own tool set", None, None, own)]
+    for size in (100, 1000, 10000):
+        rows.append(_row(f"{size} tools, top 5 (hybrid, train examples)", size, 5, _result([1.0, 0.0]), own))
+        rows.append(_row(f"{size} tools, top 5 (hybrid, train examples, best catalog)", size, 5, _result([0.0, 0.0]),
+                         own))
+    lines = settings_across_sizes(pd.DataFrame(rows))
+    assert list(lines) == ["top 5 (hybrid, train examples)", "top 5 (hybrid, train examples, best catalog)"]
+    assert [list(line["registry_tools"]) for line in lines.values()] == [[100, 1000, 10000]] * 2
+    assert list(lines["top 5 (hybrid, train examples, best catalog)"]["accuracy"]) == [0.0] * 3
 
 
 def test_the_kept_table_prints_as_the_pages_markdown():
