@@ -19,6 +19,7 @@ from typing import Any
 
 from tool_selection.errors import ToolsChangedError, ToolSelectionError
 from tool_selection.registry import ToolRegistry
+from tool_selection.tool import BaseTool
 from tool_selection.toolset.described import described_tool
 
 __all__ = ["DescriptionOverrides", "descriptions_of", "descriptions_sha256"]
@@ -47,6 +48,8 @@ class DescriptionOverrides:
     source: str = "the selector"
     _shown: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, init=False, repr=False,
                                               compare=False)  # catalog -> the catalog as shown
+    _classes: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, init=False, repr=False,
+                                                compare=False)  # tool class -> the class as shown
 
     @classmethod
     def for_registry(cls, registry: ToolRegistry, descriptions: Mapping[str, str]) -> DescriptionOverrides:
@@ -82,13 +85,21 @@ class DescriptionOverrides:
         revision, shown = self._shown.get(registry, (None, None))
         if shown is None or revision is not registry.revision:  # new, or a tool registered or unregistered since
             self.check(registry)
-            shown = ToolRegistry(registry.name, [described_tool(tool, self.descriptions[tool.NAME])
-                                                 if tool.NAME in self.descriptions else tool for tool in registry])
+            shown = ToolRegistry(registry.name, [self._shown_class(tool) for tool in registry])
             self._shown[registry] = (registry.revision, shown)
         return shown
 
-    def __getstate__(self) -> dict[str, Any]:  # copies and pickles leave the cache behind
-        return {name: value for name, value in self.__dict__.items() if name != "_shown"}
+    def _shown_class(self, tool: type[BaseTool]) -> type[BaseTool]:
+        """``tool`` with its rewritten description, one class per tool: another registry of the same tools (a
+        ``ToolSet`` passed with each call) is shown with the same classes, so a retriever fitted to them is kept."""
+        if tool.NAME not in self.descriptions:
+            return tool
+        if tool not in self._classes:
+            self._classes[tool] = described_tool(tool, self.descriptions[tool.NAME])
+        return self._classes[tool]
+
+    def __getstate__(self) -> dict[str, Any]:  # copies and pickles leave the caches behind
+        return {name: value for name, value in self.__dict__.items() if name not in ("_shown", "_classes")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _shown=weakref.WeakKeyDictionary())
+        self.__dict__.update(state, _shown=weakref.WeakKeyDictionary(), _classes=weakref.WeakKeyDictionary())

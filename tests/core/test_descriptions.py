@@ -148,3 +148,18 @@ def test_the_described_registry_follows_tools_registered_after_it_was_first_show
     registry.register(Now)
     shown = overrides.apply(registry)
     assert shown.names() == sorted(["echo", "add_numbers", Now.NAME]) and shown.get("echo").description == REWRITE
+
+
+def test_a_tool_set_passed_with_each_call_keeps_the_described_selectors_index(monkeypatch):
+    from tool_selection.retrieval import BM25Retriever
+    from tool_selection.spec import RetrievalSpec
+
+    selector = MultiToolSelector(retrieval=RetrievalSpec(k=1, retriever="bm25"))
+    selector.described = DescriptionOverrides.for_registry(BASIC.registry(), {"echo": REWRITE})
+    fits, fit = [], BM25Retriever.fit
+    monkeypatch.setattr(BM25Retriever, "fit", lambda self, registry, *rest: fits.append(registry) or
+                        fit(self, registry, *rest))
+    for request in ("say hi back", "add 2 and 3", "say it twice"):
+        assert selector.shown_tools(request, tools=BASIC) in (["echo"], ["add_numbers"])
+    assert len(fits) == 1  # each call's tool set is a new registry of the same described tools
+    assert fits[0].get("echo").description == REWRITE
