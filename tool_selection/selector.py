@@ -252,6 +252,12 @@ class MultiToolSelector(dspy.Module):
             return registry.names()
         return self._shown_by_retrieval(registry, request, {})[1]
 
+    def refit_retrieval(self) -> None:
+        """Fit the retriever again before the next selection. The selector refits by itself when a tool is registered
+        or unregistered, or another registry holds other tools; this is for tools whose documents changed in place
+        (a description edited on its class), which neither shows."""
+        self._fitted_to = ()
+
     def _select(self, request: str, tools: Tools | None, conversation: list[dict[str, Any]] | None,
                 tool_choice: ToolChoice) -> dspy.Prediction:
         registry = self._described(tools)

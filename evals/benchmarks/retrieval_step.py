@@ -51,7 +51,7 @@ def step_milliseconds(selector: MultiToolSelector, registry: ToolRegistry, reque
     for request in requests:
         listing = ToolSet(name=registry.name, tools=registry.tools()) if mode == "set" else registry
         if mode == "refit":
-            selector._fitted_to = ()  # forget the fit: what the selector did before ToolRegistry.revision
+            selector.refit_retrieval()  # what the selector did before ToolRegistry.revision
         started = time.perf_counter()
         ranked = selector.shown_tools(request, listing)
         milliseconds.append(1000 * (time.perf_counter() - started))

@@ -163,3 +163,20 @@ def test_a_tool_set_passed_with_each_call_keeps_the_described_selectors_index(mo
         assert selector.shown_tools(request, tools=BASIC) in (["echo"], ["add_numbers"])
     assert len(fits) == 1  # each call's tool set is a new registry of the same described tools
     assert fits[0].get("echo").description == REWRITE
+
+
+def test_a_description_edited_in_place_is_indexed_after_refit_retrieval():
+    from tool_selection.spec import RetrievalSpec
+
+    class Greet(Echo):
+        """Echo under another name."""
+
+        NAME = "greet"
+
+    selector = MultiToolSelector(ToolSet(name="two", tools=(Greet, Add)), retrieval=RetrievalSpec(k=1,
+                                                                                                    retriever="bm25"))
+    assert selector.shown_tools("sum of two numbers") == ["add_numbers"]
+    Greet.description = "Sum of two numbers, told as a greeting."
+    assert selector.shown_tools("sum of two numbers greeting") == ["add_numbers"]  # the index still has the old text
+    selector.refit_retrieval()
+    assert selector.shown_tools("sum of two numbers greeting") == ["greet"]
