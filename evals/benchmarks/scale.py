@@ -395,30 +395,30 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
         _plot_settings(table, path, plt)
         return
     own = table[table["setting"] == "own tool set"].iloc[0]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for label, rows in settings_across_sizes(table).items():
-        marker = "^" if label.endswith("re-ranked") else "o"
-        left.errorbar(rows["registry_tools"], rows["accuracy"],
-                      yerr=[rows["accuracy"] - rows["accuracy_low"], rows["accuracy_high"] - rows["accuracy"]],
-                      marker=marker, capsize=3, label=f"accuracy, {label}")
-        left.plot(rows["registry_tools"], rows["recall_at_k"], marker=marker, linestyle="--",
-                  label=f"recall@k, {label}")
-        right.plot(rows["registry_tools"], rows["prompt_tokens"], marker=marker, label=label)
+    lines = settings_across_sizes(table)
+    height = 4 + 0.2 * (len(lines) + 1)  # room below for the legend, a line per setting and the own tool set
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, height))
+    for index, (label, rows) in enumerate(lines.items()):
+        color, marker = f"C{index}", "^" if label.endswith("re-ranked") else "o"
+        left.errorbar(rows["registry_tools"], rows["accuracy"], color=color, marker=marker, capsize=3, label=label,
+                      yerr=[rows["accuracy"] - rows["accuracy_low"], rows["accuracy_high"] - rows["accuracy"]])
+        left.plot(rows["registry_tools"], rows["recall_at_k"], color=color, marker=marker, linestyle="--")
+        right.plot(rows["registry_tools"], rows["prompt_tokens"], color=color, marker=marker)
     left.axhline(own["accuracy"], color="gray", linestyle=":", label="own tool set")
-    left.set_xscale("log")
-    left.set_xlabel("tools in the registry")
-    left.set_ylabel("share of cases")
+    left.set_ylabel("accuracy (solid, 95% CI), Recall@k (dashed)")
     left.set_ylim(0, 1)
-    left.legend(fontsize="small")
     listed = table[table["setting"].str.endswith("all listed")]
     if len(listed):
-        right.plot(listed["registry_tools"], listed["prompt_tokens"], marker="x", linestyle="none", label="all listed")
-    right.axhline(own["prompt_tokens"], color="gray", linestyle=":", label="own tool set")
-    right.set_xscale("log")
-    right.set_xlabel("tools in the registry")
+        right.plot(listed["registry_tools"], listed["prompt_tokens"], marker="x", color="black", linestyle="none",
+                   label="all listed")
+        right.legend(fontsize="small")
+    right.axhline(own["prompt_tokens"], color="gray", linestyle=":")
     right.set_ylabel("prompt tokens per case")
-    right.legend()
-    fig.tight_layout()
+    for axis in (left, right):
+        axis.set_xscale("log")
+        axis.set_xlabel("tools in the registry")
+    fig.legend(*left.get_legend_handles_labels(), loc="lower center", fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.17 * (len(lines) + 1) / height, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
