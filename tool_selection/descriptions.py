@@ -48,8 +48,8 @@ class DescriptionOverrides:
     source: str = "the selector"
     _shown: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, init=False, repr=False,
                                               compare=False)  # catalog -> the catalog as shown
-    _classes: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, init=False, repr=False,
-                                                compare=False)  # tool class -> the class as shown
+    _classes: dict = field(default_factory=dict, init=False, repr=False,
+                           compare=False)  # tool class -> the class as shown (a subclass: it holds its tool anyway)
 
     @classmethod
     def for_registry(cls, registry: ToolRegistry, descriptions: Mapping[str, str]) -> DescriptionOverrides:
@@ -102,4 +102,4 @@ class DescriptionOverrides:
         return {name: value for name, value in self.__dict__.items() if name not in ("_shown", "_classes")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _shown=weakref.WeakKeyDictionary(), _classes=weakref.WeakKeyDictionary())
+        self.__dict__.update(state, _shown=weakref.WeakKeyDictionary(), _classes={})
