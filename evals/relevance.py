@@ -172,13 +172,12 @@ class FalseAbstentionCap:
 
 
 def choose_threshold(model: RelevanceModel, dev: pd.DataFrame, thresholds: Iterable[float] | None = None, *,
-                     max_added_false_abstention: float = MAX_ADDED_FALSE_ABSTENTION,
-                     per_suite: bool = False) -> RelevanceChoice:
-    """The threshold with the best balanced accuracy on ``dev`` among those that add at most
-    ``max_added_false_abstention`` to the selection's own false abstention there (a relevance stage that gains by
-    refusing requests that need a call is not wanted); ties: the lowest, which overrules least. ``per_suite``: in
-    each suite too (the ``SUITE_COLUMN`` of ``dev``, among the suites with requests that need a call), not only
-    pooled."""
+                     cap: FalseAbstentionCap = FalseAbstentionCap()) -> RelevanceChoice:
+    """The threshold with the best balanced accuracy on ``dev`` among those that add at most ``cap.most`` to the
+    selection's own false abstention there (a relevance stage that gains by refusing requests that need a call is
+    not wanted); ties: the lowest, which overrules least. ``cap.per_suite``: in each suite too (the
+    ``SUITE_COLUMN`` of ``dev``, among the suites with requests that need a call), not only pooled."""
+    max_added_false_abstention, per_suite = cap.most, cap.per_suite
     if per_suite and SUITE_COLUMN not in dev:
         raise ToolSelectionError(f"A cap per suite needs the dev rows' suites (a {SUITE_COLUMN!r} column): "
                                  "relevance_report adds it.")
@@ -236,7 +235,7 @@ def fit_other_language(model: RelevanceModel, part: Mapping[str, pd.DataFrame], 
                                  "call, so a model for other languages cannot be set to decide at it: choose its "
                                  "threshold on dev first (choose_threshold).")
     inner = choose_threshold(fit_on_rows(part["train"], signals, C=C, trained_on=model.trained_on), part["dev"],
-                             max_added_false_abstention=cap.most, per_suite=cap.per_suite).model
+                             cap=cap).model
     shift = _logit(model.threshold) - _logit(inner.threshold)
     moved = inner.model_dump(exclude_none=True) | {"intercept": stored(inner.intercept + shift),
                                                    "threshold": model.threshold,
@@ -310,7 +309,7 @@ def relevance_report(runs: Mapping[str, pd.DataFrame], signals: Sequence[str], *
     part = {split: pd.concat([_split(runs[name], split).assign(**{SUITE_COLUMN: name}) for name in fit_suites],
                              ignore_index=True) for split in ("train", "dev")}
     model = fit_on_rows(part["train"], signals, C=C, trained_on={"suites": fit_suites})
-    choice = choose_threshold(model, part["dev"], max_added_false_abstention=cap.most, per_suite=cap.per_suite)
+    choice = choose_threshold(model, part["dev"], cap=cap)
     if other_language_signals:
         choice = replace(choice, model=fit_other_language(choice.model, part, other_language_signals, C=C, cap=cap))
     tests = test_parts(runs)
@@ -362,8 +361,7 @@ def compare_classifiers(model: RelevanceModel, part: Mapping[str, pd.DataFrame],
     for depth in BOOSTING_DEPTHS:
         boosted = HistGradientBoostingClassifier(max_depth=depth, class_weight="balanced", random_state=0).fit(x, y)
         candidates[f"gradient boosting, depth {depth}"] = choose_threshold(
-            BoostedRelevance(tuple(model.signals), boosted), part["dev"],
-            max_added_false_abstention=cap.most, per_suite=cap.per_suite).model
+            BoostedRelevance(tuple(model.signals), boosted), part["dev"], cap=cap).model
     groups = [name for name in ("bfcl", "domains", "pooled") if name in tests] or list(tests)
     rows = []
     for name, candidate in candidates.items():

@@ -10,6 +10,7 @@ import pytest
 
 from evals.gate import choose_threshold as choose_gate_threshold
 from evals.relevance import (
+    FalseAbstentionCap,
     apply_relevance,
     called,
     choose_threshold,
@@ -223,9 +224,9 @@ def test_the_threshold_adds_little_false_abstention_on_dev():
     dev = pd.DataFrame([row(f"d{i}", "dev", i % 2 == 0, True, 0.2 if i % 2 else (0.1 if i % 4 == 0 else 0.9))
                         for i in range(40)])
     model = fit_on_rows(rows("train"), ["dense_best"])
-    strict = choose_threshold(model, dev, max_added_false_abstention=0.05)
+    strict = choose_threshold(model, dev, cap=FalseAbstentionCap(0.05))
     assert strict.model.dev["false_abstention_rate"] <= 0.05
-    loose = choose_threshold(model, dev, max_added_false_abstention=1.0)
+    loose = choose_threshold(model, dev, cap=FalseAbstentionCap(1.0))
     assert loose.model.dev["false_abstention_rate"] == 0.5 and loose.model.dev["abstention_accuracy"] == 1.0
 
 
@@ -243,14 +244,14 @@ def test_a_cap_per_suite_keeps_one_suite_from_paying_for_the_pooled_gain():
     dev = pd.concat([suite("a", [(8, 0.9), (2, 0.3)], [(10, 0.35)]), suite("b", [(30, 0.9)], [(10, 0.1)])],
                     ignore_index=True)
     model = fit_on_rows(rows("train"), ["dense_best"])
-    pooled = choose_threshold(model, dev, max_added_false_abstention=0.05)
-    capped = choose_threshold(model, dev, max_added_false_abstention=0.05, per_suite=True)
+    pooled = choose_threshold(model, dev, cap=FalseAbstentionCap(0.05))
+    capped = choose_threshold(model, dev, cap=FalseAbstentionCap(0.05, per_suite=True))
     assert pooled.model.dev["false_abstention_rate"] == pytest.approx(0.05)
     assert capped.model.dev["false_abstention_rate"] == 0.0 and capped.model.dev["most_added_in_a_suite"] == 0.0
     assert capped.model.dev["abstention_accuracy"] == 0.5 < pooled.model.dev["abstention_accuracy"]
     assert capped.model.dev["capped_per_suite"] and "capped_per_suite" not in pooled.model.dev
     with pytest.raises(ToolSelectionError, match="A cap per suite needs the dev rows' suites"):
-        choose_threshold(model, dev.drop(columns=SUITE_COLUMN), per_suite=True)
+        choose_threshold(model, dev.drop(columns=SUITE_COLUMN), cap=FalseAbstentionCap(per_suite=True))
 
 
 def test_the_harness_applies_the_shipped_model_by_default_and_none_turns_it_off(tmp_path, monkeypatch, suite_path):
