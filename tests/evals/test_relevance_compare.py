@@ -50,14 +50,20 @@ def test_the_matched_threshold_is_the_lowest_that_reaches_the_accuracy():
     assert math.isfinite(matched_threshold(sharp, frame, 2.0))  # never reached: the highest candidate
 
 
-def test_the_command_writes_the_section(tmp_path, capsys):
+def write_runs(folder, frames):
+    """Each frame as a kept run of its suite (rows and params), under ``folder``; their paths."""
     runs = []
-    for name, frame in suites().items():
-        run = tmp_path / name
+    for name, frame in frames.items():
+        run = folder / name
         run.mkdir()
         frame.to_json(run / "results.jsonl", orient="records", lines=True)
         (run / "summary.json").write_text(json.dumps({"params": {"suite": name, "suite_ref": str(run / "none")}}))
         runs.append(str(run))
+    return runs
+
+
+def test_the_command_writes_the_section(tmp_path, capsys):
+    runs = write_runs(tmp_path, suites())
     new, old = model(4.0).save(tmp_path / "new.json"), model(0.1, 0.6).save(tmp_path / "old.json")
     out = tmp_path / "section.md"
     assert main([*runs, "--model", str(new), "--against", str(old), "--match", "bfcl_irrelevance",

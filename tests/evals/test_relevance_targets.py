@@ -1,6 +1,5 @@
 """Each relevance model read against #47's targets on kept rows: one column per model, each figure with its verdict."""
 
-import json
 import math
 
 import pandas as pd
@@ -8,6 +7,7 @@ import pytest
 
 from evals.benchmarks.relevance_targets import Target, main, target_rows, targets_table
 from tests.evals.test_relevance import rows
+from tests.evals.test_relevance_compare import write_runs
 from tool_selection.relevance import RelevanceModel
 
 
@@ -56,13 +56,7 @@ def test_a_figure_with_no_rows_has_no_verdict():
 def test_the_table_holds_one_column_per_model_and_the_command_writes_it(tmp_path, capsys):
     table = targets_table(suites(), None, {"strict": model(0.9), "loose": model(0.1)})
     assert list(table.columns) == ["target", "bound", "strict", "loose"] and table["bound"][0] == ">= 85"
-    runs = []
-    for name, frame in suites().items():
-        run = tmp_path / name
-        run.mkdir()
-        frame.to_json(run / "results.jsonl", orient="records", lines=True)
-        (run / "summary.json").write_text(json.dumps({"params": {"suite": name, "suite_ref": str(run / "none")}}))
-        runs.append(str(run))
+    runs = write_runs(tmp_path, suites())
     path = model(0.5).save(tmp_path / "m.json")
     out = tmp_path / "targets.md"
     assert main([*runs, "--model", f"shipped one={path}", "--out", str(out)]) == 0
